@@ -1,0 +1,1 @@
+"""The `lily` command line: a thin edge over the core."""

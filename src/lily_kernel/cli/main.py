@@ -1,0 +1,117 @@
+"""The `lily` command: install the kernelspec, list skills, validate skill folders.
+
+Errors from the core (LilyError) become one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from lily_kernel.commands import render_plain, skills_result
+from lily_kernel.errors import LilyError
+from lily_kernel.runtime import LilyEnvironment
+from lily_kernel.skills import SkillRoot, check_skill_directory
+
+__all__ = ["main"]
+
+
+def _override_roots(env: LilyEnvironment, args: argparse.Namespace) -> LilyEnvironment:
+    overrides = {"user": args.user_dir, "bundled": args.bundled_dir}
+    roots = tuple(
+        SkillRoot(r.source, os.path.abspath(overrides[r.source]),
+                  os.path.exists(overrides[r.source]))
+        if overrides.get(r.source) else r
+        for r in env.skill_roots
+    )
+    return replace(env, skill_roots=roots)
+
+
+def _cmd_skills(args: argparse.Namespace) -> int:
+    from lily_kernel.cli.snapshot_json import render_snapshot_json
+
+    env = _override_roots(LilyEnvironment.load(Path(args.workspace)), args)
+    snap = env.load_snapshot(1)
+    out = render_snapshot_json(snap) if args.json else render_plain(skills_result(snap)) + "\n"
+    sys.stdout.write(out)
+    return 0
+
+
+def _skill_dirs(path: Path) -> list[Path]:
+    """A skill folder itself, a SKILL.md file's folder, or every skill folder of a root."""
+    if path.name == "SKILL.md" and path.is_file():
+        return [path.parent]
+    if (path / "SKILL.md").exists() or (path / "SKILL.md").is_symlink():
+        return [path]
+    if path.is_dir():
+        return sorted((c for c in path.iterdir() if not c.name.startswith(".")
+                       and (c / "SKILL.md").exists()), key=lambda c: c.name)
+    return []
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    env = LilyEnvironment.load(Path.cwd())
+    rules, failed = env.load_rules(), False
+    for raw in args.paths:
+        dirs = _skill_dirs(Path(raw))
+        if not dirs:
+            print(f"error       {raw}: no SKILL.md here (not a skill folder or a root of them)")
+            failed = True
+        for directory in dirs:
+            skill, diagnostics = check_skill_directory(str(directory), rules, env.host)
+            for diag in diagnostics:
+                label = {"malformed": "error", "policy": "error"}.get(diag.kind.value,
+                                                                       diag.kind.value)
+                failed |= label == "error"
+                print(f"{label:<11} {diag.skill}: {diag.reason}")
+            if skill is not None:
+                print(f"{'ok':<11} {skill.name} ({skill.invocation_mode})")
+    return 1 if failed else 0
+
+
+def _cmd_install(args: argparse.Namespace) -> int:
+    from lily_kernel.kernel.install import install_kernelspec
+
+    path = install_kernelspec(user=args.user, sys_prefix=args.sys_prefix, prefix=args.prefix)
+    print(f"Installed the Lily kernelspec in {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lily", description="Lily, the notebook agent.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    skills = sub.add_parser("skills", help="print the skill snapshot with its diagnostics")
+    skills.add_argument("--workspace", default=".", help="the workspace folder (default: .)")
+    skills.add_argument("--user-dir", help="user skills root (default: ~/.lily/skills)")
+    skills.add_argument("--bundled-dir", help="bundled skills root")
+    skills.add_argument("--json", action="store_true", help="the stable JSON document")
+    skills.set_defaults(func=_cmd_skills)
+
+    validate = sub.add_parser("validate", help="check skill folders; non-zero exit on errors")
+    validate.add_argument("paths", nargs="+", metavar="PATH")
+    validate.set_defaults(func=_cmd_validate)
+
+    install = sub.add_parser("install", help="install the Lily kernelspec")
+    where = install.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="in the user's Jupyter folder")
+    where.add_argument("--sys-prefix", action="store_true", help="in sys.prefix (venv/conda)")
+    where.add_argument("--prefix", help="under this prefix")
+    install.set_defaults(func=_cmd_install)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except LilyError as exc:
+        print(f"lily: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Commands: parse `/` cells and run them deterministically, never asking a model."""
+
+from lily_kernel.commands.builtins import (
+    BUILTIN_COMMANDS,
+    CommandOutcome,
+    describe_skill,
+    run_command,
+    skills_result,
+)
+from lily_kernel.commands.completion import Completion, complete, inspect
+from lily_kernel.commands.context import CommandContext, StateChange
+from lily_kernel.commands.parser import ParsedCommand, parse_command
+from lily_kernel.commands.render import render_html, render_markdown, render_plain
+from lily_kernel.commands.results import (
+    CommandResult,
+    Details,
+    Fields,
+    Preformatted,
+    Table,
+    Text,
+)
+
+__all__ = [
+    "BUILTIN_COMMANDS",
+    "CommandContext",
+    "CommandOutcome",
+    "CommandResult",
+    "Completion",
+    "Details",
+    "Fields",
+    "ParsedCommand",
+    "Preformatted",
+    "StateChange",
+    "Table",
+    "Text",
+    "complete",
+    "describe_skill",
+    "inspect",
+    "parse_command",
+    "render_html",
+    "render_markdown",
+    "render_plain",
+    "run_command",
+    "skills_result",
+]

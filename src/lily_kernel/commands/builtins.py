@@ -1,0 +1,320 @@
+"""The built-in commands and skill invocation; every failure is a CommandError.
+
+Handlers read the context and return a result plus the session change to apply on
+success; they never mutate the session themselves, so a failed command changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lily_kernel.commands.context import CommandContext, StateChange
+from lily_kernel.commands.parser import ParsedCommand
+from lily_kernel.commands.results import (
+    Block,
+    CommandResult,
+    Details,
+    Fields,
+    Preformatted,
+    Table,
+    Text,
+)
+from lily_kernel.errors import CommandError, SkillRootError
+from lily_kernel.prompting import build_model_request
+from lily_kernel.skills import Skill, SkillSnapshot, diff_snapshots
+from lily_kernel.tools import ToolContext, run_tool
+
+__all__ = [
+    "BUILTIN_COMMANDS",
+    "CommandOutcome",
+    "describe_skill",
+    "run_command",
+    "skills_result",
+]
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    result: CommandResult
+    change: StateChange | None = None
+
+
+Handler = Callable[[CommandContext, str], CommandOutcome]
+
+
+def _no_argument(name: str, argument: str) -> None:
+    if argument:
+        raise CommandError(f"Error: /{name} takes no argument.")
+
+
+def _missing(snapshot: SkillSnapshot, name: str) -> CommandError:
+    """No available skill by that name: say why when the snapshot knows it."""
+    diag = snapshot.excluded_reason(name)
+    if diag is not None:
+        return CommandError(
+            f"Error: skill '{name}' is not available in this session (snapshot "
+            f"{snapshot.version}): {diag.kind.value}: {diag.reason}."
+        )
+    return CommandError(f"Error: no skill named '{name}' in this session (snapshot {snapshot.version}).")
+
+
+# --- /skills -----------------------------------------------------------------------
+
+
+def skills_result(snap: SkillSnapshot) -> CommandResult:
+    """The `/skills` listing of a snapshot (also `lily skills`'s text output)."""
+    rows = tuple(
+        (s.name, s.summary, s.source, s.invocation_mode, f"/{s.command}" if s.command else "")
+        for s in snap.skills
+    )
+    blocks: list[Block] = [
+        Table(("name", "summary", "source", "mode", "alias"), rows)
+        if rows
+        else Text("No skills are available in this session.")
+    ]
+    excluded = snap.excluded
+    if excluded:
+        blocks.append(Details(
+            f"Excluded ({len(excluded)})",
+            (Table(("name", "kind", "source", "reason"),
+                   tuple((d.skill, d.kind.value, d.source, d.reason) for d in excluded)),),
+        ))
+    warnings = snap.warnings
+    if warnings:
+        blocks.append(Details(
+            f"Warnings ({len(warnings)})",
+            (Table(("name", "source", "warning"),
+                   tuple((d.skill, d.source, d.reason) for d in warnings)),),
+        ))
+    title = (
+        f"Skills: {len(snap.skills)} available (snapshot {snap.version}, "
+        f"digest {snap.digest[:12]})"
+    )
+    return CommandResult("skills", title, tuple(blocks))
+
+
+def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
+    _no_argument("skills", argument)
+    return CommandOutcome(skills_result(ctx.session.skill_snapshot))
+
+
+# --- /skill and aliases ------------------------------------------------------------
+
+
+def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) -> CommandOutcome:
+    """Force `skill`: dispatch its tool directly, or build a forced-skill model request."""
+    if skill.invocation_mode == "tool_dispatch":
+        tool = ctx.registry.get(skill.command_tool or "")
+        if tool is None or tool.text_argument is None:
+            raise CommandError(
+                f"Error: skill '{skill.name}': tool '{skill.command_tool}' cannot take a "
+                "text request."
+            )
+        outcome = run_tool(
+            ctx.registry, ctx.policy, tool.name, {tool.text_argument: request},
+            ToolContext(ctx.workspace), caller="owner",
+        )
+        if outcome.error:
+            raise CommandError(f"Error: /{command} ({tool.name}): {outcome.detail}")
+        return CommandOutcome(CommandResult(
+            command, f"{skill.name} ({tool.name})", (Preformatted(outcome.output),),
+            skill=skill.name,
+        ))
+    tools = ctx.policy.model_tools(ctx.registry, skill.allowed_tools)
+    request_obj = build_model_request(
+        persona=ctx.session.persona,
+        snapshot=ctx.session.skill_snapshot,
+        history=ctx.session.conversation_state.messages,
+        user_text=request,
+        tool_schemas=[t.json_schema() for t in tools],
+        catalog_max_chars=ctx.catalog_max_chars,
+        forced_skill=skill,
+    )
+    return CommandOutcome(CommandResult(command, skill=skill.name, model_request=request_obj))
+
+
+def _split_first(argument: str) -> tuple[str, str]:
+    """The first word, and the rest (same line or following lines)."""
+    parts = argument.split(maxsplit=1)
+    return (parts[0], parts[1]) if len(parts) == 2 else (argument, "")
+
+
+def _skill(ctx: CommandContext, argument: str) -> CommandOutcome:
+    name, request = _split_first(argument)
+    if not name:
+        raise CommandError("Error: /skill requires a skill name.")
+    snap = ctx.session.skill_snapshot
+    skill = snap.get(name)
+    if skill is None:
+        raise _missing(snap, name)
+    return invoke_skill(ctx, "skill", skill, request.strip())
+
+
+# --- /help -------------------------------------------------------------------------
+
+_BUILTIN_HELP = (
+    ("/skills", "list the skills of this session's snapshot, and the excluded ones"),
+    ("/skill <name> [request]", "force a skill for this request"),
+    ("/help [skill]", "this list and the tool policy, or one skill's details"),
+    ("/agent [name]", "show the agents, or switch to one (persona rebuilt)"),
+    ("/reload_skills", "rebuild the skill snapshot from disk and show what changed"),
+)
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _policy_blocks(ctx: CommandContext) -> list[Block]:
+    policy = ctx.policy
+    allow = "*" if policy.allow == "*" else ", ".join(policy.allow) or "(nothing)"
+    offered = {t.name for t in policy.model_tools(ctx.registry)}
+    rows = tuple(
+        (
+            tool.name,
+            "yes" if policy.allows(tool.name) else "no",
+            "yes" if tool.name in offered else "no",
+            "yes" if tool.owner_only else "no",
+            tool.description,
+        )
+        for tool in ctx.registry
+    )
+    return [
+        Fields((("allow", allow), ("deny", ", ".join(policy.deny) or "(nothing)"))),
+        Table(("tool", "allowed", "offered to the model", "owner-only", "description"), rows),
+    ]
+
+
+def describe_skill(skill: Skill) -> tuple[Block, ...]:
+    """Everything the snapshot knows of a skill, for `/help <skill>` and inspection."""
+    elig = skill.eligibility
+    conditions = [
+        f"os: {', '.join(elig.os)}" if elig.os else "",
+        f"env: {', '.join(elig.env)}" if elig.env else "",
+        f"binaries: {', '.join(elig.binaries)}" if elig.binaries else "",
+        f"one of: {', '.join(elig.any_binaries)}" if elig.any_binaries else "",
+    ]
+    items: list[tuple[str, str]] = [
+        ("summary", skill.summary or "(none)"),
+        ("mode", skill.invocation_mode),
+        ("alias", f"/{skill.command}" if skill.command else "(none)"),
+    ]
+    if skill.command_tool:
+        items.append(("command tool", skill.command_tool))
+    items += [
+        ("required tools", ", ".join(skill.requires_tools) or "(none)"),
+        ("eligibility", "; ".join(c for c in conditions if c) or "(no conditions)"),
+        ("model invocation", "hidden from the model" if skill.disable_model_invocation
+         else "listed in the model's catalog"),
+        ("source", skill.source),
+        ("path", skill.path),
+    ]
+    standard = [
+        ("name (frontmatter)", skill.declared_name),
+        ("description", skill.description),
+        ("allowed-tools", " ".join(skill.allowed_tools) if skill.allowed_tools is not None else None),
+        ("license", skill.license),
+        ("compatibility", skill.compatibility),
+        ("metadata", _json(skill.metadata) if skill.metadata is not None else None),
+    ]
+    items += [(k, v) for k, v in standard if v is not None]
+    items += [(f"{key} (not used by Lily)", _json(value)) for key, value in sorted(skill.extra.items())]
+    return (Fields(tuple(items)),)
+
+
+def _help(ctx: CommandContext, argument: str) -> CommandOutcome:
+    snap = ctx.session.skill_snapshot
+    if argument:
+        skill = snap.get(argument)
+        if skill is None:
+            raise _missing(snap, argument)
+        return CommandOutcome(CommandResult("help", f"Skill {skill.name}", describe_skill(skill)))
+    commands = list(_BUILTIN_HELP) + [
+        (f"/{s.command} [request]", f"alias of /skill {s.name}")
+        for s in sorted((s for s in snap.skills if s.command), key=lambda s: s.command or "")
+    ]
+    blocks: list[Block] = [
+        Table(("command", "what it does"), tuple(commands)),
+        Text("Any other cell is a message to the model. Tool policy:"),
+        *_policy_blocks(ctx),
+    ]
+    return CommandOutcome(CommandResult("help", "Lily commands", tuple(blocks)))
+
+
+# --- /agent ------------------------------------------------------------------------
+
+
+def _agent(ctx: CommandContext, argument: str) -> CommandOutcome:
+    agents = ctx.list_agents()
+    active = ctx.session.active_agent
+    if not argument:
+        rows = tuple((name, "active" if name == active else "") for name in agents)
+        files = ", ".join(f"{f.name} ({f.source})" for f in ctx.session.persona.files) or "(none)"
+        return CommandOutcome(CommandResult(
+            "agent", f"Agent: {active}",
+            (Fields((("persona files", files),)), Table(("agent", ""), rows)),
+        ))
+    if argument not in agents:
+        raise CommandError(f"Error: no agent named '{argument}'; available: {', '.join(agents)}.")
+    persona = ctx.load_persona(argument)
+    files = ", ".join(f"{f.name} ({f.source})" for f in persona.files) or "(none)"
+    verb = "Reloaded" if argument == active else "Switched to"
+    return CommandOutcome(
+        CommandResult("agent", f"{verb} agent {argument}",
+                      (Fields((("persona files", files),)),), notices=persona.notices),
+        StateChange(active_agent=argument, persona=persona),
+    )
+
+
+# --- /reload_skills ----------------------------------------------------------------
+
+
+def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
+    _no_argument("reload_skills", argument)
+    old = ctx.session.skill_snapshot
+    try:
+        new = ctx.load_snapshot(old.version + 1)
+    except SkillRootError as exc:
+        raise CommandError(f"Error: {exc}") from exc
+    diff = diff_snapshots(old, new)
+    items = (
+        ("added", ", ".join(diff.added) or "(none)"),
+        ("removed", ", ".join(diff.removed) or "(none)"),
+        ("changed", ", ".join(diff.changed) or "(none)"),
+        ("available", str(len(new.skills))),
+        ("excluded", str(len(new.excluded))),
+    )
+    title = f"Reloaded skills: snapshot {new.version} (was {old.version})"
+    text = Text("No changes." if diff.empty else "Changes since the previous snapshot:")
+    return CommandOutcome(
+        CommandResult("reload_skills", title, (text, Fields(items))),
+        StateChange(skill_snapshot=new),
+    )
+
+
+_HANDLERS: dict[str, Handler] = {
+    "skills": _skills,
+    "skill": _skill,
+    "help": _help,
+    "agent": _agent,
+    "reload_skills": _reload_skills,
+}
+BUILTIN_COMMANDS = frozenset(_HANDLERS)
+
+
+def run_command(ctx: CommandContext, parsed: ParsedCommand) -> CommandOutcome:
+    """Dispatch exactly by name: a built-in, else a skill alias, else an error."""
+    try:
+        if not parsed.name:
+            raise CommandError("Error: empty command; type /help for the list of commands.")
+        handler = _HANDLERS.get(parsed.name)
+        if handler is not None:
+            return handler(ctx, parsed.argument)
+        skill = ctx.session.skill_snapshot.by_command(parsed.name)
+        if skill is not None:
+            return invoke_skill(ctx, parsed.name, skill, parsed.argument)
+        raise CommandError(f"Error: unknown command /{parsed.name}.")
+    except CommandError as exc:
+        return CommandOutcome(CommandResult(parsed.name, error=str(exc)))

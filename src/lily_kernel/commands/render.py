@@ -1,0 +1,129 @@
+"""Render command results as HTML, Markdown and plain text (everything from files escaped)."""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from lily_kernel.commands.results import (
+    Block,
+    CommandResult,
+    Details,
+    Fields,
+    Preformatted,
+    Table,
+    Text,
+)
+
+__all__ = ["render_html", "render_markdown", "render_plain"]
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def _md(text: str) -> str:
+    """Markdown-inert text: specials backslash-escaped, newlines folded in table cells."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _md_fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+# --- HTML --------------------------------------------------------------------------
+
+
+def _html_block(block: Block) -> str:
+    if isinstance(block, Text):
+        return f"<p>{escape(block.text)}</p>"
+    if isinstance(block, Preformatted):
+        return f"<pre>{escape(block.text)}</pre>"
+    if isinstance(block, Fields):
+        rows = "".join(
+            f"<tr><th style=\"text-align:left\">{escape(k)}</th><td style=\"text-align:left\">"
+            f"{escape(v)}</td></tr>"
+            for k, v in block.items
+        )
+        return f"<table>{rows}</table>"
+    if isinstance(block, Table):
+        head = "".join(f"<th style=\"text-align:left\">{escape(h)}</th>" for h in block.headers)
+        body = "".join(
+            "<tr>" + "".join(f"<td style=\"text-align:left\">{escape(c)}</td>" for c in row)
+            + "</tr>"
+            for row in block.rows
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    inner = "".join(_html_block(b) for b in block.blocks)
+    return f"<details><summary>{escape(block.summary)}</summary>{inner}</details>"
+
+
+def render_html(result: CommandResult) -> str:
+    parts = ['<div class="lily-result">']
+    if result.title:
+        parts.append(f"<h4>{escape(result.title)}</h4>")
+    parts.extend(_html_block(b) for b in result.blocks)
+    parts.extend(f"<p><em>{escape(n)}</em></p>" for n in result.notices)
+    parts.append("</div>")
+    return "".join(parts)
+
+
+# --- Markdown ----------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return _md(" ".join(text.split())) or " "
+
+
+def _md_block(block: Block) -> str:
+    if isinstance(block, Text):
+        return _md(block.text)
+    if isinstance(block, Preformatted):
+        return _md_fence(block.text)
+    if isinstance(block, Fields):
+        return "\n".join(f"- **{_md(k)}**: {_md_cell(v)}" for k, v in block.items)
+    if isinstance(block, Table):
+        head = "| " + " | ".join(_md_cell(h) for h in block.headers) + " |"
+        rule = "|" + "---|" * len(block.headers)
+        rows = ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in block.rows]
+        return "\n".join([head, rule, *rows])
+    inner = "\n\n".join(_md_block(b) for b in block.blocks)
+    return f"**{_md(block.summary)}**\n\n{inner}"
+
+
+def render_markdown(result: CommandResult) -> str:
+    parts = [f"#### {_md(result.title)}"] if result.title else []
+    parts.extend(_md_block(b) for b in result.blocks)
+    parts.extend(f"*{_md(n)}*" for n in result.notices)
+    return "\n\n".join(parts)
+
+
+# --- Plain text --------------------------------------------------------------------
+
+
+def _plain_table(headers: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> str:
+    cells = [[" ".join(c.split()) for c in row] for row in (headers, *rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+             for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _plain_block(block: Block) -> str:
+    if isinstance(block, Text | Preformatted):
+        return block.text
+    if isinstance(block, Fields):
+        width = max((len(k) for k, _ in block.items), default=0)
+        return "\n".join(f"{k.ljust(width)}  {v}" for k, v in block.items)
+    if isinstance(block, Table):
+        return _plain_table(block.headers, block.rows)
+    inner = "\n\n".join(_plain_block(b) for b in block.blocks)
+    return f"{block.summary}\n\n{inner}"
+
+
+def render_plain(result: CommandResult) -> str:
+    parts = [result.title] if result.title else []
+    parts.extend(_plain_block(b) for b in result.blocks)
+    parts.extend(result.notices)
+    return "\n\n".join(parts)

@@ -1,0 +1,70 @@
+"""Structured command results: a title and blocks, rendered later to HTML/Markdown/text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lily_kernel.prompting import ModelRequest
+
+__all__ = [
+    "Block",
+    "CommandResult",
+    "Details",
+    "Fields",
+    "Preformatted",
+    "Table",
+    "Text",
+]
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Preformatted:
+    text: str
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Label/value pairs, one per line."""
+
+    items: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class Details:
+    """A collapsed section (HTML `<details>`); other formats show it under a heading."""
+
+    summary: str
+    blocks: tuple[Block, ...]
+
+
+Block = Text | Preformatted | Fields | Table | Details
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command produced. `error` set means it failed and changed nothing."""
+
+    command: str
+    title: str = ""
+    blocks: tuple[Block, ...] = ()
+    error: str | None = None
+    model_request: ModelRequest | None = None
+    skill: str | None = None
+    notices: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None

@@ -1,0 +1,59 @@
+"""Lily's exception tree; third-party exceptions are translated into it at the edges.
+
+    LilyError                      every error Lily raises on purpose
+    ├── ConfigError                lily.yaml or a LILY_* variable is invalid
+    ├── SkillRootError             a configured skills root exists but cannot be read
+    ├── CommandError               a `/` command was used wrongly (message shown as is)
+    ├── ToolError                  a tool refused or failed (becomes a tool result)
+    ├── ModelNotConfiguredError    a chat cell with no model configured
+    └── ModelError                 a provider fault, with its `kind`
+        (auth, rate_limit, timeout, connection, server, bad_response, context_window,
+         bad_request, step_limit)
+
+User-facing code shows `str(error)`; only errors outside this tree are bugs that keep
+their traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CommandError",
+    "ConfigError",
+    "LilyError",
+    "ModelError",
+    "ModelNotConfiguredError",
+    "SkillRootError",
+    "ToolError",
+]
+
+
+class LilyError(Exception):
+    """Base of every error Lily raises deliberately; its message is for the person."""
+
+
+class ConfigError(LilyError):
+    """Configuration (lily.yaml or LILY_* environment variables) is invalid."""
+
+
+class SkillRootError(LilyError):
+    """A configured skills root exists but cannot be listed."""
+
+
+class CommandError(LilyError):
+    """A command was called wrongly; the message is the exact text shown."""
+
+
+class ToolError(LilyError):
+    """A tool refused its input or failed; the message becomes the tool result."""
+
+
+class ModelNotConfiguredError(LilyError):
+    """A conversational cell ran while no model is configured."""
+
+
+class ModelError(LilyError):
+    """The model provider failed; `kind` names the fault for people and logs."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind

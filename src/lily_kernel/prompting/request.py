@@ -1,0 +1,66 @@
+"""The request the runtime sends to the model for one turn, built from session state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lily_kernel.persona import Persona
+from lily_kernel.prompting.system import (
+    Catalog,
+    build_catalog,
+    build_system_prompt,
+    load_skill_tool,
+)
+from lily_kernel.skills import Skill, SkillSnapshot
+
+__all__ = ["EMPTY_REQUEST_TEXT", "ModelRequest", "build_model_request"]
+
+# What the model is told when `/skill name` (or `/plan`) comes with no request text.
+EMPTY_REQUEST_TEXT = "Apply the skill to the conversation so far."
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Messages (system first, then history, then the new user turn) and tools."""
+
+    messages: tuple[dict[str, Any], ...]
+    tools: tuple[dict[str, Any], ...]
+    user_message: dict[str, Any]
+    forced_skill: str | None = None
+    catalog: Catalog | None = None
+    narrow_tools_to: tuple[str, ...] | None = None
+
+    @property
+    def system(self) -> str:
+        return str(self.messages[0]["content"])
+
+
+def build_model_request(
+    *,
+    persona: Persona,
+    snapshot: SkillSnapshot,
+    history: list[dict[str, Any]],
+    user_text: str,
+    tool_schemas: list[dict[str, Any]],
+    catalog_max_chars: int,
+    forced_skill: Skill | None = None,
+) -> ModelRequest:
+    """A conversational turn (catalog + load_skill) or a forced-skill turn (body injected)."""
+    text = user_text.strip() or (EMPTY_REQUEST_TEXT if forced_skill else "")
+    user_message = {"role": "user", "content": text}
+    if forced_skill is not None:
+        catalog = None
+        tools = tuple(tool_schemas)
+    else:
+        catalog = build_catalog(snapshot.skills, catalog_max_chars)
+        tools = (load_skill_tool(), *tool_schemas)
+    system = {"role": "system", "content": build_system_prompt(persona, catalog, forced_skill)}
+    return ModelRequest(
+        messages=(system, *history, user_message),
+        tools=tools,
+        user_message=user_message,
+        forced_skill=forced_skill.name if forced_skill else None,
+        catalog=catalog,
+        narrow_tools_to=forced_skill.allowed_tools if forced_skill else None,
+    )

@@ -1,0 +1,115 @@
+"""Assemble the model's system context: persona, skill catalog, rules. Pure: no clock, no disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from lily_kernel.persona import Persona
+from lily_kernel.skills import Skill
+
+__all__ = [
+    "LOAD_SKILL",
+    "Catalog",
+    "build_catalog",
+    "build_system_prompt",
+    "load_skill_tool",
+]
+
+LOAD_SKILL = "load_skill"
+
+SELECTION_RULES = """\
+- Select at most one skill per request. Skills cannot be combined or chained.
+- Before following a skill, declare it by calling the `load_skill` tool with its exact \
+name; its SKILL.md is returned to you. Never follow a skill you have not loaded.
+- Only the skills listed in <available_skills> exist. Do not guess names.
+- When no skill clearly applies, answer directly without loading one."""
+
+FORCED_RULES = """\
+- The person invoked the skill `{name}` explicitly for this request. Follow its \
+SKILL.md below; do not switch to another skill."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The `<available_skills>` block and the skills the budget left out of it."""
+
+    text: str
+    listed: tuple[str, ...]
+    omitted: tuple[str, ...]
+
+
+def _catalog_entry(skill: Skill) -> str:
+    return (
+        f"<skill><name>{escape(skill.name, quote=False)}</name>"
+        f"<summary>{escape(skill.summary, quote=False)}</summary></skill>"
+    )
+
+
+def build_catalog(skills: tuple[Skill, ...], max_chars: int) -> Catalog:
+    """Model-visible skills in snapshot order, until `max_chars` is reached."""
+    entries: list[str] = []
+    listed: list[str] = []
+    omitted: list[str] = []
+    used = 0
+    for skill in skills:
+        if not skill.model_visible:
+            continue
+        entry = _catalog_entry(skill)
+        if omitted or used + len(entry) + 1 > max_chars:
+            omitted.append(skill.name)  # once over budget, everything after is left out
+            continue
+        entries.append(entry)
+        listed.append(skill.name)
+        used += len(entry) + 1
+    text = "<available_skills>\n" + "".join(e + "\n" for e in entries) + "</available_skills>"
+    return Catalog(text=text, listed=tuple(listed), omitted=tuple(omitted))
+
+
+def _persona_sections(persona: Persona) -> list[str]:
+    return [
+        f"## {file.name.removesuffix('.md')}\n\n{file.content.strip()}"
+        for file in persona.files
+        if file.content.strip()
+    ]
+
+
+def build_system_prompt(
+    persona: Persona,
+    catalog: Catalog | None,
+    forced_skill: Skill | None = None,
+) -> str:
+    """Persona sections, then either the catalog and selection rules or a forced skill."""
+    parts = []
+    sections = _persona_sections(persona)
+    if sections:
+        parts.append("# Persona\n\n" + "\n\n".join(sections))
+    if forced_skill is not None:
+        parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name))
+        parts.append(f"# Skill: {forced_skill.name}\n\n{forced_skill.body.strip()}")
+    elif catalog is not None:
+        parts.append("# Skills\n\n" + catalog.text)
+        parts.append("# Rules\n\n" + SELECTION_RULES)
+    return "\n\n".join(parts) + "\n"
+
+
+def load_skill_tool() -> dict[str, Any]:
+    """The `load_skill(name)` tool through which the model declares its one skill."""
+    return {
+        "type": "function",
+        "function": {
+            "name": LOAD_SKILL,
+            "description": (
+                "Declare the one skill you will follow for this request and receive its "
+                "SKILL.md. At most one call per request."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "Exact skill name."}
+                },
+                "required": ["name"],
+            },
+        },
+    }

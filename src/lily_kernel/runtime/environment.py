@@ -1,0 +1,91 @@
+"""Everything a session is built from: config, roots, tools and policy, for one workspace."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from lily_kernel.commands import BUILTIN_COMMANDS
+from lily_kernel.config import LilyConfig, load_config
+from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
+from lily_kernel.session import ModelConfig, Session
+from lily_kernel.skills import (
+    Host,
+    LoadRules,
+    SkillRoot,
+    SkillSnapshot,
+    bundled_dir,
+    lily_home,
+    load_snapshot,
+    resolve_skill_roots,
+)
+from lily_kernel.tools import ToolPolicy, ToolRegistry, allowed_tool_names, default_registry
+
+__all__ = ["LilyEnvironment"]
+
+
+@dataclass
+class LilyEnvironment:
+    """The resolved setup of one workspace; loaders for snapshots and personas."""
+
+    workspace: Path
+    config: LilyConfig
+    registry: ToolRegistry
+    policy: ToolPolicy
+    skill_roots: tuple[SkillRoot, ...]
+    persona_roots: PersonaRoots
+    host: Host
+
+    @classmethod
+    def load(
+        cls,
+        workspace: Path,
+        environ: Mapping[str, str] | None = None,
+        registry: ToolRegistry | None = None,
+        host: Host | None = None,
+    ) -> LilyEnvironment:
+        """Read config (raises ConfigError) and resolve every root."""
+        workspace = workspace.resolve()
+        config = load_config(workspace, environ)
+        home = lily_home(config)
+        return cls(
+            workspace=workspace,
+            config=config,
+            registry=registry if registry is not None else default_registry(),
+            policy=ToolPolicy.from_config(config.tools),
+            skill_roots=resolve_skill_roots(config, workspace),
+            persona_roots=PersonaRoots(
+                workspace=workspace / "persona", user=home / "persona",
+                bundled=bundled_dir("persona"),
+            ),
+            host=host or Host(environ=dict(environ) if environ is not None else Host().environ),
+        )
+
+    def load_rules(self) -> LoadRules:
+        return LoadRules(
+            registered_tools=self.registry.names(),
+            allowed_tools=allowed_tool_names(self.registry, self.policy),
+            reserved_commands=BUILTIN_COMMANDS,
+        )
+
+    def load_snapshot(self, version: int) -> SkillSnapshot:
+        """Build a snapshot from disk (raises SkillRootError for an unreadable root)."""
+        return load_snapshot(self.skill_roots, self.load_rules(), self.host, version)
+
+    def load_persona(self, agent: str) -> Persona:
+        return load_persona(agent, self.persona_roots, self.config.persona_max_chars)
+
+    def list_agents(self) -> list[str]:
+        return list_agents(self.persona_roots)
+
+    def new_session(self, session_id: str, created_at: str) -> Session:
+        agent = self.config.agent
+        return Session(
+            session_id=session_id,
+            created_at=created_at,
+            active_agent=agent,
+            persona=self.load_persona(agent),
+            skill_snapshot=self.load_snapshot(1),
+            model_config=ModelConfig.from_config(self.config),
+        )

@@ -1,0 +1,156 @@
+"""Route each cell: `/` cells to the command layer, everything else to the conversation.
+
+The runtime owns the session's I/O: it applies successful commands' state changes,
+writes the event log, and (for conversational turns) calls the model.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from lily_kernel.commands import (
+    CommandContext,
+    CommandResult,
+    ParsedCommand,
+    parse_command,
+    run_command,
+)
+from lily_kernel.errors import CommandError
+from lily_kernel.events import EventLog, session_log_path
+from lily_kernel.prompting import ModelRequest
+from lily_kernel.runtime.environment import LilyEnvironment
+from lily_kernel.session import Session
+from lily_kernel.skills import SkillSnapshot
+from lily_kernel.tools import ToolRegistry
+
+__all__ = ["CellSink", "LilyRuntime"]
+
+
+class CellSink(Protocol):
+    """Where a cell's output goes (the kernel adapter, or a test's recorder)."""
+
+    def show(self, result: CommandResult) -> None: ...
+
+    def stream(self, markdown: str) -> None:
+        """The reply so far, while it streams."""
+
+    def reply(self, markdown: str) -> None:
+        """The finished reply."""
+
+    def notice(self, text: str) -> None: ...
+
+
+@dataclass
+class LilyRuntime:
+    """One session and the I/O around it. Two runtimes never share state."""
+
+    env: LilyEnvironment
+    session: Session
+    log: EventLog
+
+    @classmethod
+    def start(
+        cls,
+        workspace: Path,
+        environ: Mapping[str, str] | None = None,
+        *,
+        registry: ToolRegistry | None = None,
+        session_id: str | None = None,
+    ) -> LilyRuntime:
+        """Load config, skills and persona; open the log. Raises ConfigError/SkillRootError."""
+        env = LilyEnvironment.load(workspace, environ, registry=registry)
+        session_id = session_id or uuid.uuid4().hex
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        session = env.new_session(session_id, created)
+        path = session_log_path(env.workspace, session_id) if env.config.event_log else None
+        runtime = cls(env=env, session=session, log=EventLog(path, session_id))
+        runtime.log.emit(
+            "session_started",
+            workspace=str(env.workspace),
+            agent=session.active_agent,
+            model=session.model_config.model,
+            persona_files=[f.name for f in session.persona.files],
+        )
+        runtime._log_catalog(session.skill_snapshot)
+        return runtime
+
+    # --- events ----------------------------------------------------------------
+
+    def _log_catalog(self, snap: SkillSnapshot) -> None:
+        self.log.emit(
+            "skill_catalog_updated",
+            version=snap.version,
+            count=len(snap.skills),
+            roots=[{"source": r.source, "path": r.path, "exists": r.exists} for r in snap.roots],
+            digest=snap.digest,
+            shadowed=[d.skill for d in snap.diagnostics if d.kind.value == "shadowed"],
+        )
+        for diag in snap.diagnostics:
+            self.log.emit("skill_warning", name=diag.skill, kind=diag.kind.value,
+                          detail=diag.reason, path=diag.path)
+
+    # --- commands --------------------------------------------------------------
+
+    def command_context(self) -> CommandContext:
+        return CommandContext(
+            session=self.session,
+            registry=self.env.registry,
+            policy=self.env.policy,
+            workspace=self.env.workspace,
+            catalog_max_chars=self.env.config.catalog_max_chars,
+            load_snapshot=self.env.load_snapshot,
+            load_persona=self.env.load_persona,
+            list_agents=self.env.list_agents,
+        )
+
+    def run_command(self, parsed: ParsedCommand) -> CommandResult:
+        """Run one command; apply its state change only when it succeeded."""
+        outcome = run_command(self.command_context(), parsed)
+        result = outcome.result
+        self.log.emit("command", name=parsed.name, argument=parsed.argument,
+                      ok=result.ok, error=result.error)
+        if not result.ok:
+            return result
+        if outcome.change is not None:
+            outcome.change.apply(self.session)
+            if outcome.change.skill_snapshot is not None:
+                self._log_catalog(outcome.change.skill_snapshot)
+        if result.skill is not None:
+            skill = self.session.skill_snapshot.get(result.skill)
+            self.log.emit("skill_invoked", name=result.skill, mode="manual",
+                          command=result.command)
+            if skill is not None and skill.invocation_mode == "prompt_rewrite":
+                self.log.emit("skill_loaded", name=skill.name, path=skill.path,
+                              digest=skill.digest)
+        return result
+
+    # --- cells -----------------------------------------------------------------
+
+    async def run_cell(self, code: str, sink: CellSink) -> None:
+        """Run a cell; user errors raise LilyError subclasses with the exact message."""
+        parsed = parse_command(code)
+        if parsed is None:
+            await self._converse(code, None, sink)
+            return
+        result = self.run_command(parsed)
+        if result.error is not None:
+            raise CommandError(result.error)
+        for notice in result.notices if result.model_request is not None else ():
+            sink.notice(notice)
+        if result.model_request is not None:
+            await self._converse(parsed.argument, result.model_request, sink)
+        else:
+            sink.show(result)
+
+    async def _converse(self, text: str, request: ModelRequest | None, sink: CellSink) -> None:
+        from lily_kernel.runtime.conversation import converse  # the model path, on demand
+
+        await converse(self, text, request, sink)
+
+    def close(self) -> None:
+        self.log.close()

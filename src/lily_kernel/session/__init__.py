@@ -1,0 +1,5 @@
+"""Session: the deterministic state container of one notebook."""
+
+from lily_kernel.session.session import ConversationState, ModelConfig, Session
+
+__all__ = ["ConversationState", "ModelConfig", "Session"]

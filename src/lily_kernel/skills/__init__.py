@@ -1,0 +1,38 @@
+"""Skills: parse SKILL.md files, load them from ordered roots, snapshot the result."""
+
+from lily_kernel.skills.eligibility import Host, check_eligibility
+from lily_kernel.skills.frontmatter import MAX_SKILL_BYTES, SkillFormatError, parse_skill_document
+from lily_kernel.skills.loader import LoadRules, check_skill_directory, load_snapshot
+from lily_kernel.skills.models import (
+    Diagnostic,
+    DiagnosticKind,
+    Eligibility,
+    Skill,
+    SkillRoot,
+    SkillSnapshot,
+    SnapshotDiff,
+    diff_snapshots,
+)
+from lily_kernel.skills.roots import bundled_dir, lily_home, resolve_skill_roots
+
+__all__ = [
+    "MAX_SKILL_BYTES",
+    "Diagnostic",
+    "DiagnosticKind",
+    "Eligibility",
+    "Host",
+    "LoadRules",
+    "Skill",
+    "SkillFormatError",
+    "SkillRoot",
+    "SkillSnapshot",
+    "SnapshotDiff",
+    "bundled_dir",
+    "check_skill_directory",
+    "check_eligibility",
+    "diff_snapshots",
+    "lily_home",
+    "load_snapshot",
+    "parse_skill_document",
+    "resolve_skill_roots",
+]

@@ -1,0 +1,326 @@
+"""Build a skill snapshot from ordered roots: discover → precedence → checks → index.
+
+Loading never raises for a bad skill: every exclusion becomes a Diagnostic with its
+reason. Only a configured root that exists but cannot be listed is a hard error.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+from lily_kernel.errors import SkillRootError
+from lily_kernel.skills.eligibility import Host, check_eligibility
+from lily_kernel.skills.frontmatter import (
+    MAX_SKILL_BYTES,
+    SkillDocument,
+    SkillFormatError,
+    parse_skill_document,
+)
+from lily_kernel.skills.models import (
+    Diagnostic,
+    DiagnosticKind,
+    Skill,
+    SkillRoot,
+    SkillSnapshot,
+)
+
+__all__ = ["LoadRules", "check_skill_directory", "discover_candidates", "load_snapshot"]
+
+SKILL_FILE = "SKILL.md"
+COMMAND_PATTERN = re.compile(r"^[a-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class LoadRules:
+    """What the loader checks skills against, passed in as plain data.
+
+    The loader knows nothing of the tool registry or the command table; the caller
+    names the registered tools, the tools the policy allows, and the built-in commands.
+    """
+
+    registered_tools: frozenset[str] = frozenset()
+    allowed_tools: frozenset[str] = frozenset()
+    reserved_commands: frozenset[str] = frozenset()
+
+
+def _list_root(root: SkillRoot) -> list[str]:
+    """Immediate, non-hidden child directories of a root (SKILL.md checked later)."""
+    if not root.exists:
+        return []
+    try:
+        entries = list(os.scandir(root.path))
+    except OSError as exc:
+        raise SkillRootError(
+            f"Cannot read the {root.source} skills root {root.path}: {exc.strerror or exc}."
+        ) from exc
+    names = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        try:
+            if entry.is_dir():
+                names.append(entry.name)
+        except OSError:
+            continue
+    return names
+
+
+def discover_candidates(roots: tuple[SkillRoot, ...]) -> dict[str, list[SkillRoot]]:
+    """Each child directory name, with the roots holding it in precedence order.
+
+    A root that is the same folder as a higher one (e.g. a notebook opened in Lily's
+    own checkout) is read once, as the higher root: a skill cannot shadow itself.
+    """
+    found: dict[str, list[SkillRoot]] = defaultdict(list)
+    seen: set[str] = set()
+    for root in roots:
+        real = os.path.realpath(root.path)
+        if real in seen:
+            continue
+        seen.add(real)
+        for name in _list_root(root):
+            found[name].append(root)
+    return found
+
+
+def _skill_file(root: SkillRoot, name: str) -> str:
+    # Plain strings: pathlib objects cost ~10% of a whole load.
+    return os.path.join(root.path, name, SKILL_FILE)
+
+
+def _read(path: str) -> bytes:
+    """The file's bytes, at most one byte past the size limit (enough to report it)."""
+    # O_NONBLOCK: a FIFO named SKILL.md must not hang the loader; fstat rejects it.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        wanted = min(info.st_size, MAX_SKILL_BYTES) + 1
+        # Raw os.read: a buffered file object costs twice as much per small file.
+        data = os.read(fd, wanted)
+        while len(data) == wanted and len(data) <= MAX_SKILL_BYTES:  # the file grew
+            more = os.read(fd, MAX_SKILL_BYTES + 1 - len(data))
+            if not more:
+                break
+            data += more
+            wanted = len(data) + 1
+        return data
+    finally:
+        os.close(fd)
+
+
+def _exclusion(
+    doc: SkillDocument, rules: LoadRules, host: Host
+) -> tuple[DiagnosticKind, str] | None:
+    """The first rule of SPEC §2.3 the skill breaks, in a fixed order, or None."""
+    front = doc.frontmatter
+    if front.invocation_mode == "tool_dispatch" and not front.command_tool:
+        return DiagnosticKind.MALFORMED, "invocation_mode tool_dispatch requires command_tool"
+    if front.command_tool and front.command_tool not in rules.registered_tools:
+        return DiagnosticKind.MALFORMED, (
+            f"command_tool '{front.command_tool}' is not a registered tool"
+        )
+    if front.command is not None:
+        if not COMMAND_PATTERN.match(front.command):
+            return DiagnosticKind.MALFORMED, (
+                f"command '{front.command}' must match ^[a-z0-9_-]+$"
+            )
+        if front.command in rules.reserved_commands:
+            return DiagnosticKind.MALFORMED, (
+                f"command '{front.command}' collides with the built-in /{front.command}"
+            )
+    denied = [t for t in front.requires_tools if t not in rules.allowed_tools]
+    if denied:
+        return DiagnosticKind.POLICY, (
+            f"requires tool(s) not allowed by the tool policy: {', '.join(denied)}"
+        )
+    if front.command_tool and front.command_tool not in rules.allowed_tools:
+        return DiagnosticKind.POLICY, (
+            f"command_tool '{front.command_tool}' is not allowed by the tool policy"
+        )
+    reason = check_eligibility(doc.eligibility, host)
+    if reason is not None:
+        return DiagnosticKind.INELIGIBLE, reason
+    return None
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join(text.split()) if text else ""
+
+
+def _skill(name: str, root: SkillRoot, path: str, doc: SkillDocument, digest: str) -> Skill:
+    front = doc.frontmatter
+    return Skill(
+        name=name,
+        source=root.source,
+        path=path,
+        digest=digest,
+        summary=_one_line(front.summary or front.description),
+        description=front.description,
+        declared_name=front.name,
+        invocation_mode=front.invocation_mode,  # type: ignore[arg-type]
+        command=front.command,
+        command_tool=front.command_tool,
+        requires_tools=tuple(front.requires_tools),
+        eligibility=doc.eligibility,
+        allowed_tools=doc.allowed_tools,
+        disable_model_invocation=front.disable_model_invocation,
+        license=front.license,
+        compatibility=front.compatibility,
+        metadata=front.metadata,
+        extra=doc.extra,
+        body=doc.body,
+    )
+
+
+def _drop_shared_aliases(skills: list[Skill], diagnostics: list[Diagnostic]) -> list[Skill]:
+    """Two skills claiming one alias lose it both; both stay callable by /skill."""
+    claimants: dict[str, list[str]] = defaultdict(list)
+    for skill in skills:
+        if skill.command:
+            claimants[skill.command].append(skill.name)
+    shared = {cmd for cmd, names in claimants.items() if len(names) > 1}
+    if not shared:
+        return skills
+    kept = []
+    for skill in skills:
+        if skill.command in shared:
+            others = [n for n in claimants[skill.command] if n != skill.name]
+            diagnostics.append(
+                Diagnostic(
+                    kind=DiagnosticKind.WARNING,
+                    skill=skill.name,
+                    source=skill.source,
+                    path=skill.path,
+                    reason=(
+                        f"alias /{skill.command} is also claimed by {', '.join(others)}; "
+                        f"dropped for all of them (use /skill {skill.name})"
+                    ),
+                )
+            )
+            skill = replace(skill, command=None)
+        kept.append(skill)
+    return kept
+
+
+def _first_copy(
+    name: str, roots: list[SkillRoot]
+) -> tuple[SkillRoot, str, bytes | OSError, list[SkillRoot]] | None:
+    """The highest root whose `name` folder has a SKILL.md, its bytes, and the rest.
+
+    Reading doubles as the existence check: one open per skill, no extra stat.
+    """
+    for index, root in enumerate(roots):
+        path = _skill_file(root, name)
+        try:
+            return root, path, _read(path), roots[index + 1 :]
+        except FileNotFoundError as exc:
+            if os.path.lexists(path):  # a dangling link: a skill that cannot be read
+                return root, path, exc, roots[index + 1 :]
+        except NotADirectoryError:
+            continue
+        except OSError as exc:
+            return root, path, exc, roots[index + 1 :]
+    return None
+
+
+def _check_winner(
+    name: str,
+    root: SkillRoot,
+    path: str,
+    data: bytes | OSError,
+    rules: LoadRules,
+    host: Host,
+    diagnostics: list[Diagnostic],
+    overall: hashlib._Hash | None = None,
+) -> Skill | None:
+    """Parse and check one winning copy; record why it is excluded or warned about."""
+    if isinstance(data, OSError):
+        if overall is not None:
+            overall.update(b"unreadable\n")
+        reason = f"cannot read SKILL.md: {data.strerror or data}"
+        diagnostics.append(Diagnostic(DiagnosticKind.MALFORMED, name, root.source, path, reason))
+        return None
+    digest = hashlib.sha256(data).hexdigest()
+    if overall is not None:
+        overall.update(f"{digest}\n".encode())
+    try:
+        doc = parse_skill_document(data)
+        excluded = _exclusion(doc, rules, host)
+    except SkillFormatError as exc:
+        excluded = DiagnosticKind.MALFORMED, str(exc)
+    if excluded is not None:
+        diagnostics.append(Diagnostic(excluded[0], name, root.source, path, excluded[1]))
+        return None
+    declared = doc.frontmatter.name
+    if declared is not None and declared != name:
+        reason = (
+            f"frontmatter name '{declared}' differs from the directory name; "
+            f"the skill is called '{name}'"
+        )
+        diagnostics.append(Diagnostic(DiagnosticKind.WARNING, name, root.source, path, reason))
+    return _skill(name, root, path, doc, digest)
+
+
+def check_skill_directory(
+    directory: str, rules: LoadRules, host: Host | None = None
+) -> tuple[Skill | None, list[Diagnostic]]:
+    """Load one skill folder on its own, by the same rules as a root (for `lily validate`)."""
+    directory = os.path.abspath(directory)
+    parent, name = os.path.split(directory.rstrip(os.sep))
+    root = SkillRoot(source="workspace", path=parent, exists=True)
+    path = _skill_file(root, name)
+    try:
+        data: bytes | OSError = _read(path)
+    except OSError as exc:
+        data = exc
+    diagnostics: list[Diagnostic] = []
+    skill = _check_winner(name, root, path, data, rules, host or Host(), diagnostics)
+    return skill, diagnostics
+
+
+def load_snapshot(
+    roots: tuple[SkillRoot, ...],
+    rules: LoadRules,
+    host: Host | None = None,
+    version: int = 1,
+) -> SkillSnapshot:
+    """Discover, resolve precedence, check and index the skills under `roots`."""
+    host = host or Host()
+    candidates = discover_candidates(roots)
+    diagnostics: list[Diagnostic] = []
+    skills: list[Skill] = []
+    overall = hashlib.sha256()
+    for name in sorted(candidates):
+        # Precedence: the first copy (highest root) wins, whatever its content.
+        # Everything after this is checked on the winner only: no fallback.
+        found = _first_copy(name, candidates[name])
+        if found is None:
+            continue  # folders without a SKILL.md are not skills
+        root, path, data, lower = found
+        for loser in lower:
+            loser_path = _skill_file(loser, name)
+            if os.path.lexists(loser_path):
+                diagnostics.append(
+                    Diagnostic(DiagnosticKind.SHADOWED, name, loser.source, loser_path,
+                               f"shadowed by the {root.source} skill at {path}")
+                )
+        overall.update(f"{name}\0{root.source}\0".encode())
+        skill = _check_winner(name, root, path, data, rules, host, diagnostics, overall)
+        if skill is not None:
+            skills.append(skill)
+    skills = _drop_shared_aliases(skills, diagnostics)
+    return SkillSnapshot(
+        version=version,
+        digest=overall.hexdigest(),
+        roots=roots,
+        skills=tuple(skills),
+        diagnostics=tuple(diagnostics),
+    )

@@ -1,0 +1,165 @@
+"""The values the skills package produces: Skill, Diagnostic, SkillRoot, SkillSnapshot.
+
+They are frozen dataclasses, not pydantic models: every field comes from frontmatter
+that pydantic has already validated, and building 1,000 of them per load must be cheap
+(see docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+__all__ = [
+    "Diagnostic",
+    "DiagnosticKind",
+    "Eligibility",
+    "InvocationMode",
+    "Skill",
+    "SkillRoot",
+    "SkillSnapshot",
+    "SkillSource",
+    "SnapshotDiff",
+    "diff_snapshots",
+]
+
+SkillSource = Literal["workspace", "user", "bundled"]
+InvocationMode = Literal["prompt_rewrite", "tool_dispatch"]
+
+
+class DiagnosticKind(StrEnum):
+    MALFORMED = "malformed"
+    INELIGIBLE = "ineligible"
+    SHADOWED = "shadowed"
+    POLICY = "policy"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """Why a skill was excluded, shadowed or warned about; never silent."""
+
+    kind: DiagnosticKind
+    skill: str
+    source: SkillSource
+    path: str
+    reason: str
+
+    @property
+    def excludes(self) -> bool:
+        """True when the copy this names is not available because of it."""
+        return self.kind is not DiagnosticKind.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class Eligibility:
+    """Host conditions a skill needs; empty tuples mean no condition."""
+
+    os: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    binaries: tuple[str, ...] = ()
+    # OpenClaw's `anyBins`: at least one of these must be on PATH.
+    any_binaries: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SkillRoot:
+    """One place skills are discovered from; roots are kept in precedence order."""
+
+    source: SkillSource
+    path: str
+    exists: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """An available skill as the snapshot holds it (the body included, never re-read)."""
+
+    name: str
+    source: SkillSource
+    path: str
+    digest: str
+    summary: str
+    description: str | None = None
+    declared_name: str | None = None
+    invocation_mode: InvocationMode = "prompt_rewrite"
+    command: str | None = None
+    command_tool: str | None = None
+    requires_tools: tuple[str, ...] = ()
+    eligibility: Eligibility = Eligibility()
+    allowed_tools: tuple[str, ...] | None = None
+    disable_model_invocation: bool = False
+    license: str | None = None
+    compatibility: str | None = None
+    metadata: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    body: str = field(default="", repr=False)
+
+    @property
+    def model_visible(self) -> bool:
+        return not self.disable_model_invocation
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotDiff:
+    """What a reload changed, by skill name (each tuple sorted)."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+
+@dataclass(frozen=True)
+class SkillSnapshot:
+    """The session's frozen view of its skills: ordered, versioned, digested."""
+
+    version: int
+    digest: str
+    roots: tuple[SkillRoot, ...]
+    skills: tuple[Skill, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    _by_name: dict[str, Skill] = field(init=False, repr=False, compare=False)
+    _by_command: dict[str, Skill] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {s.name: s for s in self.skills})
+        object.__setattr__(
+            self, "_by_command", {s.command: s for s in self.skills if s.command}
+        )
+
+    def get(self, name: str) -> Skill | None:
+        return self._by_name.get(name)
+
+    def by_command(self, command: str) -> Skill | None:
+        return self._by_command.get(command)
+
+    @property
+    def excluded(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.excludes)
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if not d.excludes)
+
+    def excluded_reason(self, name: str) -> Diagnostic | None:
+        """The diagnostic that keeps the winning copy of `name` out, if any."""
+        for diag in self.diagnostics:
+            if diag.skill == name and diag.excludes and diag.kind is not DiagnosticKind.SHADOWED:
+                return diag
+        return None
+
+
+def diff_snapshots(old: SkillSnapshot, new: SkillSnapshot) -> SnapshotDiff:
+    """Added, removed and changed (other source or other bytes) available skills."""
+    before = {s.name: (s.source, s.digest) for s in old.skills}
+    after = {s.name: (s.source, s.digest) for s in new.skills}
+    return SnapshotDiff(
+        added=tuple(sorted(after.keys() - before.keys())),
+        removed=tuple(sorted(before.keys() - after.keys())),
+        changed=tuple(sorted(n for n in after.keys() & before.keys() if after[n] != before[n])),
+    )

@@ -1,0 +1,125 @@
+"""The tool policy: which tools may run, for whom, and the one gate every call passes.
+
+`allow` (a list or `*`) and `deny` come from config; deny always wins. The model is
+offered only allowed tools that are not `owner_only`, narrowed further by an active
+skill's `allowed-tools`; the person may also run allowed owner-only tools, through a
+`tool_dispatch` command. Anything else is refused and never run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from lily_kernel.config import ToolsConfig
+from lily_kernel.errors import ToolError
+from lily_kernel.tools.registry import Tool, ToolContext, ToolRegistry
+
+__all__ = ["Caller", "ToolOutcome", "ToolPolicy", "allowed_tool_names", "run_tool"]
+
+Caller = Literal["model", "owner"]
+_ENTRY_NAME = re.compile(r"^[^(]+")
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """allow/deny as configured; `allows` is the only place the rule is applied."""
+
+    allow: tuple[str, ...] | Literal["*"] = "*"
+    deny: tuple[str, ...] = ()
+
+    @classmethod
+    def from_config(cls, config: ToolsConfig) -> ToolPolicy:
+        allow = config.allow if config.allow == "*" else tuple(config.allow)
+        return cls(allow=allow, deny=tuple(config.deny))
+
+    def allows(self, name: str) -> bool:
+        if name in self.deny:  # deny wins over everything, including "*"
+            return False
+        return self.allow == "*" or name in self.allow
+
+    def model_tools(
+        self, registry: ToolRegistry, narrow_to: Iterable[str] | None = None
+    ) -> list[Tool]:
+        """Tools the model is offered: allowed, not owner-only, within `narrow_to`."""
+        narrowed = _names_from_allowed_tools(narrow_to) if narrow_to is not None else None
+        return [
+            tool
+            for tool in registry
+            if self.allows(tool.name)
+            and not tool.owner_only
+            and (narrowed is None or tool.name.lower() in narrowed)
+        ]
+
+    def refusal(self, tool: Tool | None, name: str, caller: Caller,
+                offered: Iterable[str] | None = None) -> str | None:
+        """Why a call must not run, or None when it may."""
+        if tool is None:
+            return f"unknown tool '{name}'"
+        if not self.allows(name):
+            return f"tool '{name}' is not allowed by the tool policy"
+        if caller == "model" and tool.owner_only:
+            return f"tool '{name}' is owner-only: only the person can run it, with a command"
+        if caller == "model" and offered is not None and name not in set(offered):
+            return f"tool '{name}' is not available while the active skill narrows the tools"
+        return None
+
+
+def _names_from_allowed_tools(entries: Iterable[str]) -> frozenset[str]:
+    """`allowed-tools` entries to lower-case tool names (`Bash(git:*)` → `bash`)."""
+    names = set()
+    for entry in entries:
+        match = _ENTRY_NAME.match(entry)
+        if match:
+            names.add(match.group(0).strip().lower())
+    return frozenset(names)
+
+
+def allowed_tool_names(registry: ToolRegistry, policy: ToolPolicy) -> frozenset[str]:
+    """Registered tools the policy allows (what `requires_tools` is checked against)."""
+    return frozenset(name for name in registry.names() if policy.allows(name))
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """The result of one attempted call, ran or refused, for the log and the model."""
+
+    name: str
+    allowed: bool
+    output: str  # what the model is told
+    error: bool = False
+    detail: str = ""  # the bare reason of a refusal or failure, for people
+
+def run_tool(
+    registry: ToolRegistry,
+    policy: ToolPolicy,
+    name: str,
+    arguments: dict[str, Any],
+    context: ToolContext,
+    caller: Caller,
+    offered: Iterable[str] | None = None,
+) -> ToolOutcome:
+    """The one gate: check policy, validate arguments, run the handler."""
+    tool = registry.get(name)
+    refusal = policy.refusal(tool, name, caller, offered)
+    if refusal is not None or tool is None:
+        return ToolOutcome(name, allowed=False, output=f"Refused: {refusal}.", error=True,
+                           detail=f"refused: {refusal}.")
+    try:
+        args = tool.args_model.model_validate(arguments)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+        detail = f"bad arguments: {problems}."
+        return ToolOutcome(name, allowed=True, output=f"Error: {detail}", error=True,
+                           detail=detail)
+    try:
+        return ToolOutcome(name, allowed=True, output=tool.handler(args, context))
+    except ToolError as exc:
+        return ToolOutcome(name, allowed=True, output=f"Error: {exc}", error=True,
+                           detail=str(exc))
