@@ -17,12 +17,13 @@ from lily_kernel.commands.results import (
 
 __all__ = ["render_html", "render_markdown", "render_plain"]
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+_MD_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
 def _md(text: str) -> str:
-    """Markdown-inert text: specials backslash-escaped, newlines folded in table cells."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    """Markdown-inert text: HTML characters as entities, other specials backslash-escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", text.translate(_MD_ENTITIES))
 
 
 def _md_fence(text: str) -> str:

@@ -1,0 +1,91 @@
+"""Shared test setup: the network guard and small helpers for building skill trees."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _is_loopback(address: object) -> bool:
+    if not isinstance(address, tuple) or not address:
+        return True  # AF_UNIX paths and other local families
+    host = str(address[0])
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost would need DNS: refuse
+
+
+class NetworkAccessError(AssertionError):
+    """A test tried to reach a non-loopback address."""
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail any test that connects anywhere but 127.0.0.0/8, ::1 or a local socket."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def guarded(sock: socket.socket, address: object) -> object:
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address):
+            raise NetworkAccessError(f"test tried to reach the network: {address!r}")
+        return real_connect(sock, address)  # type: ignore[arg-type]
+
+    def guarded_ex(sock: socket.socket, address: object) -> object:
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address):
+            raise NetworkAccessError(f"test tried to reach the network: {address!r}")
+        return real_connect_ex(sock, address)  # type: ignore[arg-type]
+
+    def guarded_getaddrinfo(host: object, *args: object, **kwargs: object) -> object:
+        if host not in (None, "localhost") and not _is_loopback((host,)):
+            raise NetworkAccessError(f"test tried to resolve {host!r}")
+        return real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    real_getaddrinfo = socket.getaddrinfo
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+    yield
+
+
+def write_skill(root: Path, name: str, text: str) -> Path:
+    """Create `root/name/SKILL.md` with `text`; return the file."""
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "SKILL.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def skill_text(summary: str, **keys: str) -> str:
+    lines = [f"summary: {summary}"] + [f"{k}: {v}" for k, v in keys.items()]
+    return "---\n" + "\n".join(lines) + "\n---\n\nBody of " + summary + "\n"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace folder (the notebook's folder)."""
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def environ(tmp_path: Path) -> dict[str, str]:
+    """An environment with its own Lily home and an empty bundled root: no leaks."""
+    home = tmp_path / "home"
+    bundled = tmp_path / "bundled"
+    home.mkdir()
+    bundled.mkdir()
+    return {"LILY_HOME": str(home), "LILY_SKILLS_BUNDLED_DIR": str(bundled),
+            "PATH": "/usr/bin:/bin", "LILY_EVENT_LOG": "0"}

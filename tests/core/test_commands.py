@@ -1,0 +1,200 @@
+"""Commands through the runtime: exact errors, no fallback, state untouched on failure."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.commands import CommandResult, parse_command, render_html, render_markdown, render_plain
+from lily_kernel.errors import CommandError, ModelNotConfiguredError
+from lily_kernel.runtime import LilyRuntime
+from tests.conftest import skill_text, write_skill
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.shown: list[CommandResult] = []
+
+    def show(self, result: CommandResult) -> None:
+        self.shown.append(result)
+
+    def stream(self, markdown: str) -> None:
+        raise AssertionError("commands do not stream")
+
+    def reply(self, markdown: str) -> None:
+        raise AssertionError("commands do not reply")
+
+    def notice(self, text: str) -> None:
+        pass
+
+
+@pytest.fixture
+def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
+    skills = workspace / "skills"
+    write_skill(skills, "alpha", skill_text("First skill", command="a"))
+    write_skill(skills, "lister", "---\nsummary: Lists files\ninvocation_mode: tool_dispatch\n"
+                                  "command: ls\ncommand_tool: list\n---\n")
+    write_skill(skills, "broken", "---\nsummary: [oops\n---\n")
+    (workspace / "data.txt").write_text("12345")
+    return LilyRuntime.start(workspace, environ)
+
+
+def run(runtime: LilyRuntime, code: str) -> Recorder:
+    sink = Recorder()
+    asyncio.run(runtime.run_cell(code, sink))
+    return sink
+
+
+def error_of(runtime: LilyRuntime, code: str) -> str:
+    with pytest.raises(CommandError) as err:
+        run(runtime, code)
+    return str(err.value)
+
+
+def state(runtime: LilyRuntime) -> object:
+    s = runtime.session
+    return copy.deepcopy((s.session_id, s.active_agent, s.persona, s.skill_snapshot,
+                          s.model_config, s.conversation_state.messages))
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("/skill", "Error: /skill requires a skill name."),
+        ("/skill   ", "Error: /skill requires a skill name."),
+        ("/foo", "Error: unknown command /foo."),
+        ("/Skills", "Error: unknown command /Skills."),
+        ("/skils", "Error: unknown command /skils."),
+        ("/", "Error: empty command; type /help for the list of commands."),
+        ("/skill nope", "Error: no skill named 'nope' in this session (snapshot 1)."),
+        ("/help nope", "Error: no skill named 'nope' in this session (snapshot 1)."),
+        ("/skills extra", "Error: /skills takes no argument."),
+        ("/reload_skills now", "Error: /reload_skills takes no argument."),
+        ("/agent ghost", "Error: no agent named 'ghost'; available: default."),
+        ("/ls ../..", "Error: /ls (list): '../..' uses '..'; paths must stay inside the workspace."),
+        ("/ls missing", "Error: /ls (list): no folder 'missing' in the workspace."),
+    ],
+)
+def test_command_errors_are_exact_and_change_nothing(
+    runtime: LilyRuntime, code: str, message: str
+) -> None:
+    before = state(runtime)
+    assert error_of(runtime, code) == message
+    assert state(runtime) == before
+
+
+def test_excluded_skill_says_why(runtime: LilyRuntime) -> None:
+    message = error_of(runtime, "/skill broken")
+    assert message.startswith("Error: skill 'broken' is not available in this session "
+                              "(snapshot 1): malformed: invalid YAML frontmatter")
+
+
+def test_non_command_cells_go_to_the_model_path(runtime: LilyRuntime) -> None:
+    with pytest.raises(ModelNotConfiguredError, match="no model configured. Set LILY_MODEL"):
+        run(runtime, "  hello /skills")
+
+
+def test_skills_lists_snapshot_with_excluded_section(runtime: LilyRuntime) -> None:
+    result = run(runtime, "   /skills").shown[0]
+    plain = render_plain(result)
+    assert re.search(r"^alpha\s+First skill\s+workspace\s+prompt_rewrite\s+/a$", plain, re.M)
+    assert re.search(r"^broken\s+malformed\s+workspace\s+invalid YAML", plain, re.M)
+    assert "Excluded (1)" in plain
+    html = render_html(result)
+    assert "<details><summary>Excluded (1)</summary>" in html
+    assert "<td style=\"text-align:left\">/a</td>" in html
+
+
+def test_tool_dispatch_runs_the_tool_without_a_model(runtime: LilyRuntime) -> None:
+    result = run(runtime, "/ls").shown[0]
+    assert render_plain(result) == "lister (list)\n\nskills/\ndata.txt  (5 bytes)"
+    same = run(runtime, "/skill lister .").shown[0]
+    assert render_plain(same).endswith("data.txt  (5 bytes)")
+
+
+def test_prompt_rewrite_builds_a_request_then_needs_a_model(runtime: LilyRuntime) -> None:
+    outcome = runtime.run_command(parse_command("/a summarise this")) 
+    request = outcome.model_request
+    assert request is not None and request.forced_skill == "alpha"
+    assert "# Skill: alpha\n\nBody of First skill" in request.system
+    assert request.user_message == {"role": "user", "content": "summarise this"}
+    assert all(t["function"]["name"] != "load_skill" for t in request.tools)
+    with pytest.raises(ModelNotConfiguredError):
+        run(runtime, "/skill alpha summarise this")
+
+
+def test_snapshot_is_stable_until_reload(runtime: LilyRuntime, workspace: Path) -> None:
+    first = render_plain(run(runtime, "/skills").shown[0])
+    write_skill(workspace / "skills", "gamma", skill_text("Added later"))
+    write_skill(workspace / "skills", "alpha", skill_text("First skill, edited", command="a"))
+    assert render_plain(run(runtime, "/skills").shown[0]) == first
+    assert error_of(runtime, "/skill gamma") == (
+        "Error: no skill named 'gamma' in this session (snapshot 1).")
+    reload = render_plain(run(runtime, "/reload_skills").shown[0])
+    assert "Reloaded skills: snapshot 2 (was 1)" in reload
+    assert re.search(r"^added\s+gamma$", reload, re.M)
+    assert re.search(r"^changed\s+alpha$", reload, re.M)
+    assert runtime.session.skill_snapshot.version == 2
+    assert "gamma" in render_plain(run(runtime, "/skills").shown[0])
+    again = render_plain(run(runtime, "/reload_skills").shown[0])
+    assert "snapshot 3 (was 2)" in again and "No changes." in again
+
+
+def test_reload_with_unreadable_root_fails_and_keeps_the_snapshot(
+    runtime: LilyRuntime, workspace: Path
+) -> None:
+    before = state(runtime)
+    skills = workspace / "skills"
+    skills.rename(workspace / "moved")
+    skills.write_text("a file where the skills folder was")
+    message = error_of(runtime, "/reload_skills")
+    assert message.startswith("Error: Cannot read the workspace skills root")
+    assert state(runtime) == before
+
+
+def test_help_lists_commands_aliases_and_policy(runtime: LilyRuntime) -> None:
+    plain = render_plain(run(runtime, "/help").shown[0])
+    for line in ("/skills", "/reload_skills", "/a [request]", "alias of /skill alpha",
+                 "/ls [request]"):
+        assert line in plain
+    assert re.search(r"^allow\s+\*$", plain, re.M) and re.search(r"^deny\s+\(nothing\)$", plain, re.M)
+    detail = render_plain(run(runtime, "/help lister").shown[0])
+    assert re.search(r"^mode\s+tool_dispatch$", detail, re.M)
+    assert re.search(r"^command tool\s+list$", detail, re.M)
+
+
+def test_agent_switch_rebuilds_persona_only(runtime: LilyRuntime, workspace: Path) -> None:
+    (workspace / "persona" / "critic").mkdir(parents=True)
+    (workspace / "persona" / "critic" / "SOUL.md").write_text("Be critical.")
+    snapshot = runtime.session.skill_snapshot
+    shown = render_plain(run(runtime, "/agent").shown[0])
+    assert re.search(r"^critic\s*$", shown, re.M) and re.search(r"^default\s+active$", shown, re.M)
+    switched = render_plain(run(runtime, "/agent critic").shown[0])
+    assert "Switched to agent critic" in switched
+    assert runtime.session.active_agent == "critic"
+    assert [f.content for f in runtime.session.persona.files] == ["Be critical."]
+    assert runtime.session.skill_snapshot is snapshot
+
+
+def test_hostile_summary_is_escaped_in_html_and_markdown(workspace: Path,
+                                                         environ: dict[str, str]) -> None:
+    write_skill(workspace / "skills", "evil",
+                "---\nsummary: '<img src=x onerror=alert(1)> **bold** | pipe'\n---\n")
+    runtime = LilyRuntime.start(workspace, environ)
+    result = run(runtime, "/skills").shown[0]
+    html = render_html(result)
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    markdown = render_markdown(result)
+    assert "<img" not in markdown
+    assert r"&lt;img src=x onerror=alert\(1\)&gt; \*\*bold\*\* \| pipe" in markdown
+
+
+def test_parse_command_argument_spans_lines() -> None:
+    parsed = parse_command("\n  /skill echo first line\nsecond line\n")
+    assert parsed is not None
+    assert (parsed.name, parsed.argument) == ("skill", "echo first line\nsecond line")
+    assert parse_command("hello /skills") is None

@@ -1,0 +1,56 @@
+"""Configuration: lily.yaml + LILY_* variables, validated with clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.config import load_config
+from lily_kernel.errors import ConfigError
+
+
+def test_defaults_without_file_or_env(workspace: Path) -> None:
+    config = load_config(workspace, {})
+    assert (config.model, config.stream, config.tools.allow, config.tools.deny) == (
+        None, True, "*", [])
+
+
+def test_file_values_and_env_precedence(workspace: Path) -> None:
+    (workspace / "lily.yaml").write_text(
+        "model: openai/from-file\ntemperature: 0.2\ntools:\n  deny: [write]\n"
+        "skills_user_dir: my-skills\n")
+    config = load_config(workspace, {"LILY_MODEL": "openai/from-env", "LILY_STREAM": "0",
+                                     "LILY_TOOLS_ALLOW": "read, list"})
+    assert config.model == "openai/from-env"
+    assert config.temperature == 0.2
+    assert config.stream is False
+    assert (config.tools.allow, config.tools.deny) == (["read", "list"], ["write"])
+    assert config.skills_user_dir == workspace / "my-skills"
+
+
+def test_unknown_key_names_file_and_key(workspace: Path) -> None:
+    (workspace / "lily.yaml").write_text("modle: gpt\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(workspace, {})
+    assert str(err.value) == f"{workspace / 'lily.yaml'}: key 'modle': unknown key."
+
+
+def test_bad_value_names_file_key_and_problem(workspace: Path) -> None:
+    (workspace / "lily.yaml").write_text("temperature: hot\n")
+    with pytest.raises(ConfigError, match=r"lily\.yaml: key 'temperature': Input should be"):
+        load_config(workspace, {})
+
+
+def test_bad_env_value_names_the_variable(workspace: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^LILY_RETRIES: key 'retries': "):
+        load_config(workspace, {"LILY_RETRIES": "many"})
+
+
+def test_invalid_yaml_and_non_mapping(workspace: Path) -> None:
+    (workspace / "lily.yaml").write_text("model: [oops\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_config(workspace, {})
+    (workspace / "lily.yaml").write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_config(workspace, {})

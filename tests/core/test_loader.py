@@ -1,0 +1,252 @@
+"""The skill loader: every rule of SPEC §2.1 and §2.3, one fixture folder per rule."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.errors import SkillRootError
+from lily_kernel.skills import (
+    DiagnosticKind,
+    Host,
+    LoadRules,
+    SkillRoot,
+    SkillSnapshot,
+    load_snapshot,
+)
+from tests.conftest import FIXTURES, skill_text, write_skill
+
+RULES_ROOT = FIXTURES / "rules"
+TOOLS = frozenset({"read", "write", "list"})
+RULES = LoadRules(registered_tools=TOOLS, allowed_tools=TOOLS,
+                  reserved_commands=frozenset({"skills", "skill", "help", "agent",
+                                               "reload_skills"}))
+LINUX = Host(platform="linux", environ={}, which=lambda name: None)
+
+
+def root(path: Path, source: str = "workspace") -> SkillRoot:
+    return SkillRoot(source=source, path=str(path), exists=path.exists())  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def rules_snapshot() -> SkillSnapshot:
+    return load_snapshot((root(RULES_ROOT),), RULES, LINUX)
+
+
+def diagnostic(snap: SkillSnapshot, name: str, kind: DiagnosticKind) -> str:
+    found = [d for d in snap.diagnostics if d.skill == name and d.kind is kind]
+    assert found, f"no {kind.value} diagnostic for {name}: {snap.diagnostics}"
+    return found[0].reason
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "reason_part"),
+    [
+        ("invalid_yaml", DiagnosticKind.MALFORMED, "invalid YAML frontmatter at line"),
+        ("not_mapping", DiagnosticKind.MALFORMED, "not a mapping"),
+        ("wrong_type", DiagnosticKind.MALFORMED, "key 'summary' has the wrong type"),
+        ("wrong_type_requires_tools", DiagnosticKind.MALFORMED, "key 'requires_tools'"),
+        ("unknown_mode", DiagnosticKind.MALFORMED, "unknown invocation_mode 'telepathy'"),
+        ("dispatch_without_tool", DiagnosticKind.MALFORMED, "requires command_tool"),
+        ("unregistered_tool", DiagnosticKind.MALFORMED, "'teleport' is not a registered tool"),
+        ("bad_command", DiagnosticKind.MALFORMED, "must match ^[a-z0-9_-]+$"),
+        ("builtin_alias", DiagnosticKind.MALFORMED, "collides with the built-in /help"),
+        ("policy_denied", DiagnosticKind.POLICY, "not allowed by the tool policy: shell"),
+        ("ineligible_os", DiagnosticKind.INELIGIBLE, "requires os win32; this machine is linux"),
+        ("ineligible_env", DiagnosticKind.INELIGIBLE, "LILY_TEST_SURELY_UNSET_VARIABLE"),
+        ("ineligible_binary", DiagnosticKind.INELIGIBLE, "lily-test-no-such-binary not found"),
+        ("bad_os_value", DiagnosticKind.MALFORMED, "unknown os 'macos'"),
+        ("openclaw_metadata", DiagnosticKind.INELIGIBLE, "lily-test-no-such-binary"),
+        ("python_tag", DiagnosticKind.MALFORMED, "invalid YAML frontmatter"),
+        ("unclosed_frontmatter", DiagnosticKind.MALFORMED, "never closed"),
+    ],
+)
+def test_each_exclusion_rule_has_its_diagnostic(
+    rules_snapshot: SkillSnapshot, name: str, kind: DiagnosticKind, reason_part: str
+) -> None:
+    assert rules_snapshot.get(name) is None
+    assert reason_part in diagnostic(rules_snapshot, name, kind)
+    diag = next(d for d in rules_snapshot.diagnostics if d.skill == name)
+    assert diag.source == "workspace"
+    assert diag.path == str(RULES_ROOT / name / "SKILL.md")
+
+
+def test_python_tags_never_execute(rules_snapshot: SkillSnapshot) -> None:
+    assert not Path("/tmp/lily-pwned").exists()
+
+
+def test_valid_skills_load_with_defaults(rules_snapshot: SkillSnapshot) -> None:
+    minimal = rules_snapshot.get("ok_minimal")
+    assert minimal is not None
+    assert (minimal.summary, minimal.invocation_mode, minimal.command) == (
+        "A minimal valid skill.", "prompt_rewrite", None)
+    assert minimal.body == "Body of the minimal skill.\n"
+    bare = rules_snapshot.get("no_frontmatter")
+    assert bare is not None and bare.summary == "" and bare.body.startswith("# No frontmatter")
+
+
+def test_unknown_keys_are_ignored_but_kept(rules_snapshot: SkillSnapshot) -> None:
+    skill = rules_snapshot.get("unknown_keys")
+    assert skill is not None
+    assert skill.extra == {"homepage": "https://example.invalid/skill",
+                           "requires": {"mcp": ["rube"]}, "user-invocable": True}
+
+
+def test_name_differing_from_folder_warns_and_folder_name_wins(
+    rules_snapshot: SkillSnapshot,
+) -> None:
+    skill = rules_snapshot.get("name_mismatch")
+    assert skill is not None and skill.declared_name == "Some Other Name"
+    assert "differs from the directory name" in diagnostic(
+        rules_snapshot, "name_mismatch", DiagnosticKind.WARNING)
+
+
+def test_two_skills_claiming_one_alias_lose_it_both(rules_snapshot: SkillSnapshot) -> None:
+    one, two = rules_snapshot.get("alias_one"), rules_snapshot.get("alias_two")
+    assert one is not None and two is not None
+    assert (one.command, two.command) == (None, None)
+    assert rules_snapshot.by_command("dup") is None
+    assert "also claimed by alias_two" in diagnostic(rules_snapshot, "alias_one",
+                                                     DiagnosticKind.WARNING)
+    assert "also claimed by alias_one" in diagnostic(rules_snapshot, "alias_two",
+                                                     DiagnosticKind.WARNING)
+
+
+def test_standard_fields_are_parsed(rules_snapshot: SkillSnapshot) -> None:
+    skill = rules_snapshot.get("standard_fields")
+    assert skill is not None
+    assert skill.license == "Apache-2.0"
+    assert skill.compatibility == "Needs a POSIX shell."
+    assert skill.allowed_tools == ("Read", "Bash(git status:*)")
+    assert skill.metadata == {"author": "someone", "version": "1.0"}
+    assert skill.summary == "Uses every Agent Skills standard field."  # from description
+
+
+def test_hidden_and_non_skill_folders_are_not_candidates(rules_snapshot: SkillSnapshot) -> None:
+    names = {s.name for s in rules_snapshot.skills} | {d.skill for d in rules_snapshot.diagnostics}
+    assert ".hidden_skill" not in names
+    assert "not_a_skill" not in names
+
+
+def test_order_is_code_point_order(tmp_path: Path) -> None:
+    for name in ["b", "B", "a", "_x", "Z", "é"]:
+        write_skill(tmp_path, name, skill_text(name))
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    assert [s.name for s in snap.skills] == ["B", "Z", "_x", "a", "b", "é"]
+
+
+def test_crlf_and_bom_are_accepted(tmp_path: Path) -> None:
+    folder = tmp_path / "crlf_bom"
+    folder.mkdir()
+    text = "---\r\nsummary: Windows file\r\ncommand: win\r\n---\r\n\r\nBody line\r\n"
+    (folder / "SKILL.md").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    skill = snap.get("crlf_bom")
+    assert skill is not None
+    assert (skill.summary, skill.command, skill.body) == ("Windows file", "win", "\nBody line\n")
+
+
+def test_over_size_and_not_utf8_are_excluded(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "SKILL.md").write_text("---\nsummary: big\n---\n" + "x" * (300 * 1024))
+    latin = tmp_path / "latin"
+    latin.mkdir()
+    (latin / "SKILL.md").write_bytes("---\nsummary: café\n---\n".encode("latin-1"))
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    assert "over the 256 KiB limit" in diagnostic(snap, "big", DiagnosticKind.MALFORMED)
+    assert "not valid UTF-8" in diagnostic(snap, "latin", DiagnosticKind.MALFORMED)
+
+
+def test_unreadable_skill_file_is_excluded(tmp_path: Path) -> None:
+    dangling = tmp_path / "dangling"
+    dangling.mkdir()
+    os.symlink(tmp_path / "nowhere.md", dangling / "SKILL.md")
+    as_dir = tmp_path / "as_dir"
+    (as_dir / "SKILL.md").mkdir(parents=True)
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "SKILL.md")
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    for name in ("dangling", "as_dir", "fifo"):
+        assert "cannot read SKILL.md" in diagnostic(snap, name, DiagnosticKind.MALFORMED)
+
+
+def test_precedence_workspace_over_user_over_bundled(tmp_path: Path) -> None:
+    ws, user, bundled = tmp_path / "ws", tmp_path / "user", tmp_path / "bundled"
+    write_skill(ws, "shared", skill_text("workspace copy"))
+    write_skill(user, "shared", skill_text("user copy"))
+    write_skill(bundled, "shared", skill_text("bundled copy"))
+    write_skill(user, "user_only", skill_text("user only"))
+    write_skill(bundled, "user_only", skill_text("bundled copy of user_only"))
+    roots = (root(ws, "workspace"), root(user, "user"), root(bundled, "bundled"))
+    snap = load_snapshot(roots, RULES, LINUX)
+    shared, user_only = snap.get("shared"), snap.get("user_only")
+    assert shared is not None and (shared.source, shared.summary) == ("workspace", "workspace copy")
+    assert user_only is not None and user_only.source == "user"
+    shadowed = [(d.skill, d.source) for d in snap.diagnostics if d.kind is DiagnosticKind.SHADOWED]
+    assert shadowed == [("shared", "user"), ("shared", "bundled"), ("user_only", "bundled")]
+    reason = next(d.reason for d in snap.diagnostics if d.kind is DiagnosticKind.SHADOWED)
+    assert reason == f"shadowed by the workspace skill at {ws / 'shared' / 'SKILL.md'}"
+
+
+def test_ineligible_winner_is_excluded_without_fallback(tmp_path: Path) -> None:
+    ws, bundled = tmp_path / "ws", tmp_path / "bundled"
+    write_skill(ws, "tool", "---\nsummary: mac only\neligibility:\n  os: [darwin]\n---\n")
+    write_skill(bundled, "tool", skill_text("eligible everywhere"))
+    snap = load_snapshot((root(ws), root(bundled, "bundled")), RULES, LINUX)
+    assert snap.get("tool") is None
+    assert "requires os darwin" in diagnostic(snap, "tool", DiagnosticKind.INELIGIBLE)
+    assert "shadowed by the workspace skill" in diagnostic(snap, "tool", DiagnosticKind.SHADOWED)
+
+
+def test_malformed_winner_is_excluded_without_fallback(tmp_path: Path) -> None:
+    ws, bundled = tmp_path / "ws", tmp_path / "bundled"
+    write_skill(ws, "tool", "---\nsummary: [broken\n---\n")
+    write_skill(bundled, "tool", skill_text("fine"))
+    snap = load_snapshot((root(ws), root(bundled, "bundled")), RULES, LINUX)
+    assert snap.get("tool") is None
+    assert diagnostic(snap, "tool", DiagnosticKind.MALFORMED)
+
+
+def test_eligibility_uses_the_host(tmp_path: Path) -> None:
+    write_skill(tmp_path, "needs", "---\nsummary: s\neligibility:\n  env: [TOKEN]\n"
+                                   "  binaries: [git]\n  os: [linux]\n---\n")
+    ok_host = Host(platform="linux", environ={"TOKEN": "x"}, which=lambda n: f"/usr/bin/{n}")
+    assert load_snapshot((root(tmp_path),), RULES, ok_host).get("needs") is not None
+    empty_env = Host(platform="linux", environ={"TOKEN": ""}, which=lambda n: "/x")
+    assert load_snapshot((root(tmp_path),), RULES, empty_env).get("needs") is None
+
+
+def test_openclaw_any_bins(tmp_path: Path) -> None:
+    write_skill(tmp_path, "claw", '---\nmetadata: {"openclaw": {"requires": '
+                                  '{"anyBins": ["a", "b"]}}}\n---\n')
+    only_b = Host(platform="linux", environ={}, which=lambda n: "/x" if n == "b" else None)
+    assert load_snapshot((root(tmp_path),), RULES, only_b).get("claw") is not None
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    assert "one of these binaries on PATH: a, b" in diagnostic(snap, "claw",
+                                                               DiagnosticKind.INELIGIBLE)
+
+
+def test_missing_root_is_empty_and_unreadable_root_is_a_hard_error(tmp_path: Path) -> None:
+    missing = load_snapshot((root(tmp_path / "nope"),), RULES, LINUX)
+    assert missing.skills == () and missing.diagnostics == ()
+    a_file = tmp_path / "file"
+    a_file.write_text("not a folder")
+    with pytest.raises(SkillRootError, match=r"Cannot read the user skills root .*file"):
+        load_snapshot((SkillRoot("user", str(a_file), True),), RULES, LINUX)
+
+
+def test_a_root_listed_twice_is_read_once(tmp_path: Path) -> None:
+    write_skill(tmp_path, "one", skill_text("one"))
+    snap = load_snapshot((root(tmp_path), root(tmp_path, "bundled")), RULES, LINUX)
+    assert [s.source for s in snap.skills] == ["workspace"]
+    assert snap.diagnostics == ()
+
+
+def test_one_bad_skill_never_stops_the_others(rules_snapshot: SkillSnapshot) -> None:
+    available = {s.name for s in rules_snapshot.skills}
+    assert available == {"ok_minimal", "no_frontmatter", "unknown_keys", "name_mismatch",
+                         "alias_one", "alias_two", "hidden_from_model", "standard_fields"}

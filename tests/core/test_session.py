@@ -1,0 +1,82 @@
+"""Sessions share nothing; the event log records what happened, one JSON line each."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.commands import parse_command
+from lily_kernel.events import EVENT_KINDS
+from lily_kernel.runtime import LilyRuntime
+from tests.conftest import skill_text, write_skill
+
+
+def test_two_sessions_in_one_process_share_nothing(workspace: Path,
+                                                   environ: dict[str, str]) -> None:
+    write_skill(workspace / "skills", "one", skill_text("one"))
+    first = LilyRuntime.start(workspace, environ)
+    second = LilyRuntime.start(workspace, environ)
+    assert first.session.session_id != second.session.session_id
+    write_skill(workspace / "skills", "two", skill_text("two"))
+    first.run_command(parse_command("/reload_skills"))  # type: ignore[arg-type]
+    first.session.conversation_state.messages.append({"role": "user", "content": "hi"})
+    assert first.session.skill_snapshot.version == 2
+    assert second.session.skill_snapshot.version == 1
+    assert second.session.skill_snapshot.get("two") is None
+    assert second.session.conversation_state.messages == []
+    assert first.env.registry is not second.env.registry
+
+
+def test_event_log_is_json_lines_flushed_per_event(workspace: Path,
+                                                   environ: dict[str, str]) -> None:
+    environ = {**environ, "LILY_EVENT_LOG": "1"}
+    write_skill(workspace / "skills", "alpha", skill_text("alpha"))
+    write_skill(workspace / "skills", "bad", "---\nsummary: [x\n---\n")
+    runtime = LilyRuntime.start(workspace, environ, session_id="s1")
+    path = workspace / ".lily" / "sessions" / "s1.jsonl"
+    runtime.run_command(parse_command("/skills"))  # type: ignore[arg-type]
+    runtime.run_command(parse_command("/nope"))  # type: ignore[arg-type]
+    # Read while the session is still open: every event is already on disk.
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds == ["session_started", "skill_catalog_updated", "skill_warning",
+                     "command", "command"]
+    assert all(k in EVENT_KINDS for k in kinds)
+    assert [e["seq"] for e in events] == [1, 2, 3, 4, 5]
+    catalog = events[1]["data"]
+    assert (catalog["count"], catalog["version"]) == (1, 1)
+    assert catalog["digest"] == runtime.session.skill_snapshot.digest
+    assert events[2]["data"]["kind"] == "malformed"
+    assert events[4]["data"] == {"name": "nope", "argument": "", "ok": False,
+                                 "error": "Error: unknown command /nope."}
+
+
+def test_event_log_can_be_turned_off(workspace: Path, environ: dict[str, str]) -> None:
+    runtime = LilyRuntime.start(workspace, environ)  # environ sets LILY_EVENT_LOG=0
+    runtime.run_command(parse_command("/skills"))  # type: ignore[arg-type]
+    assert not (workspace / ".lily").exists()
+
+
+def test_unwritable_log_does_not_stop_the_session(workspace: Path,
+                                                  environ: dict[str, str]) -> None:
+    (workspace / ".lily").write_text("a file, not a folder")
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_EVENT_LOG": "1"})
+    runtime.run_command(parse_command("/skills"))  # type: ignore[arg-type]
+    assert runtime.log.problem is not None and "cannot be written" in runtime.log.problem
+
+
+@pytest.mark.parametrize("code", ["/skill alpha go", "/a go"])
+def test_manual_invocation_is_logged(workspace: Path, environ: dict[str, str], code: str) -> None:
+    write_skill(workspace / "skills", "alpha", skill_text("alpha", command="a"))
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_EVENT_LOG": "1"}, session_id="s2")
+    runtime.run_command(parse_command(code))  # type: ignore[arg-type]
+    lines = (workspace / ".lily" / "sessions" / "s2.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    invoked = [e["data"] for e in events if e["event"] == "skill_invoked"]
+    loaded = [e["data"] for e in events if e["event"] == "skill_loaded"]
+    assert invoked == [{"name": "alpha", "mode": "manual", "command": code.split()[0][1:]}]
+    assert loaded[0]["name"] == "alpha" and len(loaded[0]["digest"]) == 64
+    asyncio.run(asyncio.sleep(0))

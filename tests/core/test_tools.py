@@ -1,0 +1,104 @@
+"""Tool registry, policy (deny wins, owner-only hidden) and workspace confinement."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from lily_kernel.errors import ToolError
+from lily_kernel.tools import (
+    Tool,
+    ToolContext,
+    ToolPolicy,
+    ToolRegistry,
+    default_registry,
+    resolve_in_workspace,
+    run_tool,
+)
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+def _secret(args: NoArgs, ctx: ToolContext) -> str:
+    return "the secret"
+
+
+def registry_with_owner_tool() -> ToolRegistry:
+    registry = default_registry()
+    registry.register(Tool("secret", "Owner only.", NoArgs, _secret, owner_only=True))
+    return registry
+
+
+def test_deny_wins_over_allow_star_and_lists() -> None:
+    assert not ToolPolicy(allow="*", deny=("write",)).allows("write")
+    assert not ToolPolicy(allow=("write",), deny=("write",)).allows("write")
+    assert ToolPolicy(allow=("read",)).allows("read")
+    assert not ToolPolicy(allow=("read",)).allows("list")
+
+
+def test_model_sees_only_allowed_non_owner_tools() -> None:
+    registry = registry_with_owner_tool()
+    policy = ToolPolicy(allow="*", deny=("write",))
+    assert [t.name for t in policy.model_tools(registry)] == ["list", "read"]
+    narrowed = policy.model_tools(registry, ("Read", "Bash(git:*)"))
+    assert [t.name for t in narrowed] == ["read"]
+
+
+def test_refused_calls_never_run(workspace: Path) -> None:
+    registry = registry_with_owner_tool()
+    policy = ToolPolicy(allow="*", deny=("write",))
+    ctx = ToolContext(workspace)
+    denied = run_tool(registry, policy, "write", {"path": "x.txt", "content": "x"}, ctx, "model")
+    assert (denied.allowed, denied.error) == (False, True)
+    assert denied.output == "Refused: tool 'write' is not allowed by the tool policy."
+    assert not (workspace / "x.txt").exists()
+    owner = run_tool(registry, policy, "secret", {}, ctx, "model")
+    assert owner.allowed is False and "owner-only" in owner.output
+    assert "the secret" not in owner.output
+    assert run_tool(registry, policy, "secret", {}, ctx, "owner").output == "the secret"
+    unknown = run_tool(registry, policy, "nope", {}, ctx, "model")
+    assert unknown.output == "Refused: unknown tool 'nope'."
+
+
+def test_bad_arguments_are_reported_not_raised(workspace: Path) -> None:
+    outcome = run_tool(default_registry(), ToolPolicy(), "read", {}, ToolContext(workspace),
+                       "model")
+    assert outcome.error and outcome.output.startswith("Error: bad arguments: path: Field required")
+
+
+def test_file_tools_read_list_write(workspace: Path) -> None:
+    registry, policy, ctx = default_registry(), ToolPolicy(), ToolContext(workspace)
+    wrote = run_tool(registry, policy, "write", {"path": "notes/a.txt", "content": "hello"},
+                     ctx, "model")
+    assert wrote.output == "wrote 5 characters to notes/a.txt"
+    assert run_tool(registry, policy, "read", {"path": "notes/a.txt"}, ctx, "model").output == "hello"
+    listing = run_tool(registry, policy, "list", {"path": "."}, ctx, "model").output
+    assert listing == "notes/"
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "a/../../x", "C:/x"])
+def test_paths_outside_the_workspace_are_refused(workspace: Path, path: str) -> None:
+    with pytest.raises(ToolError):
+        resolve_in_workspace(workspace, path)
+
+
+def test_symlink_escape_is_refused(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    os.symlink(outside, workspace / "link")
+    outcome = run_tool(default_registry(), ToolPolicy(), "read", {"path": "link/secret.txt"},
+                       ToolContext(workspace), "model")
+    assert outcome.error and "outside the workspace" in outcome.output
+    assert "secret" not in outcome.output.replace("secret.txt", "")
+
+
+def test_json_schema_for_the_model() -> None:
+    schema = default_registry().get("write").json_schema()  # type: ignore[union-attr]
+    assert schema["function"]["name"] == "write"
+    assert schema["function"]["parameters"]["required"] == ["path", "content"]
