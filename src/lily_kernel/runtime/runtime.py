@@ -6,6 +6,7 @@ writes the event log, and (for conversational turns) calls the model.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Protocol
 
 from lily_kernel.commands import (
     CommandContext,
+    CommandOutcome,
     CommandResult,
     ParsedCommand,
     parse_command,
@@ -110,7 +112,10 @@ class LilyRuntime:
 
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
         """Run one command; apply its state change only when it succeeded."""
-        outcome = run_command(self.command_context(), parsed)
+        return self._finish_command(parsed, run_command(self.command_context(), parsed))
+
+    def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
+        """Log a command's outcome and apply its state change (only when it succeeded)."""
         result = outcome.result
         self.log.emit("command", name=parsed.name, argument=parsed.argument,
                       ok=result.ok, error=result.error)
@@ -137,7 +142,11 @@ class LilyRuntime:
         if parsed is None:
             await self._converse(code, None, sink)
             return
-        result = self.run_command(parsed)
+        # The command itself runs off the event loop (a reload can read thousands of
+        # files), so an interrupt can cancel this await; its state change is applied
+        # here afterwards, never by a cancelled cell.
+        outcome = await asyncio.to_thread(run_command, self.command_context(), parsed)
+        result = self._finish_command(parsed, outcome)
         if result.error is not None:
             raise CommandError(result.error)
         for notice in result.notices if result.model_request is not None else ():
