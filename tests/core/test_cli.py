@@ -1,0 +1,116 @@
+"""The `lily` command as a person runs it: a real subprocess, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, skill_text, write_skill
+
+LILY = [sys.executable, "-m", "lily_kernel.cli.main"]
+SKILL_KEYS = ["name", "source", "path", "summary", "invocation_mode", "command",
+              "command_tool", "requires_tools"]
+
+
+def lily(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*LILY, *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=60, check=False)
+
+
+@pytest.fixture
+def env(environ: dict[str, str]) -> dict[str, str]:
+    return {**environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def build_tree(base: Path, order: list[str]) -> None:
+    texts = {
+        "zeta": skill_text("Zeta", command="z"),
+        "alpha": skill_text("Alpha"),
+        "Mixed": skill_text("Mixed case"),
+        "broken": "---\nsummary: [x\n---\n",
+        "dispatch": "---\nsummary: d\ninvocation_mode: tool_dispatch\ncommand_tool: list\n---\n",
+    }
+    for name in order:
+        write_skill(base / "skills", name, texts[name])
+
+
+def test_json_has_exactly_the_contract_shape(workspace: Path, env: dict[str, str]) -> None:
+    build_tree(workspace, ["zeta", "alpha", "Mixed", "broken", "dispatch"])
+    done = lily("skills", "--workspace", str(workspace), "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert list(doc) == ["version", "digest", "skills", "diagnostics"]
+    assert doc["version"] == 1 and len(doc["digest"]) == 64
+    assert [s["name"] for s in doc["skills"]] == ["Mixed", "alpha", "dispatch", "zeta"]
+    assert all(list(s) == SKILL_KEYS for s in doc["skills"])
+    zeta = doc["skills"][-1]
+    assert zeta == {"name": "zeta", "source": "workspace",
+                    "path": str(workspace.resolve() / "skills" / "zeta" / "SKILL.md"),
+                    "summary": "Zeta", "invocation_mode": "prompt_rewrite", "command": "z",
+                    "command_tool": None, "requires_tools": []}
+    assert doc["diagnostics"][0]["kind"] == "malformed"
+    assert list(doc["diagnostics"][0]) == ["kind", "skill", "source", "path", "reason"]
+
+
+def test_json_is_byte_identical_whatever_the_creation_order(workspace: Path,
+                                                            env: dict[str, str]) -> None:
+    names = ["zeta", "alpha", "Mixed", "broken", "dispatch"]
+    build_tree(workspace, names)
+    first = lily("skills", "--workspace", str(workspace), "--json", env=env).stdout
+    shutil.rmtree(workspace / "skills")
+    build_tree(workspace, list(reversed(names)))
+    second = lily("skills", "--workspace", str(workspace), "--json", env=env).stdout
+    assert first == second and first.startswith("{")
+
+
+def test_user_and_bundled_dirs_from_flags(tmp_path: Path, env: dict[str, str]) -> None:
+    user, bundled = tmp_path / "u", tmp_path / "b"
+    write_skill(user, "same", skill_text("user copy"))
+    write_skill(bundled, "same", skill_text("bundled copy"))
+    done = lily("skills", "--workspace", str(tmp_path), "--user-dir", str(user),
+                "--bundled-dir", str(bundled), "--json", env=env)
+    doc = json.loads(done.stdout)
+    assert [(s["name"], s["source"]) for s in doc["skills"]] == [("same", "user")]
+    assert [(d["kind"], d["source"]) for d in doc["diagnostics"]] == [("shadowed", "bundled")]
+
+
+def test_text_output_lists_skills(workspace: Path, env: dict[str, str]) -> None:
+    build_tree(workspace, ["alpha"])
+    done = lily("skills", "--workspace", str(workspace), env=env)
+    assert done.returncode == 0
+    assert done.stdout.startswith("Skills: 1 available (snapshot 1, digest ")
+
+
+def test_broken_config_is_a_clear_error(workspace: Path, env: dict[str, str]) -> None:
+    (workspace / "lily.yaml").write_text("nonsense_key: 1\n")
+    done = lily("skills", "--workspace", str(workspace), env=env)
+    assert done.returncode == 2
+    assert done.stderr == f"lily: {workspace.resolve() / 'lily.yaml'}: key 'nonsense_key': unknown key.\n"
+
+
+def test_validate_exit_codes(tmp_path: Path, env: dict[str, str]) -> None:
+    rules = FIXTURES / "rules"
+    ok = lily("validate", str(rules / "ok_minimal"), str(rules / "name_mismatch" / "SKILL.md"),
+              env=env, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout
+    assert ok.stdout.splitlines() == [
+        "ok          ok_minimal (prompt_rewrite)",
+        "warning     name_mismatch: frontmatter name 'Some Other Name' differs from the "
+        "directory name; the skill is called 'name_mismatch'",
+        "ok          name_mismatch (prompt_rewrite)",
+    ]
+    bad = lily("validate", str(rules / "invalid_yaml"), str(rules / "ok_minimal"), env=env,
+               cwd=tmp_path)
+    assert bad.returncode == 1
+    assert bad.stdout.startswith("error       invalid_yaml: invalid YAML frontmatter")
+    whole_root = lily("validate", str(rules), env=env, cwd=tmp_path)
+    assert whole_root.returncode == 1
+    assert "error       python_tag:" in whole_root.stdout
+    nothing = lily("validate", str(tmp_path / "nowhere"), env=env, cwd=tmp_path)
+    assert nothing.returncode == 1 and "no SKILL.md here" in nothing.stdout

@@ -1,0 +1,72 @@
+"""Prompt assembly is pure and pinned by golden text."""
+
+from __future__ import annotations
+
+from lily_kernel.persona import Persona, PersonaFile
+from lily_kernel.prompting import build_catalog, build_model_request
+from lily_kernel.skills import Skill, SkillSnapshot
+
+PERSONA = Persona("default", (PersonaFile("SOUL.md", "bundled", "/p/SOUL.md", "Be kind.\n"),
+                              PersonaFile("AGENTS.md", "bundled", "/p/AGENTS.md", "Use tools.")))
+
+
+def skill(name: str, summary: str, **kw: object) -> Skill:
+    return Skill(name=name, source="bundled", path=f"/s/{name}/SKILL.md", digest="0" * 64,
+                 summary=summary, body=f"Body of {name}.", **kw)  # type: ignore[arg-type]
+
+
+SNAP = SkillSnapshot(1, "d", (), (skill("alpha", "Does <a> & b"), skill("hidden", "h",
+                     disable_model_invocation=True), skill("beta", "Second")), ())
+
+GOLDEN = """\
+# Persona
+
+## SOUL
+
+Be kind.
+
+## AGENTS
+
+Use tools.
+
+# Skills
+
+<available_skills>
+<skill><name>alpha</name><summary>Does &lt;a&gt; &amp; b</summary></skill>
+<skill><name>beta</name><summary>Second</summary></skill>
+</available_skills>
+
+# Rules
+
+- Select at most one skill per request. Skills cannot be combined or chained.
+- Before following a skill, declare it by calling the `load_skill` tool with its exact \
+name; its SKILL.md is returned to you. Never follow a skill you have not loaded.
+- Only the skills listed in <available_skills> exist. Do not guess names.
+- When no skill clearly applies, answer directly without loading one.
+"""
+
+
+def test_system_prompt_golden() -> None:
+    request = build_model_request(persona=PERSONA, snapshot=SNAP, history=[],
+                                  user_text="hi", tool_schemas=[], catalog_max_chars=10_000)
+    assert request.system == GOLDEN
+    assert [t["function"]["name"] for t in request.tools] == ["load_skill"]
+    assert request.messages[-1] == {"role": "user", "content": "hi"}
+
+
+def test_catalog_budget_degrades_visibly() -> None:
+    catalog = build_catalog(SNAP.skills, 80)
+    assert catalog.listed == ("alpha",)
+    assert catalog.omitted == ("beta",)
+
+
+def test_forced_skill_injects_body_and_drops_load_skill() -> None:
+    history = [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "ok"}]
+    request = build_model_request(persona=PERSONA, snapshot=SNAP, history=history,
+                                  user_text="", tool_schemas=[], catalog_max_chars=10_000,
+                                  forced_skill=SNAP.skills[0])
+    assert request.system.endswith("# Skill: alpha\n\nBody of alpha.\n")
+    assert "<available_skills>" not in request.system
+    assert request.tools == ()
+    assert request.messages[1:3] == tuple(history)
+    assert request.user_message["content"] == "Apply the skill to the conversation so far."
