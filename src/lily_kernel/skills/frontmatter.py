@@ -38,15 +38,25 @@ _STR_TAG = "tag:yaml.org,2002:str"
 class _SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """yaml.safe_load's loader (C parser when present), with one shortcut.
 
-    A plain string scalar constructs to `node.value` in SafeConstructor; returning it
-    directly skips the generic dispatch that dominates frontmatter loading (most
-    nodes are such strings). Every other node goes through SafeConstructor unchanged.
+    A plain string scalar constructs to `node.value` in SafeConstructor, and a mapping
+    with plain string keys to the dict of its pairs; building those directly skips the
+    generic dispatch that dominates frontmatter loading (nearly every node is one of
+    them). Every other node goes through SafeConstructor unchanged.
     """
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         if node.tag == _STR_TAG and type(node) is yaml.ScalarNode:
             return node.value
         return super().construct_object(node, deep)
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        # Plain string keys rule out merge keys (`<<` resolves to another tag), so the
+        # generic path's merge flattening and hashability checks have nothing to do.
+        if type(node) is yaml.MappingNode and all(
+            key.tag == _STR_TAG and type(key) is yaml.ScalarNode for key, _ in node.value
+        ):
+            return {key.value: self.construct_object(value, deep) for key, value in node.value}
+        return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
 
 _CLOSING_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
 # A tool entry in `allowed-tools`: a name, optionally followed by `(pattern)`.
