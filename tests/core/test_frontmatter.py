@@ -52,9 +52,9 @@ def test_fast_loader_equals_safe_load_on_the_corpus() -> None:
 
 
 def test_split_variants() -> None:
-    assert _split("---\na: 1\n---\nbody") == ("a: 1", "body")
+    assert _split("---\na: 1\n---\nbody") == ("a: 1\n", "body")
     assert _split("---\n---\n") == ("", "")
-    assert _split("--- \na: 1\n---  \n\nbody") == ("a: 1", "\nbody")
+    assert _split("--- \na: 1\n---  \n\nbody") == ("a: 1\n", "\nbody")
     assert _split("no fence\n---\n") == (None, "no fence\n---\n")
     assert _split("----\nx\n") == (None, "----\nx\n")
     with pytest.raises(SkillFormatError, match="never closed"):
