@@ -1,0 +1,134 @@
+"""Kernel fixtures: real Lily kernel processes started through jupyter_client.
+
+Every kernel gets its own HOME (so ~/.lily and ~/.ipython never leak in or out), no
+LILY_* variable from the caller, and the event log off unless a test turns it on.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from queue import Empty
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+from tests.conftest import write_skill
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 30
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def kernel_env(home: Path, **extra: str) -> dict[str, str]:
+    """The caller's environment without LILY_*, with a private HOME and Lily home."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(home), LILY_HOME=str(home / ".lily"), LILY_EVENT_LOG="0")
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Execution:
+    """One executed cell: the execute_reply content and its iopub output messages."""
+
+    reply: dict[str, Any]
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        return str(self.reply["status"])
+
+    def of_type(self, msg_type: str) -> list[dict[str, Any]]:
+        return [m["content"] for m in self.outputs if m["msg_type"] == msg_type]
+
+    @property
+    def displays(self) -> list[dict[str, str]]:
+        return [c["data"] for c in self.of_type("display_data")]
+
+    @property
+    def plain(self) -> str:
+        return "\n".join(d["text/plain"] for d in self.displays)
+
+
+class LilyProcess:
+    """A running Lily kernel and a blocking client talking to it."""
+
+    def __init__(self, km: KernelManager, kc: BlockingKernelClient, workspace: Path) -> None:
+        self.km = km
+        self.kc = kc
+        self.workspace = workspace
+
+    def execute(self, code: str, timeout: float = TIMEOUT, **options: Any) -> Execution:
+        began = time.monotonic()
+        msg_id = self.kc.execute(code, **options)
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        result = Execution(reply["content"], seconds=time.monotonic() - began)
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status":
+                if msg["content"]["execution_state"] == "idle":
+                    return result
+                continue
+            if msg["msg_type"] != "execute_input":
+                result.outputs.append(msg)
+
+    def request(self, method: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """A shell request (complete, inspect, history, kernel_info, is_complete)."""
+        msg_id = getattr(self.kc, method)(*args, **kwargs)
+        reply = self.kc.get_shell_msg(timeout=TIMEOUT)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        content: dict[str, Any] = reply["content"]
+        return content
+
+    def drain_iopub(self) -> None:
+        while True:
+            try:
+                self.kc.get_iopub_msg(timeout=0.2)
+            except Empty:
+                return
+
+
+@contextmanager
+def lily_kernel(workspace: Path, home: Path, **env: str) -> Iterator[LilyProcess]:
+    """Start a Lily kernel with `workspace` as its working directory."""
+    km, kc = start_new_kernel(kernel_name="lily", cwd=str(workspace),
+                              env=kernel_env(home, **env), startup_timeout=60)
+    try:
+        yield LilyProcess(km, kc, workspace)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def make_shared_workspace(root: Path) -> Path:
+    """Skills for the message tests: a hostile summary, an alias, a broken file, an agent."""
+    workspace = root / "workspace"
+    skills = workspace / "skills"
+    write_skill(skills, "hostile", f"---\nsummary: '{HOSTILE}'\n---\n\nBody.\n")
+    write_skill(skills, "greeter", "---\nsummary: Say hello.\ncommand: hi\n---\n\nGreet.\n")
+    write_skill(skills, "broken", "---\nsummary: [unclosed\n---\n\nBody.\n")
+    (workspace / "persona" / "critic").mkdir(parents=True)
+    (workspace / "persona" / "critic" / "SOUL.md").write_text("You are a critic.\n")
+    (workspace / "notes.txt").write_text("hello\n")
+    return workspace
+
+
+@pytest.fixture(scope="session")
+def shared_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LilyProcess]:
+    """One kernel for the tests that only read the session (commands that fail change
+    nothing, which the tests check too)."""
+    root = tmp_path_factory.mktemp("shared")
+    with lily_kernel(make_shared_workspace(root), root / "home") as kernel:
+        yield kernel
