@@ -55,6 +55,7 @@ class LilyConfig(BaseModel):
     max_tokens: int | None = Field(None, gt=0)
     request_timeout: float = Field(60.0, gt=0)
     retries: int = Field(2, ge=0, le=10)
+    retry_backoff: float = Field(0.5, ge=0, le=60)
     stream: bool = True
     max_steps: int = Field(8, ge=1, le=100)
     catalog_max_chars: int = Field(30_000, gt=0)

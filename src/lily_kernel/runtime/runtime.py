@@ -24,6 +24,8 @@ from lily_kernel.commands import (
 )
 from lily_kernel.errors import CommandError
 from lily_kernel.events import EventLog, session_log_path
+from lily_kernel.llm.base import ChatModel
+from lily_kernel.persona import Persona
 from lily_kernel.prompting import ModelRequest
 from lily_kernel.runtime.environment import LilyEnvironment
 from lily_kernel.session import Session
@@ -54,6 +56,16 @@ class LilyRuntime:
     env: LilyEnvironment
     session: Session
     log: EventLog
+    model: ChatModel | None = None  # created on the first conversational cell
+    persona_told: Persona | None = None  # whose notices the person has seen
+
+    def get_model(self) -> ChatModel:
+        """The session's model; the real one (and litellm) is created on first use."""
+        if self.model is None:
+            from lily_kernel.llm import create_model
+
+            self.model = create_model(self.session.model_config)
+        return self.model
 
     @classmethod
     def start(

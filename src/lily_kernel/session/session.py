@@ -25,6 +25,7 @@ class ModelConfig(BaseModel):
     max_tokens: int | None = None
     request_timeout: float = 60.0
     retries: int = 2
+    retry_backoff: float = 0.5
     stream: bool = True
     max_steps: int = 8
 

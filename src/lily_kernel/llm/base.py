@@ -1,0 +1,50 @@
+"""The model seam: what the runtime sends a model and what it gets back.
+
+`ChatModel` is the one interface; `LiteLLMModel` implements it for real providers and
+`ScriptedModel` for tests. Both speak OpenAI-format messages and tool schemas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["ChatModel", "ChatRequest", "ChatResponse", "ToolCall", "Usage"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as the model produced it (may be invalid)
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+
+
+class ChatModel(Protocol):
+    """One model call. `on_text` receives each text delta as it arrives (streaming)."""
+
+    name: str
+
+    async def complete(
+        self, request: ChatRequest, on_text: Callable[[str], None]
+    ) -> ChatResponse: ...

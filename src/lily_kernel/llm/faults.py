@@ -1,0 +1,61 @@
+"""Translate provider exceptions into ModelError with a kind and advice; redact secrets."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from lily_kernel.errors import ModelError
+
+__all__ = ["TRANSIENT_KINDS", "model_error", "redact", "secret_values"]
+
+TRANSIENT_KINDS = frozenset({"rate_limit", "timeout", "connection", "server"})
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
+# Key-shaped strings, for keys the environment does not know (e.g. echoed by a proxy).
+_KEY_SHAPED = re.compile(r"\b(sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}")
+
+_ADVICE = {
+    "auth": "authentication failed: the provider rejected the API key. Check the "
+            "provider's key variable (e.g. OPENAI_API_KEY) and restart the kernel.",
+    "rate_limit": "rate limit: the provider refused more requests for now. Wait a "
+                  "moment and run the cell again.",
+    "timeout": "timeout: the provider did not answer in time (request_timeout). Run "
+               "the cell again, or raise request_timeout in lily.yaml.",
+    "connection": "connection failed: the provider could not be reached. Check "
+                  "LILY_API_BASE / api_base and the network.",
+    "server": "server error: the provider failed to answer. Run the cell again later.",
+    "bad_response": "bad response: the provider sent a malformed or incomplete answer. "
+                    "Run the cell again.",
+    "context_window": "context window exceeded: the conversation is too long for this "
+                      "model. Restart the kernel for a fresh conversation, or use a "
+                      "model with a larger context.",
+    "not_found": "model not found: the provider does not know this model. Check "
+                 "LILY_MODEL / model in lily.yaml.",
+    "bad_request": "bad request: the provider refused the request.",
+}
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of variables that look like credentials, longest first."""
+    environ = os.environ if environ is None else environ
+    values = {v for k, v in environ.items() if _SECRET_NAME.search(k) and len(v) >= 6}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return _KEY_SHAPED.sub("[redacted]", text)
+
+
+def model_error(kind: str, detail: str, secrets: list[str], attempts: int = 1) -> ModelError:
+    """A ModelError whose message names the fault and what to do; never a secret."""
+    tried = f" (after {attempts} attempts)" if attempts > 1 else ""
+    detail = redact(" ".join(detail.split()), secrets)
+    if len(detail) > 300:
+        detail = detail[:300] + "..."
+    message = f"Error: model call failed{tried}: {_ADVICE[kind]}"
+    if detail:
+        message += f" Provider said: {detail}"
+    return ModelError(kind, message)

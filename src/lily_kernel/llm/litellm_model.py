@@ -1,0 +1,165 @@
+"""The real ChatModel: litellm, imported on first use, with bounded retries.
+
+litellm costs ~3 s and ~165 MB to import, so nothing imports this module before the
+first conversational cell. Before the import, the environment is set so litellm
+neither fetches its price list over the network nor loads `.env` files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+from collections.abc import Callable
+from typing import Any
+
+from lily_kernel.errors import ModelError
+from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall, Usage
+from lily_kernel.llm.faults import TRANSIENT_KINDS, model_error, secret_values
+from lily_kernel.session import ModelConfig
+
+__all__ = ["IncompleteStreamError", "LiteLLMModel", "import_litellm"]
+
+
+def import_litellm() -> Any:
+    """Import litellm with its network and .env behaviour switched off."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    os.environ["LITELLM_MODE"] = "PRODUCTION"
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.set_verbose = False
+    litellm.telemetry = False
+    return litellm
+
+
+class IncompleteStreamError(Exception):
+    """The provider's stream ended without a finish reason."""
+
+
+def _fault_kind(litellm: Any, exc: BaseException) -> str:
+    """Which fault an exception from litellm is (most specific class first)."""
+    if isinstance(exc, IncompleteStreamError):
+        return "bad_response"
+    order = [
+        ("ContextWindowExceededError", "context_window"),
+        ("AuthenticationError", "auth"),
+        ("PermissionDeniedError", "auth"),
+        ("RateLimitError", "rate_limit"),
+        ("Timeout", "timeout"),
+        ("MidStreamFallbackError", "bad_response"),
+        ("APIResponseValidationError", "bad_response"),
+        ("APIConnectionError", "connection"),
+        ("NotFoundError", "not_found"),
+        ("BadRequestError", "bad_request"),
+        ("UnprocessableEntityError", "bad_request"),
+        ("InternalServerError", "server"),
+        ("ServiceUnavailableError", "server"),
+        ("BadGatewayError", "server"),
+    ]
+    for name, kind in order:
+        cls = getattr(litellm, name, None)
+        if cls is not None and isinstance(exc, cls):
+            return kind
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return "server"
+    if isinstance(exc, (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError)):
+        return "bad_response"
+    if isinstance(exc, getattr(litellm, "APIError", ())):
+        return "server"
+    return "bad_response"
+
+
+class LiteLLMModel:
+    """Calls `litellm.acompletion`; streams when the config says so."""
+
+    def __init__(self, config: ModelConfig, litellm: Any | None = None) -> None:
+        assert config.model is not None
+        self.name = config.model
+        self.config = config
+        self._litellm = litellm or import_litellm()
+
+    async def complete(self, request: ChatRequest, on_text: Callable[[str], None]) -> ChatResponse:
+        """One call, retried on transient faults before any text has been shown."""
+        secrets = secret_values()
+        attempts = self.config.retries + 1
+        for attempt in range(1, attempts + 1):
+            shown: list[str] = []
+
+            def record(delta: str) -> None:
+                shown.append(delta)
+                on_text(delta)
+
+            try:
+                return await self._call(request, record)
+            except ModelError:
+                raise
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # noqa: BLE001 - translated right here
+                kind = _fault_kind(self._litellm, exc)
+                # Text already streamed to the person cannot be taken back: no retry then.
+                if kind in TRANSIENT_KINDS and attempt < attempts and not shown:
+                    await asyncio.sleep(self.config.retry_backoff * 2 ** (attempt - 1)
+                                        * (1 + random.random() / 4))
+                    continue
+                raise model_error(kind, str(exc), secrets, attempt) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": request.messages,
+            "timeout": self.config.request_timeout,
+            "max_retries": 0,  # retries are ours, counted and backed off above
+            "stream": self.config.stream,
+        }
+        if request.tools:
+            kwargs["tools"] = request.tools
+        if self.config.stream:
+            kwargs["stream_options"] = {"include_usage": True}
+        for key in ("api_base", "temperature", "max_tokens"):
+            value = getattr(self.config, key)
+            if value is not None:
+                kwargs[key] = value
+        return kwargs
+
+    async def _call(self, request: ChatRequest, on_text: Callable[[str], None]) -> ChatResponse:
+        litellm = self._litellm
+        response = await litellm.acompletion(**self._kwargs(request))
+        if not self.config.stream:
+            return _to_response(response, getattr(response.choices[0], "finish_reason", None)
+                                if response.choices else None)
+        chunks = []
+        async for chunk in response:
+            chunks.append(chunk)
+            if chunk.choices and chunk.choices[0].delta.content:
+                on_text(chunk.choices[0].delta.content)
+        # litellm reports "stop" even for a stream cut short; the wrapper keeps whether
+        # the provider really sent a finish reason (pinned litellm; tested over HTTP).
+        received = getattr(response, "received_finish_reason", "unknown")
+        if received is None:
+            raise IncompleteStreamError("the stream ended before the answer was finished")
+        built = litellm.stream_chunk_builder(chunks, messages=request.messages)
+        return _to_response(built, received)
+
+
+def _to_response(response: Any, finish_reason: str | None) -> ChatResponse:
+    if response is None or not getattr(response, "choices", None):
+        raise ValueError("the response has no choices")
+    message = response.choices[0].message
+    calls = tuple(
+        ToolCall(id=c.id or f"call_{i}", name=c.function.name or "",
+                 arguments=c.function.arguments or "")
+        for i, c in enumerate(message.tool_calls or ())
+    )
+    usage = getattr(response, "usage", None)
+    return ChatResponse(
+        text=message.content or "",
+        tool_calls=calls,
+        usage=Usage(getattr(usage, "prompt_tokens", 0) or 0,
+                    getattr(usage, "completion_tokens", 0) or 0),
+        finish_reason=finish_reason,
+    )

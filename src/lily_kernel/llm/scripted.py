@@ -1,0 +1,32 @@
+"""A scripted ChatModel for tests: a queue of replies, and a record of every request."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import deque
+from collections.abc import Callable
+
+from lily_kernel.llm.base import ChatRequest, ChatResponse
+
+__all__ = ["ScriptedModel"]
+
+
+class ScriptedModel:
+    """Replies in order; each may be a ChatResponse or an exception to raise."""
+
+    def __init__(self, *replies: ChatResponse | BaseException, name: str = "scripted") -> None:
+        self.name = name
+        self.replies: deque[ChatResponse | BaseException] = deque(replies)
+        self.requests: list[ChatRequest] = []
+
+    async def complete(self, request: ChatRequest, on_text: Callable[[str], None]) -> ChatResponse:
+        self.requests.append(copy.deepcopy(request))  # what the model saw, frozen in time
+        if not self.replies:
+            raise AssertionError("ScriptedModel has no reply left")
+        reply = self.replies.popleft()
+        if isinstance(reply, BaseException):
+            raise reply
+        for piece in re.findall(r"\s*\S+\s*", reply.text):  # streamed word by word
+            on_text(piece)
+        return reply

@@ -1,0 +1,252 @@
+"""The conversation loop with a scripted model: skills, tools, policy, history, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lily_kernel.commands import CommandResult
+from lily_kernel.errors import ModelError, ModelNotConfiguredError
+from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
+from lily_kernel.runtime import LilyRuntime
+from lily_kernel.tools import Tool, ToolContext, default_registry
+from pydantic import BaseModel
+from tests.conftest import skill_text, write_skill
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.streamed: list[str] = []
+        self.replies: list[str] = []
+        self.notices: list[str] = []
+        self.shown: list[CommandResult] = []
+
+    def show(self, result: CommandResult) -> None:
+        self.shown.append(result)
+
+    def stream(self, markdown: str) -> None:
+        self.streamed.append(markdown)
+
+    def reply(self, markdown: str) -> None:
+        self.replies.append(markdown)
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+ran: list[str] = []
+
+
+def _owner(args: NoArgs, ctx: ToolContext) -> str:
+    ran.append("owner_secret")
+    return "secret"
+
+
+def call(tool: str, call_id: str = "c1", **arguments: Any) -> ToolCall:
+    return ToolCall(call_id, tool, json.dumps(arguments))
+
+
+def reply(text: str = "", *calls: ToolCall) -> ChatResponse:
+    return ChatResponse(text=text, tool_calls=calls, usage=Usage(5, 3))
+
+
+@pytest.fixture
+def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
+    skills = workspace / "skills"
+    write_skill(skills, "echo", skill_text("Echo in uppercase", command="echo"))
+    write_skill(skills, "reader", "---\nsummary: Reads only\nallowed-tools: Read\n---\nRead files.\n")
+    write_skill(skills, "private", "---\nsummary: p\ndisable-model-invocation: true\n---\nP.\n")
+    (workspace / "notes.txt").write_text("note text")
+    registry = default_registry()
+    registry.register(Tool("owner_secret", "Owner only.", NoArgs, _owner, owner_only=True))
+    env = {**environ, "LILY_MODEL": "scripted/test", "LILY_TOOLS_DENY": "write"}
+    return LilyRuntime.start(workspace, env, registry=registry)
+
+
+def run(runtime: LilyRuntime, code: str, *replies: ChatResponse | BaseException) -> tuple[Sink, ScriptedModel]:
+    model = ScriptedModel(*replies)
+    runtime.model = model
+    sink = Sink()
+    asyncio.run(runtime.run_cell(code, sink))
+    return sink, model
+
+
+def test_plain_reply_streams_then_lands_in_history(runtime: LilyRuntime) -> None:
+    sink, model = run(runtime, "hello there", reply("Hi! How can I help?"))
+    assert sink.replies == ["Hi! How can I help?"]
+    assert sink.streamed and sink.streamed[0] == "Hi! "
+    sent = model.requests[0]
+    assert sent.messages[0]["role"] == "system"
+    assert "<skill><name>echo</name><summary>Echo in uppercase</summary></skill>" in sent.messages[0]["content"]
+    assert "private" not in sent.messages[0]["content"]  # hidden from the model
+    assert sent.messages[-1] == {"role": "user", "content": "hello there"}
+    assert [t["function"]["name"] for t in sent.tools] == ["load_skill", "list", "read"]
+    assert runtime.session.conversation_state.messages == [
+        {"role": "user", "content": "hello there"},
+        {"role": "assistant", "content": "Hi! How can I help?"},
+    ]
+
+
+def test_load_skill_returns_the_body_and_a_second_is_refused(runtime: LilyRuntime) -> None:
+    sink, model = run(
+        runtime, "shout hello",
+        reply("", call("load_skill", "c1", name="echo")),
+        reply("", call("load_skill", "c2", name="reader")),
+        reply("HELLO"),
+    )
+    second, third = model.requests[1].messages, model.requests[2].messages
+    assert second[-1] == {"role": "tool", "tool_call_id": "c1",
+                          "content": "SKILL.md of 'echo':\n\nBody of Echo in uppercase\n"}
+    assert third[-1]["content"] == ("Refused: the skill 'echo' is already loaded for this "
+                                    "request; only one skill can be used per request.")
+    assert sink.replies == ["HELLO"]
+    assert "Skill: echo (selected by the model)" in sink.notices
+    history = runtime.session.conversation_state.messages
+    assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant", "tool",
+                                            "assistant"]
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("nope", "Refused: no skill named 'nope' in this session."),
+    ("private", "Refused: the skill 'private' can only be invoked by the person."),
+])
+def test_unknown_and_hidden_skills_are_refused(runtime: LilyRuntime, name: str, message: str) -> None:
+    _, model = run(runtime, "x", reply("", call("load_skill", name=name)), reply("ok"))
+    assert model.requests[1].messages[-1]["content"] == message
+
+
+def test_denied_and_owner_only_tools_never_run(runtime: LilyRuntime, workspace: Path) -> None:
+    ran.clear()
+    sink, model = run(
+        runtime, "try everything",
+        reply("", call("write", "w", path="x.txt", content="x"), call("owner_secret", "o")),
+        reply("done"),
+    )
+    results = [m["content"] for m in model.requests[1].messages if m["role"] == "tool"]
+    assert results == ["Refused: tool 'write' is not allowed by the tool policy.",
+                       "Refused: tool 'owner_secret' is owner-only: only the person can run it, "
+                       "with a command."]
+    assert ran == [] and not (workspace / "x.txt").exists()
+    assert "Tool write: refused: tool 'write' is not allowed by the tool policy" in sink.notices
+
+
+def test_allowed_tool_runs_and_active_skill_narrows_tools(runtime: LilyRuntime) -> None:
+    _, model = run(
+        runtime, "read my notes",
+        reply("", call("load_skill", name="reader")),
+        reply("", call("read", "r", path="notes.txt"), call("list", "l")),
+        reply("Your note says: note text"),
+    )
+    assert [t["function"]["name"] for t in model.requests[1].tools] == ["load_skill", "read"]
+    results = [m["content"] for m in model.requests[2].messages if m["role"] == "tool"]
+    assert results[-2:] == ["note text", "Refused: tool 'list' is not available while the "
+                                         "active skill narrows the tools."]
+
+
+def test_forced_skill_turn_injects_body_and_offers_no_load_skill(runtime: LilyRuntime) -> None:
+    sink, model = run(runtime, "/echo make this loud", reply("MAKE THIS LOUD"))
+    sent = model.requests[0]
+    assert sent.messages[0]["content"].endswith("# Skill: echo\n\nBody of Echo in uppercase\n")
+    assert "load_skill" not in [t["function"]["name"] for t in sent.tools]
+    assert sent.messages[-1] == {"role": "user", "content": "make this loud"}
+    assert sink.replies == ["MAKE THIS LOUD"]
+
+
+def test_step_limit_stops_with_a_clear_message_and_keeps_history(runtime: LilyRuntime) -> None:
+    runtime.session.model_config = runtime.session.model_config.model_copy(update={"max_steps": 2})
+    looping = [reply("", call("list", f"l{i}")) for i in range(2)]
+    with pytest.raises(ModelError) as err:
+        run(runtime, "loop forever", *looping)
+    assert err.value.kind == "step_limit"
+    assert "did not finish within 2 steps" in str(err.value)
+    assert runtime.session.conversation_state.messages == []
+
+
+def test_provider_fault_leaves_session_intact(runtime: LilyRuntime) -> None:
+    run(runtime, "first", reply("one"))
+    before = list(runtime.session.conversation_state.messages)
+    with pytest.raises(ModelError, match="rate limit"):
+        run(runtime, "second", ModelError("rate_limit", "Error: model call failed: rate limit"))
+    assert runtime.session.conversation_state.messages == before
+    sink, model = run(runtime, "third", reply("three"))
+    assert model.requests[0].messages[1:3] == before  # history sent on the next turn
+
+
+def test_interrupted_turn_leaves_history_unchanged(runtime: LilyRuntime) -> None:
+    class Slow(ScriptedModel):
+        async def complete(self, request, on_text):  # type: ignore[no-untyped-def]
+            on_text("partial ")
+            await asyncio.sleep(10)
+            raise AssertionError("not reached")
+
+    async def interrupt() -> None:
+        runtime.model = Slow()
+        task = asyncio.ensure_future(runtime.run_cell("long answer please", Sink()))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(interrupt())
+    assert runtime.session.conversation_state.messages == []
+
+
+def test_bad_tool_arguments_are_reported_to_the_model(runtime: LilyRuntime) -> None:
+    _, model = run(runtime, "x", reply("", ToolCall("c", "read", "{not json")), reply("sorry"))
+    assert model.requests[1].messages[-1]["content"].startswith(
+        "Error: the arguments are not a JSON object")
+
+
+def test_no_model_configured(workspace: Path, environ: dict[str, str]) -> None:
+    runtime = LilyRuntime.start(workspace, environ)
+    with pytest.raises(ModelNotConfiguredError) as err:
+        asyncio.run(runtime.run_cell("hello", Sink()))
+    assert "Set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
+    assert runtime.model is None
+
+
+def test_catalog_over_budget_tells_the_person(workspace: Path, environ: dict[str, str]) -> None:
+    for i in range(30):
+        write_skill(workspace / "skills", f"skill{i:02d}", skill_text(f"Skill number {i} " * 3))
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y",
+                                            "LILY_CATALOG_MAX_CHARS": "1000"})
+    sink, model = run(runtime, "hi", reply("hello"))
+    notice = next(n for n in sink.notices if "left out of the model's catalog" in n)
+    # An entry is `<skill><name>skill00</name><summary>` + 44 + `</summary></skill>` + a
+    # newline = 99 characters for skills 0-9: ten fit in 1,000, the other twenty do not.
+    assert notice.startswith("20 skill(s) left out")
+    assert "skill29" not in model.requests[0].messages[0]["content"]
+    assert "skill00" in model.requests[0].messages[0]["content"]
+
+
+def test_stream_off_sends_one_final_reply(workspace: Path, environ: dict[str, str]) -> None:
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y", "LILY_STREAM": "0"})
+    sink, _ = run(runtime, "hi", reply("a longer answer in several words"))
+    assert sink.streamed == [] and sink.replies == ["a longer answer in several words"]
+
+
+def test_events_for_a_turn(workspace: Path, environ: dict[str, str]) -> None:
+    write_skill(workspace / "skills", "echo", skill_text("Echo"))
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y", "LILY_EVENT_LOG": "1"},
+                                session_id="t1")
+    run(runtime, "go", reply("", call("load_skill", name="echo")), reply("", call("list")),
+        reply("done"))
+    lines = (workspace / ".lily" / "sessions" / "t1.jsonl").read_text().splitlines()
+    events = [(e["event"], e["data"]) for e in map(json.loads, lines)]
+    kinds = [k for k, _ in events if k in ("model_call", "tool_call", "skill_invoked",
+                                          "skill_loaded")]
+    assert kinds == ["model_call", "skill_invoked", "skill_loaded", "tool_call", "model_call",
+                     "tool_call", "model_call"]
+    calls = [d for k, d in events if k == "model_call"]
+    assert [c["outcome"] for c in calls] == ["ok", "ok", "ok"]
+    assert calls[0]["prompt_tokens"] == 5 and calls[0]["model"] == "scripted"
+    invoked = next(d for k, d in events if k == "skill_invoked")
+    assert invoked == {"name": "echo", "mode": "auto"}
