@@ -1,0 +1,56 @@
+"""The golden transcripts' harness: the person's hands between two cells, and the sanitizer.
+
+`snapshot_stability.ipynb` shows that a skill added on disk mid-session stays invisible
+until `/reload_skills`. A Lily notebook cannot write files itself (no Python, and the
+`write` tool cannot be dispatched), so the harness plays the person: just before the
+cell tagged `harness-adds-late-skill` runs, it creates `skills/late_arrival/`, and it
+removes the folder afterwards. Both nbval (through conftest.py) and `regenerate.py` use
+this module. By hand in JupyterLab, create that folder yourself at that point.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shutil
+from pathlib import Path
+
+__all__ = ["HERE", "LATE_SKILL_TAG", "add_late_skill", "remove_late_skill", "sanitize"]
+
+HERE = Path(__file__).resolve().parent
+LATE_SKILL_TAG = "harness-adds-late-skill"
+LATE_SKILL = HERE / "skills" / "late_arrival"
+SANITIZE_FILE = HERE / "sanitize.cfg"
+
+LATE_SKILL_TEXT = """---
+summary: Arrived on disk after the session started.
+---
+
+# Late arrival
+
+Visible only after `/reload_skills`.
+"""
+
+
+def add_late_skill() -> None:
+    LATE_SKILL.mkdir(parents=True, exist_ok=True)
+    (LATE_SKILL / "SKILL.md").write_text(LATE_SKILL_TEXT, encoding="utf-8")
+
+
+def remove_late_skill() -> None:
+    shutil.rmtree(LATE_SKILL, ignore_errors=True)
+
+
+def _patterns() -> list[tuple[re.Pattern[str], str]]:
+    """The regex/replace pairs of sanitize.cfg, read as nbval reads them."""
+    parser = configparser.ConfigParser()
+    parser.read(SANITIZE_FILE, encoding="utf-8")
+    return [(re.compile(parser.get(s, "regex")), parser.get(s, "replace"))
+            for s in parser.sections()]
+
+
+def sanitize(text: str) -> str:
+    """Apply sanitize.cfg, so stored outputs hold no machine-specific paths or digests."""
+    for pattern, replace in _patterns():
+        text = pattern.sub(replace, text)
+    return text
