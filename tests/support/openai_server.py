@@ -93,7 +93,7 @@ class OpenAIServer:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                reply = server._next(body, dict(self.headers))
+                reply = server._next(body, {k.lower(): v for k, v in self.headers.items()})
                 if reply.delay:
                     time.sleep(reply.delay)
                 try:

@@ -38,16 +38,41 @@ class IncompleteStreamError(Exception):
     """The provider's stream ended without a finish reason."""
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
 def _fault_kind(litellm: Any, exc: BaseException) -> str:
-    """Which fault an exception from litellm is (most specific class first)."""
+    """Which fault an exception from litellm is.
+
+    litellm wraps transport failures in other classes (a refused connection arrives as
+    InternalServerError "Connection error."), so the cause chain is read first.
+    """
+    import httpx
+    import openai
+
     if isinstance(exc, IncompleteStreamError):
         return "bad_response"
+    causes = _causes(exc)
+    timeouts = (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)
+    if any(isinstance(c, timeouts) for c in causes):
+        return "timeout"
+    connection = (openai.APIConnectionError, httpx.TransportError, ConnectionError, OSError)
+    if any(isinstance(c, json.JSONDecodeError) for c in causes):
+        return "bad_response"
+    if any(isinstance(c, connection) for c in causes[1:]) or type(exc) is openai.APIConnectionError:
+        return "connection"
+    errors = litellm.exceptions
     order = [
         ("ContextWindowExceededError", "context_window"),
         ("AuthenticationError", "auth"),
         ("PermissionDeniedError", "auth"),
         ("RateLimitError", "rate_limit"),
-        ("Timeout", "timeout"),
         ("MidStreamFallbackError", "bad_response"),
         ("APIResponseValidationError", "bad_response"),
         ("APIConnectionError", "connection"),
@@ -59,15 +84,11 @@ def _fault_kind(litellm: Any, exc: BaseException) -> str:
         ("BadGatewayError", "server"),
     ]
     for name, kind in order:
-        cls = getattr(litellm, name, None)
+        cls = getattr(errors, name, None)
         if cls is not None and isinstance(exc, cls):
             return kind
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status >= 500:
-        return "server"
-    if isinstance(exc, (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError)):
-        return "bad_response"
-    if isinstance(exc, getattr(litellm, "APIError", ())):
         return "server"
     return "bad_response"
 

@@ -1,0 +1,205 @@
+"""The litellm path over real HTTP against the loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.errors import ModelError
+from lily_kernel.runtime import LilyRuntime
+from tests.conftest import skill_text, write_skill
+from tests.llm.test_conversation import Sink
+from tests.support.openai_server import OpenAIServer, Reply, tool_call
+
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+
+
+@pytest.fixture
+def server() -> OpenAIServer:
+    with OpenAIServer() as srv:
+        yield srv  # type: ignore[misc]
+
+
+@pytest.fixture
+def make_runtime(workspace: Path, environ: dict[str, str], server: OpenAIServer,
+                 monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    write_skill(workspace / "skills", "echo", skill_text("Echo in uppercase", command="echo"))
+    (workspace / "notes.txt").write_text("the note")
+
+    def make(**extra: str) -> LilyRuntime:
+        env = {**environ, "LILY_MODEL": "openai/test-model", "LILY_API_BASE": server.base_url,
+               "LILY_RETRY_BACKOFF": "0.01", "LILY_TOOLS_DENY": "write", "LILY_EVENT_LOG": "1",
+               **extra}
+        return LilyRuntime.start(workspace, env, session_id="http")
+
+    return make
+
+
+def run(runtime: LilyRuntime, code: str) -> Sink:
+    sink = Sink()
+    asyncio.run(runtime.run_cell(code, sink))
+    return sink
+
+
+def test_plain_streamed_reply(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    server.script(Reply(text="Hello from the loopback model.", pieces=5))
+    sink = run(runtime, "hi")
+    assert sink.replies == ["Hello from the loopback model."]
+    assert len(sink.streamed) >= 1 and "Hello from the loopback model.".startswith(sink.streamed[0])
+    sent = server.requests[0]
+    assert sent["model"] == "test-model" and sent["stream"] is True
+    assert sent["messages"][-1] == {"role": "user", "content": "hi"}
+    assert [t["function"]["name"] for t in sent["tools"]] == ["load_skill", "list", "read"]
+    assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
+
+
+def test_non_streamed_reply(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(LILY_STREAM="0")
+    server.script(Reply(text="One piece."))
+    sink = run(runtime, "hi")
+    assert (sink.replies, sink.streamed) == (["One piece."], [])
+    assert server.requests[0].get("stream") in (None, False)  # litellm omits stream=False
+
+
+def test_load_skill_then_answer_and_second_refused(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    server.script(
+        Reply(tool_calls=[tool_call("load_skill", {"name": "echo"}, "a")]),
+        Reply(tool_calls=[tool_call("load_skill", {"name": "echo"}, "b")]),
+        Reply(text="HELLO"),
+    )
+    sink = run(runtime, "say hello loudly")
+    assert sink.replies == ["HELLO"]
+    second, third = server.requests[1]["messages"], server.requests[2]["messages"]
+    assert second[-2]["tool_calls"][0]["function"]["name"] == "load_skill"
+    assert second[-1] == {"role": "tool", "tool_call_id": "a",
+                          "content": "SKILL.md of 'echo':\n\nBody of Echo in uppercase\n"}
+    assert third[-1]["content"].startswith("Refused: the skill 'echo' is already loaded")
+
+
+def test_denied_and_unknown_tools_are_never_executed(make_runtime, server: OpenAIServer,
+                                                     workspace: Path) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    server.script(
+        Reply(tool_calls=[tool_call("write", {"path": "pwned.txt", "content": "x"}, "w"),
+                          tool_call("shell", {"cmd": "rm -rf /"}, "s"),
+                          tool_call("read", {"path": "notes.txt"}, "r")]),
+        Reply(text="ok"),
+    )
+    run(runtime, "do things")
+    results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"]
+               if m["role"] == "tool"}
+    assert results == {"w": "Refused: tool 'write' is not allowed by the tool policy.",
+                       "s": "Refused: unknown tool 'shell'.", "r": "the note"}
+    assert not (workspace / "pwned.txt").exists()
+
+
+def test_forced_skill_body_reaches_the_server(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    server.script(Reply(text="LOUD"))
+    run(runtime, "/skill echo be loud")
+    system = server.requests[0]["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].endswith("# Skill: echo\n\nBody of Echo in uppercase\n")
+    assert "load_skill" not in [t["function"]["name"] for t in server.requests[0]["tools"]]
+
+
+def test_history_goes_to_the_next_request(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    server.script(Reply(text="first answer"), Reply(text="second answer"))
+    run(runtime, "first question")
+    run(runtime, "second question")
+    assert [(m["role"], m["content"]) for m in server.requests[1]["messages"][1:]] == [
+        ("user", "first question"), ("assistant", "first answer"), ("user", "second question")]
+
+
+@pytest.mark.parametrize(("reply", "kind", "words", "requests"), [
+    (Reply(status=401, error_message=f"Incorrect API key provided: {SECRET}"), "auth",
+     "authentication failed", 1),
+    (Reply(status=404, error_message="The model does not exist"), "not_found",
+     "model not found", 1),
+    (Reply(status=400, error_message="This model's maximum context length is 8192 tokens",
+           error_code="context_length_exceeded"), "context_window", "context window", 1),
+    (Reply(malformed=True, text="abcdefgh"), "bad_response", "bad response", 1),
+    (Reply(truncate=True, text="abcdefghijkl", pieces=6), "bad_response", "bad response", 1),
+    (Reply(empty=True), "bad_response", "bad response", 1),
+])
+def test_non_transient_faults_are_named_and_not_retried(
+    make_runtime, server: OpenAIServer, reply: Reply, kind: str, words: str, requests: int,
+    workspace: Path,
+) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(LILY_STREAM="0") if reply.empty else make_runtime()
+    server.script(reply)
+    with pytest.raises(ModelError) as err:
+        run(runtime, "hi")
+    assert err.value.kind == kind and words in str(err.value)
+    assert SECRET not in str(err.value)
+    assert len(server.requests) == requests
+    assert runtime.session.conversation_state.messages == []
+    log = (workspace / ".lily" / "sessions" / "http.jsonl").read_text()
+    assert SECRET not in log and f'"outcome": "{kind}"' in log
+
+
+@pytest.mark.parametrize(("status", "kind"), [(429, "rate_limit"), (500, "server"),
+                                              (503, "server")])
+def test_transient_faults_are_retried_then_succeed(make_runtime, server: OpenAIServer,
+                                                   status: int, kind: str) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    server.script(Reply(status=status), Reply(text="recovered"))
+    assert run(runtime, "hi").replies == ["recovered"]
+    assert len(server.requests) == 2
+
+
+def test_transient_faults_give_up_after_the_bound(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(LILY_RETRIES="2")
+    server.script(Reply(status=429), Reply(status=429), Reply(status=429), Reply(text="late"))
+    with pytest.raises(ModelError) as err:
+        run(runtime, "hi")
+    assert err.value.kind == "rate_limit" and "after 3 attempts" in str(err.value)
+    assert len(server.requests) == 3
+
+
+def test_timeout(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(LILY_REQUEST_TIMEOUT="0.5", LILY_RETRIES="0")
+    server.script(Reply(text="too late", delay=2))
+    with pytest.raises(ModelError) as err:
+        run(runtime, "hi")
+    assert err.value.kind == "timeout" and "did not answer in time" in str(err.value)
+
+
+def test_connection_refused(make_runtime) -> None:  # type: ignore[no-untyped-def]
+    with socket.socket() as probe:  # a loopback port with nobody listening
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    runtime = make_runtime(LILY_API_BASE=f"http://127.0.0.1:{port}/v1", LILY_RETRIES="1")
+    with pytest.raises(ModelError) as err:
+        run(runtime, "hi")
+    assert err.value.kind == "connection" and "could not be reached" in str(err.value)
+    assert "after 2 attempts" in str(err.value)
+
+
+def test_slow_stream_is_cancelled_and_the_session_goes_on(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    server.script(Reply(text="word " * 40, pieces=40, chunk_delay=0.25), Reply(text="next"))
+    sink = Sink()
+
+    async def interrupt() -> float:
+        task = asyncio.ensure_future(runtime.run_cell("tell me a long story", sink))
+        while not sink.streamed:
+            await asyncio.sleep(0.02)
+        started = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.perf_counter() - started
+
+    assert asyncio.run(interrupt()) < 1.0  # the in-flight request is abandoned at once
+    assert sink.replies == [] and sink.streamed[0].startswith("word")
+    assert runtime.session.conversation_state.messages == []
+    assert run(runtime, "still there?").replies == ["next"]
