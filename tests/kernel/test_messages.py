@@ -191,3 +191,16 @@ def test_history_answers_tail_range_and_search(shared_kernel: LilyProcess) -> No
     with_output = shared_kernel.request("history", hist_access_type="tail", n=1, raw=True,
                                         output=True)["history"]
     assert with_output == [[1, counts[2], ["/help echo", None]]]
+
+
+def test_an_error_aborts_the_cells_queued_behind_it(shared_kernel: LilyProcess) -> None:
+    """What "Run All" relies on: requests queued after a failing cell are aborted."""
+    failing = shared_kernel.kc.execute("/foo")
+    queued = shared_kernel.kc.execute("/skills")
+    replies = {}
+    for _ in range(2):
+        reply = shared_kernel.kc.get_shell_msg(timeout=30)
+        replies[reply["parent_header"]["msg_id"]] = reply["content"]["status"]
+    assert replies == {failing: "error", queued: "aborted"}
+    shared_kernel.drain_iopub()
+    assert shared_kernel.execute("/skills").status == "ok"  # the queue works again

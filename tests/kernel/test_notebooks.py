@@ -1,0 +1,107 @@
+"""The notebooks: golden transcripts under nbval, the quickstart and Run All under nbclient."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from nbformat.v4 import new_code_cell, new_notebook
+
+from tests.kernel.conftest import REPO, kernel_env
+
+NOTEBOOKS = REPO / "notebooks"
+GOLDEN = NOTEBOOKS / "golden"
+MIMETYPES = {"text/html", "text/markdown", "text/plain"}
+
+
+def _code_cells(nb: Any) -> list[Any]:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_golden_transcripts_pass_nbval(tmp_path: Path) -> None:
+    notebooks = sorted(GOLDEN.glob("*.ipynb"))
+    cells = sum(len(_code_cells(nbformat.read(p, as_version=4))) for p in notebooks)
+    assert len(notebooks) >= 4 and cells >= 30
+    command = [sys.executable, "-m", "pytest", "--nbval", "notebooks/golden",
+               "--nbval-kernel-name", "lily",
+               "--nbval-sanitize-with", "notebooks/golden/sanitize.cfg", "-q"]
+    done = subprocess.run(command, cwd=REPO, env=kernel_env(tmp_path / "home"),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert re.search(rf"\b{cells} passed\b", done.stdout), done.stdout[-2000:]
+    assert not (GOLDEN / "skills" / "late_arrival").exists()
+
+
+def test_golden_transcripts_store_no_machine_specific_text() -> None:
+    for path in sorted(GOLDEN.glob("*.ipynb")):
+        text = path.read_text(encoding="utf-8")
+        assert str(REPO) not in text, path.name
+        assert not re.search(r"digest [0-9a-f]{12}", text), path.name
+        nb = nbformat.read(path, as_version=4)
+        assert nb.metadata.kernelspec.name == "lily"
+        for cell in _code_cells(nb):
+            assert cell.execution_count is not None and cell.outputs, (path.name, cell.source)
+            assert not cell.source.lstrip().startswith("#"), "use cell tags, not comments"
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            assert bool(errors) == ("raises-exception" in cell.metadata.get("tags", [])), (
+                path.name, cell.source)
+
+
+def _run_notebook(nb: Any, workspace: Path, home: Path) -> None:
+    client = NotebookClient(nb, kernel_name="lily", timeout=120, record_timing=False,
+                            resources={"metadata": {"path": str(workspace)}})
+    client.execute(env=kernel_env(home))
+
+
+def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
+    nb = nbformat.read(NOTEBOOKS / "quickstart.ipynb", as_version=4)
+    _run_notebook(nb, NOTEBOOKS, tmp_path / "home")
+    outputs: dict[str, list[Any]] = {}
+    for cell in _code_cells(nb):
+        expect_error = "raises-exception" in cell.metadata.get("tags", [])
+        kinds = [o.output_type for o in cell.outputs]
+        if expect_error:
+            assert kinds == ["error"], cell.source
+        else:
+            assert kinds == ["display_data"], cell.source
+            assert set(cell.outputs[0].data) == MIMETYPES
+        outputs[cell.source] = cell.outputs
+
+    def plain(source: str) -> str:
+        return str(outputs[source][0].data["text/plain"])
+
+    commands = {"/help", "/skills", "/help haiku", "/peek lily.yaml", "/ls skills",
+                "/skill workspace_files persona", "/agent", "/agent reviewer",
+                "/agent default", "/reload_skills"}
+    assert commands <= set(outputs), "the tour covers every command"
+    assert re.search(r"^haiku +Answer in a single haiku\. +workspace +prompt_rewrite +/haiku$",
+                     plain("/skills"), re.M)
+    assert "/peek [request]" in plain("/help")
+    assert "agent: default" in plain("/peek lily.yaml")
+    assert "haiku/" in plain("/ls skills") and "peek/" in plain("/ls skills")
+    assert "reviewer/" in plain("/skill workspace_files persona")
+    assert plain("/agent reviewer").startswith("Switched to agent reviewer")
+    assert "No changes." in plain("/reload_skills")
+    assert outputs["/skils"][0].evalue == "Error: unknown command /skils."
+    assert outputs["What can you do for me in this notebook?"][0].ename == (
+        "ModelNotConfiguredError")
+
+
+def test_run_all_stops_at_the_first_failing_cell(tmp_path: Path) -> None:
+    nb = new_notebook(cells=[new_code_cell("/skills"), new_code_cell("/skil echo"),
+                             new_code_cell("/help")])
+    with pytest.raises(CellExecutionError) as failure:
+        _run_notebook(nb, tmp_path, tmp_path / "home")
+    assert "Error: unknown command /skil." in str(failure.value)
+    assert failure.value.ename == "CommandError"
+    first, failed, never_ran = nb.cells
+    assert first.outputs[0].output_type == "display_data"
+    assert failed.outputs[0].output_type == "error"
+    assert never_ran.outputs == [] and never_ran.execution_count is None
