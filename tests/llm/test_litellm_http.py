@@ -165,6 +165,17 @@ def test_transient_faults_give_up_after_the_bound(make_runtime, server: OpenAISe
     assert len(server.requests) == 3
 
 
+def test_missing_key_is_an_authentication_error(make_runtime, server: OpenAIServer,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ModelError) as err:
+        run(runtime, "hi")
+    assert err.value.kind == "auth" and "OPENAI_API_KEY" in str(err.value)
+    assert "attempts" not in str(err.value)  # not retried
+    assert server.requests == []  # refused before any request left the machine
+
+
 def test_timeout(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
     runtime = make_runtime(LILY_REQUEST_TIMEOUT="0.5", LILY_RETRIES="0")
     server.script(Reply(text="too late", delay=2))

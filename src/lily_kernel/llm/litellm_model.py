@@ -67,6 +67,11 @@ def _fault_kind(litellm: Any, exc: BaseException) -> str:
         return "bad_response"
     if any(isinstance(c, connection) for c in causes[1:]) or type(exc) is openai.APIConnectionError:
         return "connection"
+    # A bare OpenAIError is raised by the client before any request (e.g. no key).
+    client_side = [c for c in causes if type(c) is openai.OpenAIError]
+    if client_side:
+        text = str(client_side[0]).lower()
+        return "auth" if "credential" in text or "api_key" in text else "bad_request"
     errors = litellm.exceptions
     order = [
         ("ContextWindowExceededError", "context_window"),
