@@ -1,0 +1,116 @@
+"""Chat cells through a real Lily kernel (jupyter_client) against the loopback server."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import skill_text, write_skill
+from tests.kernel.conftest import LilyProcess, lily_kernel
+from tests.support.openai_server import OpenAIServer, Reply, tool_call
+
+SECRET = "sk-kernel-test-SECRET-0987654321"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def chat_kernel(server: OpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LilyProcess]:
+    root = tmp_path_factory.mktemp("chat")
+    workspace = root / "workspace"
+    write_skill(workspace / "skills", "echo", skill_text("Echo in uppercase", command="shout"))
+    with lily_kernel(workspace, root / "home", LILY_MODEL="openai/kernel-test",
+                     LILY_API_BASE=server.base_url, OPENAI_API_KEY=SECRET,
+                     LILY_RETRY_BACKOFF="0.01", LILY_EVENT_LOG="1") as kernel:
+        yield kernel
+
+
+def all_text(execution: object) -> str:
+    return repr(execution.reply) + repr(execution.outputs)  # type: ignore[attr-defined]
+
+
+def test_no_model_configured_is_a_clear_error_and_commands_still_work(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with lily_kernel(workspace, tmp_path / "home") as kernel:
+        chat = kernel.execute("What can you do?")
+        assert chat.status == "error"
+        assert chat.reply["ename"] == "ModelNotConfiguredError"
+        assert chat.reply["evalue"].startswith("Error: no model configured. Set LILY_MODEL")
+        assert chat.reply["traceback"] == [chat.reply["evalue"]]
+        assert kernel.execute("/skills").status == "ok"
+
+
+def test_streamed_reply_is_one_display_updated_in_place(chat_kernel: LilyProcess,
+                                                        server: OpenAIServer) -> None:
+    server.script(Reply(text="Streaming works in the notebook.", pieces=8, chunk_delay=0.08))
+    run = chat_kernel.execute("Say something")
+    assert run.status == "ok", run.reply
+    first = run.of_type("display_data")
+    updates = run.of_type("update_display_data")
+    assert len(first) == 1 and updates, [m["msg_type"] for m in run.outputs]
+    display_id = first[0]["transient"]["display_id"]
+    assert all(u["transient"]["display_id"] == display_id for u in updates)
+    assert updates[-1]["data"]["text/markdown"] == "Streaming works in the notebook."
+    assert len(first[0]["data"]["text/markdown"]) < len("Streaming works in the notebook.")
+    assert server.requests[-1]["messages"][-1] == {"role": "user", "content": "Say something"}
+
+
+def test_model_selected_skill_is_shown(chat_kernel: LilyProcess, server: OpenAIServer) -> None:
+    server.script(Reply(tool_calls=[tool_call("load_skill", {"name": "echo"})]),
+                  Reply(text="HELLO"))
+    run = chat_kernel.execute("shout hello")
+    assert run.status == "ok"
+    assert "Skill: echo (selected by the model)" in run.plain
+    assert run.of_type("update_display_data")[-1]["data"]["text/markdown"] == "HELLO"
+    assert "Body of Echo in uppercase" in server.requests[-1]["messages"][-1]["content"]
+
+
+def test_provider_fault_is_named_and_the_key_never_shows(chat_kernel: LilyProcess,
+                                                         server: OpenAIServer) -> None:
+    server.script(Reply(status=401, error_message=f"Incorrect API key provided: {SECRET}"))
+    run = chat_kernel.execute("hello?")
+    assert run.status == "error" and run.reply["ename"] == "ModelError"
+    assert "authentication failed" in run.reply["evalue"]
+    assert SECRET not in all_text(run)
+    log = next((chat_kernel.workspace / ".lily" / "sessions").glob("*.jsonl")).read_text()
+    assert SECRET not in log
+    assert chat_kernel.execute("/help").status == "ok"
+
+
+def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServer) -> None:
+    server.script(Reply(text="slow " * 60, pieces=60, chunk_delay=0.2), Reply(text="Back."))
+    msg_id = chat_kernel.kc.execute("Tell me a very long story")
+    time.sleep(1.5)  # the first cell imported litellm long ago; chunks are flowing now
+    began = time.monotonic()
+    chat_kernel.km.interrupt_kernel()
+    reply = chat_kernel.kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert time.monotonic() - began < 3
+    assert chat_kernel.km.is_alive()
+    chat_kernel.drain_iopub()
+    after = chat_kernel.execute("Are you still there?")
+    assert after.status == "ok"
+    sent = server.requests[-1]["messages"]
+    assert all("very long story" not in str(m.get("content")) for m in sent)
+
+
+def test_golden_style_stream_off(tmp_path: Path, server: OpenAIServer) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with lily_kernel(workspace, tmp_path / "home", LILY_MODEL="openai/kernel-test",
+                     LILY_API_BASE=server.base_url, OPENAI_API_KEY=SECRET,
+                     LILY_STREAM="0") as kernel:
+        server.script(Reply(text="One final display."))
+        run = kernel.execute("hi")
+        assert run.status == "ok"
+        assert run.of_type("update_display_data") == []
+        assert [d["text/markdown"] for d in run.displays] == ["One final display."]
