@@ -1,4 +1,4 @@
-"""The `lily` command: install the kernelspec, list skills, validate skill folders.
+"""The `lily` command: list skills, validate skill folders, run a notebook, install.
 
 Errors from the core (LilyError) become one line on stderr and exit status 2.
 """
@@ -72,6 +72,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    from lily_kernel.cli.run import run_notebook
+
+    output = Path(args.output) if args.output else None
+    return run_notebook(Path(args.notebook), output)
+
+
 def _cmd_install(args: argparse.Namespace) -> int:
     from lily_kernel.kernel.install import install_kernelspec
 
@@ -94,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check skill folders; non-zero exit on errors")
     validate.add_argument("paths", nargs="+", metavar="PATH")
     validate.set_defaults(func=_cmd_validate)
+
+    run = sub.add_parser("run", help="execute a notebook with the Lily kernel, print it")
+    run.add_argument("notebook", metavar="NOTEBOOK")
+    run.add_argument("--output", help="also write the executed notebook here")
+    run.set_defaults(func=_cmd_run)
 
     install = sub.add_parser("install", help="install the Lily kernelspec")
     where = install.add_mutually_exclusive_group()
