@@ -4,24 +4,32 @@ One kernel is one session, started with the kernel in its workspace (the kernel'
 working directory, i.e. the notebook's folder, or `LILY_WORKSPACE`). If the session
 cannot start (a broken lily.yaml, an unreadable skills root), the kernel stays up and
 every cell reports why, trying again each time, so fixing the file is enough.
+
+The session starts in a background thread when the kernel starts: loading Lily and the
+skills then overlaps the client's connection to the kernel instead of delaying it, and
+the first request that needs the session waits for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ipykernel._version import kernel_protocol_version
 from ipykernel.kernelbase import Kernel
 
 from lily_kernel import __version__
-from lily_kernel.commands import complete, inspect
 from lily_kernel.errors import LilyError
 from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
 from lily_kernel.kernel.output import CellError, KernelSink, command_bundle
-from lily_kernel.runtime import LilyRuntime
+
+if TYPE_CHECKING:
+    from lily_kernel.runtime import LilyRuntime
 
 __all__ = ["LilyKernel"]
 
@@ -35,6 +43,14 @@ BANNER = (
 def workspace_from_environment() -> Path:
     """`LILY_WORKSPACE` if set, else the kernel's working directory."""
     return Path(os.environ.get("LILY_WORKSPACE") or os.getcwd())
+
+
+class _NoSession(Exception):
+    """The session could not start; carries what the cell reports."""
+
+    def __init__(self, error: CellError) -> None:
+        super().__init__(error.evalue)
+        self.error = error
 
 
 class LilyKernel(Kernel):
@@ -60,26 +76,57 @@ class LilyKernel(Kernel):
         self.history = CellHistory()
         self.runtime: LilyRuntime | None = None
         self._start_failure: BaseException | None = None
-        self._start_session()
+        self._starting = self._start_in_background()
 
     @property
     def kernel_info(self) -> dict[str, Any]:
-        info = dict(super().kernel_info)
-        # The base class advertises "debugger" whenever debugpy is importable.
-        info["supported_features"] = [
-            f for f in info["supported_features"] if f != "debugger"
-        ]
-        return info
+        # Built here, not by the base class: it advertises "debugger" whenever debugpy is
+        # importable (Lily has none), and imports debugpy to find out (~40 ms, ~8 MB).
+        subshells = bool(getattr(self, "_supports_kernel_subshells", False))
+        return {
+            "protocol_version": kernel_protocol_version,
+            "implementation": self.implementation,
+            "implementation_version": self.implementation_version,
+            "language_info": self.language_info,
+            "banner": self.banner,
+            "help_links": self.help_links,
+            "supported_features": ["kernel subshells"] if subshells else [],
+        }
 
     # --- the session -------------------------------------------------------------
 
-    def _start_session(self) -> LilyRuntime | None:
+    def _start_session(self) -> None:
+        """Start the session (in a worker thread); keep the failure if it cannot."""
         try:
+            from lily_kernel.runtime import LilyRuntime
+
             self.runtime = LilyRuntime.start(self.workspace)
             self._start_failure = None
         except Exception as exc:  # the kernel must outlive any start failure
             self._start_failure = exc
             self.log.warning("Lily could not start its session: %s", exc)
+
+    def _start_in_background(self) -> Future[None]:
+        done: Future[None] = Future()
+
+        def run() -> None:
+            try:
+                self._start_session()
+            finally:
+                done.set_result(None)
+
+        threading.Thread(target=run, name="lily-session-start", daemon=True).start()
+        return done
+
+    async def _session(self) -> LilyRuntime | None:
+        """The session, once started; a failed start is tried again (the file may be
+        fixed by now). None while it cannot start."""
+        if self.runtime is not None:
+            return self.runtime
+        if self._starting.done():
+            self._starting = self._start_in_background()
+        # Shielded: an interrupted cell stops waiting, the start itself goes on.
+        await asyncio.shield(asyncio.wrap_future(self._starting))
         return self.runtime
 
     def _start_error(self) -> CellError:
@@ -120,24 +167,28 @@ class LilyKernel(Kernel):
     async def _run_cell(self, code: str, silent: bool) -> CellError | None:
         """Run the cell as a task the stop button can cancel; None when it succeeded."""
         sink = KernelSink(self._publish if not silent else _discard)
-        runtime = self.runtime if self.runtime is not None else self._start_session()
-        if runtime is None:
-            return self._start_error()
-        try:
-            task = asyncio.ensure_future(runtime.run_cell(code, sink))
-            with cancel_on_sigint(task) as interrupted:
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    if not interrupted():
-                        raise  # the kernel itself is stopping this request
-                    return CellError.interrupted()
-        except LilyError as exc:
-            return CellError.from_lily(exc)
-        except Exception as exc:
-            self.log.error("Lily failed on a cell", exc_info=exc)
-            return CellError.from_bug(exc)
+        task = asyncio.ensure_future(self._run_in_session(code, sink))
+        with cancel_on_sigint(task) as interrupted:
+            try:
+                await task
+            except asyncio.CancelledError:
+                if not interrupted():
+                    raise  # the kernel itself is stopping this request
+                return CellError.interrupted()
+            except _NoSession as exc:
+                return exc.error
+            except LilyError as exc:
+                return CellError.from_lily(exc)
+            except Exception as exc:
+                self.log.error("Lily failed on a cell", exc_info=exc)
+                return CellError.from_bug(exc)
         return None
+
+    async def _run_in_session(self, code: str, sink: KernelSink) -> None:
+        runtime = await self._session()
+        if runtime is None:
+            raise _NoSession(self._start_error())
+        await runtime.run_cell(code, sink)
 
     def _publish(self, msg_type: str, content: dict[str, Any]) -> None:
         self.send_response(self.iopub_socket, msg_type, content)
@@ -148,8 +199,10 @@ class LilyKernel(Kernel):
         cursor = len(code) if cursor_pos is None else cursor_pos
         reply: dict[str, Any] = {"status": "ok", "matches": [], "cursor_start": cursor,
                                  "cursor_end": cursor, "metadata": {}}
-        runtime = self.runtime
+        runtime = await self._session()
         if runtime is not None:
+            from lily_kernel.commands import complete
+
             found = complete(code, cursor, runtime.session.skill_snapshot,
                              runtime.env.list_agents())
             reply.update(matches=list(found.matches), cursor_start=found.cursor_start,
@@ -160,8 +213,11 @@ class LilyKernel(Kernel):
                          omit_sections: Any = ()) -> dict[str, Any]:
         cursor = len(code) if cursor_pos is None else cursor_pos
         result = None
-        if self.runtime is not None:
-            result = inspect(code, cursor, self.runtime.session.skill_snapshot)
+        runtime = await self._session()
+        if runtime is not None:
+            from lily_kernel.commands import inspect
+
+            result = inspect(code, cursor, runtime.session.skill_snapshot)
         return {"status": "ok", "found": result is not None, "metadata": {},
                 "data": command_bundle(result) if result is not None else {}}
 

@@ -13,8 +13,12 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from lily_kernel.commands import CommandResult, render_html, render_markdown, render_plain
+from typing import TYPE_CHECKING
+
 from lily_kernel.errors import LilyError
+
+if TYPE_CHECKING:
+    from lily_kernel.commands import CommandResult
 
 __all__ = [
     "CellError",
@@ -31,6 +35,9 @@ Send = Callable[[str, dict[str, Any]], None]
 
 def command_bundle(result: CommandResult) -> dict[str, str]:
     """A command result in the three formats every frontend can pick from."""
+    # Imported here: the kernel loads the command layer off its start-up path.
+    from lily_kernel.commands import render_html, render_markdown, render_plain
+
     return {
         "text/html": render_html(result),
         "text/markdown": render_markdown(result),

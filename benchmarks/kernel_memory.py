@@ -1,0 +1,48 @@
+"""Benchmark: idle memory (RSS) of a Lily kernel with 1,000 skills vs the python3 kernel.
+
+    .venv/bin/python benchmarks/kernel_memory.py [--runs 5] [--skills 1000]
+
+Each kernel is started, runs one cell (Lily: `/skills`; python3: `1+1`), and is left
+idle for a second before its resident set size is read (psutil). Median over --runs.
+Target: ratio <= 1.0x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_common import bench_env, generate_workspace, median, started  # noqa: E402
+
+
+def idle_rss(kernel_name: str, code: str, workspace: Path, env: dict[str, str]) -> float:
+    with started(kernel_name, workspace, env) as kernel:
+        kernel.execute(code)
+        time.sleep(1.0)
+        return psutil.Process(kernel.pid).memory_info().rss / 2**20
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--skills", type=int, default=1000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = generate_workspace(Path(tmp), args.skills)
+        env = bench_env(Path(tmp) / "home")
+        lily = median([idle_rss("lily", "/skills", workspace, env) for _ in range(args.runs)])
+        python = median([idle_rss("python3", "1+1", workspace, env) for _ in range(args.runs)])
+    print(f"lily: idle RSS with {args.skills} skills: {lily:.1f} MiB (median of {args.runs})")
+    print(f"python3: idle RSS: {python:.1f} MiB")
+    print(f"ratio: {lily / python:.2f}x (target <= 1.0x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
