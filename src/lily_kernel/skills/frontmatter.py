@@ -44,6 +44,17 @@ class _SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
     them). Every other node goes through SafeConstructor unchanged.
     """
 
+    def resolve(self, kind: type, value: str, implicit: tuple[bool, bool]) -> str:
+        # PyYAML's resolve, for scalars, without building a list per call; exact because
+        # the safe loader has no wildcard or path resolvers (asserted below the class).
+        if kind is yaml.ScalarNode:
+            if implicit[0]:
+                for tag, regexp in self.yaml_implicit_resolvers.get(value[:1], ()):
+                    if regexp.match(value):
+                        return tag  # type: ignore[no-any-return]
+            return _STR_TAG
+        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         if node.tag == _STR_TAG and type(node) is yaml.ScalarNode:
             return node.value
@@ -94,6 +105,8 @@ class SkillFrontmatter(BaseModel):
     metadata: dict[str, Any] | None = None
     disable_model_invocation: bool = Field(False, alias="disable-model-invocation")
 
+
+assert None not in _SafeLoader.yaml_implicit_resolvers and not _SafeLoader.yaml_path_resolvers
 
 _KNOWN_KEYS = frozenset(
     (f.alias or name) for name, f in SkillFrontmatter.model_fields.items()
