@@ -1,9 +1,14 @@
 """Benchmark: Lily kernel start -> kernel_info reply -> first `/skills` reply, 1,000 skills.
 
-    .venv/bin/python benchmarks/kernel_start.py [--runs 9] [--skills 1000]
+    .venv/bin/python benchmarks/kernel_start.py [--runs 15] [--skills 1000]
 
 Measured against ipykernel's python3 kernel start -> kernel_info reply, in the same run,
-the two kernels alternating. Median over --runs. Target: ratio <= 1.0x.
+the two kernels alternating; medians over --runs. Target: ratio <= 1.0x.
+
+Two clocks are printed. "ready" is jupyter_client's own notion (`wait_for_ready`: the
+kernel_info reply, then 0.2 s of silence on iopub, which is what `start_new_kernel`,
+nbclient and JupyterLab's kernel manager wait for); "reply" stops at the kernel_info
+reply itself. The first `/skills` is timed to its execute_reply.
 """
 
 from __future__ import annotations
@@ -15,33 +20,51 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_common import bench_env, generate_workspace, median, started  # noqa: E402
+from kernel_common import (  # noqa: E402
+    TIMEOUT,
+    bench_env,
+    generate_workspace,
+    median,
+    started,
+)
+
+
+def first_skills(kernel_client: object, began: float) -> float:
+    kc = kernel_client
+    msg_id = kc.execute("/skills")  # type: ignore[attr-defined]
+    reply = kc.get_shell_msg(timeout=TIMEOUT)  # type: ignore[attr-defined]
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"
+    return time.perf_counter() - began
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--skills", type=int, default=1000)
     args = parser.parse_args()
+    results: dict[str, list[float]] = {k: [] for k in
+                                       ("lily_ready", "lily_reply", "py_ready", "py_reply")}
     with tempfile.TemporaryDirectory() as tmp:
         workspace = generate_workspace(Path(tmp), args.skills)
         env = bench_env(Path(tmp) / "home")
-        lily, python = [], []
         for run in range(args.runs + 1):  # run 0 warms the page cache and .pyc files
-            began = time.perf_counter()
-            with started("lily", workspace, env) as kernel:
-                kernel.execute("/skills")
-                lily_seconds = time.perf_counter() - began
-            with started("python3", workspace, env) as kernel:
-                python_seconds = kernel.ready_after
-            if run:
-                lily.append(lily_seconds)
-                python.append(python_seconds)
-    lily_s, python_s = median(lily), median(python)
-    print(f"lily: start -> kernel_info -> first /skills ({args.skills} skills): "
-          f"{lily_s * 1000:.0f} ms (median of {args.runs})")
-    print(f"python3: start -> kernel_info: {python_s * 1000:.0f} ms")
-    print(f"ratio: {lily_s / python_s:.2f}x (target <= 1.0x)")
+            for flush in (True, False):
+                began = time.perf_counter()
+                with started("lily", workspace, env, flush=flush) as kernel:
+                    lily = first_skills(kernel.kc, began)
+                with started("python3", workspace, env, flush=flush) as kernel:
+                    python = kernel.ready_after
+                if run:
+                    key = "ready" if flush else "reply"
+                    results[f"lily_{key}"].append(lily)
+                    results[f"py_{key}"].append(python)
+    print(f"{args.skills} skills in the workspace, medians of {args.runs} runs")
+    for key, label in (("ready", "kernel ready (wait_for_ready)"),
+                       ("reply", "kernel_info reply")):
+        lily, python = median(results[f"lily_{key}"]), median(results[f"py_{key}"])
+        print(f"{label}: lily start -> {key} -> first /skills reply {lily * 1000:.0f} ms; "
+              f"python3 start -> {key} {python * 1000:.0f} ms; ratio {lily / python:.2f}x "
+              "(target <= 1.0x)")
     return 0
 
 
