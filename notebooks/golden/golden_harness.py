@@ -1,4 +1,5 @@
-"""The golden transcripts' harness: the person's hands between two cells, and the sanitizer.
+"""The golden transcripts' harness: the person's hands between two cells, the scripted
+model, and the sanitizer.
 
 `snapshot_stability.ipynb` shows that a skill added on disk mid-session stays invisible
 until `/reload_skills`. A Lily notebook cannot write files itself (no Python, and the
@@ -13,9 +14,21 @@ from __future__ import annotations
 import configparser
 import re
 import shutil
+import os
+import sys
 from pathlib import Path
+from typing import Any
 
-__all__ = ["HERE", "LATE_SKILL_TAG", "add_late_skill", "remove_late_skill", "sanitize"]
+__all__ = [
+    "HERE",
+    "LATE_SKILL_TAG",
+    "SCRIPTED_REPLIES",
+    "add_late_skill",
+    "remove_late_skill",
+    "sanitize",
+    "script_cell",
+    "start_model_server",
+]
 
 HERE = Path(__file__).resolve().parent
 LATE_SKILL_TAG = "harness-adds-late-skill"
@@ -39,6 +52,31 @@ def add_late_skill() -> None:
 
 def remove_late_skill() -> None:
     shutil.rmtree(LATE_SKILL, ignore_errors=True)
+
+
+# chat/chat.ipynb talks to a model: the loopback server of the test suite, started once
+# per run. What it answers for a cell is in that cell's metadata under this key.
+SCRIPTED_REPLIES = "lily_scripted_replies"
+DUMMY_KEY = "sk-golden-not-a-real-key"
+
+
+def start_model_server() -> Any:
+    """Start the loopback OpenAI-compatible server and point new kernels at it."""
+    sys.path.insert(0, str(HERE.parent.parent))  # the repository, for tests.support
+    from tests.support.openai_server import OpenAIServer
+
+    server = OpenAIServer().__enter__()
+    os.environ["LILY_API_BASE"] = server.base_url
+    os.environ["OPENAI_API_KEY"] = DUMMY_KEY
+    return server
+
+
+def script_cell(server: Any, cell: Any) -> None:
+    """Queue exactly this cell's scripted replies (nothing left over from before)."""
+    from tests.support.openai_server import Reply
+
+    server.replies.clear()
+    server.script(*(Reply(**reply) for reply in cell.metadata.get(SCRIPTED_REPLIES, [])))
 
 
 def _patterns() -> list[tuple[re.Pattern[str], str]]:

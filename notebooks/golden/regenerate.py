@@ -2,6 +2,7 @@
 
     .venv/bin/python notebooks/golden/regenerate.py          # all of them
     .venv/bin/python notebooks/golden/regenerate.py errors   # one, by name
+    .venv/bin/python notebooks/golden/regenerate.py chat/chat
 
 Review the diff before committing: the stored outputs are the contract nbval checks.
 """
@@ -13,13 +14,24 @@ import sys
 from typing import Any
 
 import nbformat
-from golden_harness import HERE, LATE_SKILL_TAG, add_late_skill, remove_late_skill, sanitize
+from golden_harness import (
+    HERE,
+    LATE_SKILL_TAG,
+    SCRIPTED_REPLIES,
+    add_late_skill,
+    remove_late_skill,
+    sanitize,
+    script_cell,
+    start_model_server,
+)
 from nbclient import NotebookClient
 
 
 def golden_env() -> dict[str, str]:
-    """This environment without LILY_* variables (they would override lily.yaml)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
+    """This environment without LILY_* variables (they would override lily.yaml), except
+    the scripted model server's address, which the harness sets."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("LILY_") or k == "LILY_API_BASE"}
 
 
 def _sanitize_output(output: Any) -> None:
@@ -32,16 +44,18 @@ def _sanitize_output(output: Any) -> None:
         output["traceback"] = [sanitize(line) for line in output["traceback"]]
 
 
-def regenerate(name: str) -> None:
+def regenerate(name: str, server: Any) -> None:
     path = HERE / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
 
     def on_cell_start(cell: Any, cell_index: int) -> None:
         if LATE_SKILL_TAG in cell.metadata.get("tags", []):
             add_late_skill()
+        if SCRIPTED_REPLIES in cell.metadata:
+            script_cell(server, cell)
 
     client = NotebookClient(nb, kernel_name="lily", timeout=120, record_timing=False,
-                            resources={"metadata": {"path": str(HERE)}},
+                            resources={"metadata": {"path": str(path.parent)}},
                             on_cell_start=on_cell_start)
     remove_late_skill()
     try:
@@ -56,6 +70,12 @@ def regenerate(name: str) -> None:
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or sorted(p.stem for p in HERE.glob("*.ipynb"))
-    for notebook in names:
-        regenerate(notebook)
+    names = sys.argv[1:] or sorted(str(p.relative_to(HERE).with_suffix(""))
+                                   for p in HERE.rglob("*.ipynb")
+                                   if ".ipynb_checkpoints" not in p.parts)
+    model_server = start_model_server()
+    try:
+        for notebook in names:
+            regenerate(notebook, model_server)
+    finally:
+        model_server.__exit__(None, None, None)

@@ -26,7 +26,7 @@ def _code_cells(nb: Any) -> list[Any]:
 
 
 def test_golden_transcripts_pass_nbval(tmp_path: Path) -> None:
-    notebooks = sorted(GOLDEN.glob("*.ipynb"))
+    notebooks = sorted(GOLDEN.rglob("*.ipynb"))
     cells = sum(len(_code_cells(nbformat.read(p, as_version=4))) for p in notebooks)
     assert len(notebooks) >= 4 and cells >= 30
     command = [sys.executable, "-m", "pytest", "--nbval", "notebooks/golden",
@@ -40,7 +40,7 @@ def test_golden_transcripts_pass_nbval(tmp_path: Path) -> None:
 
 
 def test_golden_transcripts_store_no_machine_specific_text() -> None:
-    for path in sorted(GOLDEN.glob("*.ipynb")):
+    for path in sorted(GOLDEN.rglob("*.ipynb")):
         text = path.read_text(encoding="utf-8")
         assert str(REPO) not in text, path.name
         assert not re.search(r"digest [0-9a-f]{12}", text), path.name
@@ -105,3 +105,19 @@ def test_run_all_stops_at_the_first_failing_cell(tmp_path: Path) -> None:
     assert first.outputs[0].output_type == "display_data"
     assert failed.outputs[0].output_type == "error"
     assert never_ran.outputs == [] and never_ran.execution_count is None
+
+
+def test_chat_transcript_scripts_every_model_turn() -> None:
+    """Every chat cell of the chat golden carries the replies its model turn consumes."""
+    nb = nbformat.read(GOLDEN / "chat" / "chat.ipynb", as_version=4)
+    chat_cells = [c for c in _code_cells(nb) if not c.source.lstrip().startswith("/")
+                  or c.source.startswith(("/skill echo", "/plan"))]
+    assert len(chat_cells) >= 7
+    for cell in chat_cells:
+        assert cell.metadata.get("lily_scripted_replies"), cell.source
+    texts = "\n".join(str(o.get("data", {}).get("text/plain", o.get("evalue", "")))
+                      for c in chat_cells for o in c.outputs)
+    for shown in ("Skill: echo (selected by the model)", "Tool read: ran",
+                  "Tool list: refused: tool 'list' is not allowed by the tool policy",
+                  "only one skill can be used per request", "rate limit"):
+        assert shown in texts

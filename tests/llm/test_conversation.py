@@ -108,7 +108,9 @@ def test_load_skill_returns_the_body_and_a_second_is_refused(runtime: LilyRuntim
     assert third[-1]["content"] == ("Refused: the skill 'echo' is already loaded for this "
                                     "request; only one skill can be used per request.")
     assert sink.replies == ["HELLO"]
-    assert "Skill: echo (selected by the model)" in sink.notices
+    assert sink.notices == ["Skill: echo (selected by the model)",
+                            "load_skill 'reader': Refused: the skill 'echo' is already loaded "
+                            "for this request; only one skill can be used per request."]
     history = runtime.session.conversation_state.messages
     assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant", "tool",
                                             "assistant"]

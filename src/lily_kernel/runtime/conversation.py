@@ -123,8 +123,11 @@ class _Conversation:
             return f"Error: the arguments are not a JSON object ({exc})."
         if call.name == LOAD_SKILL:
             output = self._load_skill(turn, call, args)
-            self.runtime.log.emit("tool_call", name=call.name, allowed=not output.startswith(
-                "Refused"), step=step, arguments=args)
+            refused = output.startswith("Refused")
+            self.runtime.log.emit("tool_call", name=call.name, allowed=not refused, step=step,
+                                  arguments=args)
+            if refused:
+                self.sink.notice(f"load_skill {args.get('name')!r}: {output}")
             return output
         outcome = run_tool(self.env.registry, self.env.policy, call.name, args,
                            ToolContext(self.env.workspace), caller="model", offered=offered)
