@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,22 @@ def test_golden_transcripts_pass_nbval(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert re.search(rf"\b{cells} passed\b", done.stdout), done.stdout[-2000:]
     assert not (GOLDEN / "skills" / "late_arrival").exists()
+
+
+def test_golden_transcripts_pass_from_another_folder(tmp_path: Path) -> None:
+    """Paths differ in length between machines: the goldens must not depend on it."""
+    copy = tmp_path / "a-folder-with-a-much-longer-name-than-the-checkout" / "repo"
+    shutil.copytree(GOLDEN, copy / "notebooks" / "golden",
+                    ignore=shutil.ignore_patterns(".lily", ".ipynb_checkpoints"))
+    shutil.copytree(REPO / "tests" / "support", copy / "tests" / "support")
+    (copy / "tests" / "__init__.py").write_text("")
+    command = [sys.executable, "-m", "pytest", "--nbval", "notebooks/golden",
+               "--nbval-kernel-name", "lily", "-p", "no:cacheprovider",
+               "--nbval-sanitize-with", "notebooks/golden/sanitize.cfg", "-q"]
+    done = subprocess.run(command, cwd=copy, env=kernel_env(tmp_path / "home"),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert re.search(r"\b\d+ passed\b", done.stdout)
 
 
 def test_golden_transcripts_store_no_machine_specific_text() -> None:
