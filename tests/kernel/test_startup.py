@@ -13,7 +13,6 @@ START = """
 import json, sys
 from lily_kernel.kernel.kernel import LilyKernel
 kernel = LilyKernel()
-kernel._begin_session()  # what the first kernel_info request (or the fallback) does
 kernel._starting.result(timeout=60)
 info = kernel.kernel_info
 print(json.dumps({

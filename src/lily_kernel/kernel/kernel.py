@@ -41,9 +41,6 @@ BANNER = (
 )
 
 
-START_FALLBACK = 0.5  # seconds after start, when no kernel_info request came first
-
-
 def workspace_from_environment() -> Path:
     """`LILY_WORKSPACE` if set, else the kernel's working directory."""
     return Path(os.environ.get("LILY_WORKSPACE") or os.getcwd())
@@ -80,23 +77,7 @@ class LilyKernel(Kernel):
         self.history = CellHistory()
         self.runtime: LilyRuntime | None = None
         self._start_failure: BaseException | None = None
-        self._starting: Future[None] | None = None
-
-    def start(self) -> None:
-        super().start()
-        # Fallback for a client that never asks for kernel_info: start soon anyway.
-        asyncio.get_event_loop().call_later(START_FALLBACK, self._begin_session)
-
-    async def kernel_info_request(self, stream: Any, ident: Any, parent: Any) -> None:
-        await super().kernel_info_request(stream, ident, parent)
-        # The session loads once the first reply is out: answering kernel_info is then
-        # not slowed by the load, which overlaps the client's wait for iopub silence
-        # (jupyter_client's wait_for_ready) while the kernel is otherwise idle.
-        self._begin_session()
-
-    def _begin_session(self) -> None:
-        if self._starting is None:
-            self._starting = self._start_in_background()
+        self._starting = self._start_in_background()
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -148,7 +129,7 @@ class LilyKernel(Kernel):
         fixed by now). None while it cannot start."""
         if self.runtime is not None:
             return self.runtime
-        if self._starting is None or self._starting.done():
+        if self._starting.done():
             self._starting = self._start_in_background()
         # Shielded: an interrupted cell stops waiting, the start itself goes on.
         await asyncio.shield(asyncio.wrap_future(self._starting))
