@@ -160,6 +160,18 @@ def test_over_size_and_not_utf8_are_excluded(tmp_path: Path) -> None:
     assert "not valid UTF-8" in diagnostic(snap, "latin", DiagnosticKind.MALFORMED)
 
 
+def test_size_limit_boundary(tmp_path: Path) -> None:
+    head = b"---\nsummary: s\n---\n"
+    for name, size in (("at_limit", 256 * 1024), ("over_limit", 256 * 1024 + 1)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SKILL.md").write_bytes(head + b"x" * (size - len(head)))
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    at_limit = snap.get("at_limit")
+    assert at_limit is not None and len(at_limit.body) == 256 * 1024 - len(head)
+    assert "262,145 bytes, over the 256 KiB limit" in diagnostic(snap, "over_limit",
+                                                                 DiagnosticKind.MALFORMED)
+
+
 def test_unreadable_skill_file_is_excluded(tmp_path: Path) -> None:
     dangling = tmp_path / "dangling"
     dangling.mkdir()

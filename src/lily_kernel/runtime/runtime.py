@@ -161,8 +161,6 @@ class LilyRuntime:
         result = self._finish_command(parsed, outcome)
         if result.error is not None:
             raise CommandError(result.error)
-        for notice in result.notices if result.model_request is not None else ():
-            sink.notice(notice)
         if result.model_request is not None:
             await self._converse(parsed.argument, result.model_request, sink)
         else:

@@ -102,15 +102,17 @@ def _read(path: str) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
-        wanted = min(info.st_size, MAX_SKILL_BYTES) + 1
+        size = min(info.st_size, MAX_SKILL_BYTES) + 1
         # Raw os.read: a buffered file object costs twice as much per small file.
-        data = os.read(fd, wanted)
-        while len(data) == wanted and len(data) <= MAX_SKILL_BYTES:  # the file grew
-            more = os.read(fd, MAX_SKILL_BYTES + 1 - len(data))
+        data = os.read(fd, size)
+        # A short read is the end of the file. A full one means it grew since fstat:
+        # read on, up to one byte past the limit (enough for the parser to report it).
+        while len(data) == size <= MAX_SKILL_BYTES:
+            size = min(2 * size, MAX_SKILL_BYTES + 1)
+            more = os.read(fd, size - len(data))
             if not more:
                 break
             data += more
-            wanted = len(data) + 1
         return data
     finally:
         os.close(fd)
