@@ -262,3 +262,43 @@ def test_one_bad_skill_never_stops_the_others(rules_snapshot: SkillSnapshot) -> 
     available = {s.name for s in rules_snapshot.skills}
     assert available == {"ok_minimal", "no_frontmatter", "unknown_keys", "name_mismatch",
                          "alias_one", "alias_two", "hidden_from_model", "standard_fields"}
+
+
+def test_a_folder_name_that_is_not_utf8_is_excluded_not_fatal(tmp_path: Path) -> None:
+    bad = os.path.join(os.fsencode(tmp_path), b"bad\xff")
+    os.mkdir(bad)
+    with open(os.path.join(bad, b"SKILL.md"), "wb") as handle:
+        handle.write(b"---\nsummary: s\n---\n")
+    write_skill(tmp_path, "good", skill_text("good"))
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    assert [s.name for s in snap.skills] == ["good"]
+    assert "not valid UTF-8" in diagnostic(snap, "bad\ufffd", DiagnosticKind.MALFORMED)
+
+
+def test_a_root_created_or_removed_mid_session_counts_at_the_next_load(tmp_path: Path) -> None:
+    later = tmp_path / "later"
+    declared = root(later)  # resolved while the folder did not exist yet
+    assert not declared.exists
+    write_skill(later, "hello", skill_text("hello"))
+    snap = load_snapshot((declared,), RULES, LINUX)
+    assert snap.get("hello") is not None and snap.roots[0].exists
+    import shutil
+
+    shutil.rmtree(later)
+    gone = load_snapshot(snap.roots, RULES, LINUX)  # the root existed at the last load
+    assert gone.skills == () and not gone.roots[0].exists
+
+
+def test_alias_with_a_trailing_newline_is_malformed(tmp_path: Path) -> None:
+    write_skill(tmp_path, "sneaky", '---\nsummary: s\ncommand: "skills\\n"\n---\n')
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    assert snap.get("sneaky") is None
+    assert "must match" in diagnostic(snap, "sneaky", DiagnosticKind.MALFORMED)
+
+
+def test_over_size_reports_the_size_on_disk(tmp_path: Path) -> None:
+    (tmp_path / "huge").mkdir()
+    (tmp_path / "huge" / "SKILL.md").write_bytes(b"x" * 1_000_000)
+    snap = load_snapshot((root(tmp_path),), RULES, LINUX)
+    assert diagnostic(snap, "huge", DiagnosticKind.MALFORMED) == (
+        "SKILL.md is 1,000,000 bytes, over the 256 KiB limit")

@@ -33,7 +33,7 @@ from lily_kernel.skills.models import (
 __all__ = ["LoadRules", "check_skill_directory", "discover_candidates", "load_snapshot"]
 
 SKILL_FILE = "SKILL.md"
-COMMAND_PATTERN = re.compile(r"^[a-z0-9_-]+$")
+COMMAND_PATTERN = re.compile(r"[a-z0-9_-]+")  # used with fullmatch
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ def _list_root(root: SkillRoot) -> list[str]:
         return []
     try:
         entries = list(os.scandir(root.path))
+    except FileNotFoundError:
+        return []  # removed since it was looked at: a missing root is empty
     except OSError as exc:
         raise SkillRootError(
             f"Cannot read the {root.source} skills root {root.path}: {exc.strerror or exc}."
@@ -94,8 +96,8 @@ def _skill_file(root: SkillRoot, name: str) -> str:
     return os.path.join(root.path, name, SKILL_FILE)
 
 
-def _read(path: str) -> bytes:
-    """The file's bytes, at most one byte past the size limit (enough to report it)."""
+def _read(path: str) -> tuple[bytes, int]:
+    """The file's bytes (at most one past the size limit) and its size on disk."""
     # O_NONBLOCK: a FIFO named SKILL.md must not hang the loader; fstat rejects it.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
@@ -113,7 +115,7 @@ def _read(path: str) -> bytes:
             if not more:
                 break
             data += more
-        return data
+        return data, max(info.st_size, len(data))
     finally:
         os.close(fd)
 
@@ -130,7 +132,7 @@ def _exclusion(
             f"command_tool '{front.command_tool}' is not a registered tool"
         )
     if front.command is not None:
-        if not COMMAND_PATTERN.match(front.command):
+        if not COMMAND_PATTERN.fullmatch(front.command):
             return DiagnosticKind.MALFORMED, (
                 f"command '{front.command}' must match ^[a-z0-9_-]+$"
             )
@@ -212,9 +214,25 @@ def _drop_shared_aliases(skills: list[Skill], diagnostics: list[Diagnostic]) -> 
     return kept
 
 
+Read = tuple[bytes, int] | OSError
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _printable(text: str) -> str:
+    """A file-system string with undecodable bytes shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _first_copy(
     name: str, roots: list[SkillRoot]
-) -> tuple[SkillRoot, str, bytes | OSError, list[SkillRoot]] | None:
+) -> tuple[SkillRoot, str, Read, list[SkillRoot]] | None:
     """The highest root whose `name` folder has a SKILL.md, its bytes, and the rest.
 
     Reading doubles as the existence check: one open per skill, no extra stat.
@@ -237,23 +255,27 @@ def _check_winner(
     name: str,
     root: SkillRoot,
     path: str,
-    data: bytes | OSError,
+    read: Read,
     rules: LoadRules,
     host: Host,
     diagnostics: list[Diagnostic],
     overall: hashlib._Hash | None = None,
 ) -> Skill | None:
     """Parse and check one winning copy; record why it is excluded or warned about."""
-    if isinstance(data, OSError):
+    if isinstance(read, OSError):
         if overall is not None:
             overall.update(b"unreadable\n")
-        reason = f"cannot read SKILL.md: {data.strerror or data}"
+        reason = f"cannot read SKILL.md: {read.strerror or read}"
         diagnostics.append(Diagnostic(DiagnosticKind.MALFORMED, name, root.source, path, reason))
         return None
+    data, size = read
     digest = hashlib.sha256(data).hexdigest()
     if overall is not None:
         overall.update(f"{digest}\n".encode())
     try:
+        if size > MAX_SKILL_BYTES:  # only the start was read: report the size on disk
+            raise SkillFormatError(
+                f"SKILL.md is {size:,} bytes, over the {MAX_SKILL_BYTES // 1024} KiB limit")
         doc = parse_skill_document(data)
         excluded = _exclusion(doc, rules, host)
     except SkillFormatError as exc:
@@ -280,11 +302,11 @@ def check_skill_directory(
     root = SkillRoot(source="workspace", path=parent, exists=True)
     path = _skill_file(root, name)
     try:
-        data: bytes | OSError = _read(path)
+        read: Read = _read(path)
     except OSError as exc:
-        data = exc
+        read = exc
     diagnostics: list[Diagnostic] = []
-    skill = _check_winner(name, root, path, data, rules, host or Host(), diagnostics)
+    skill = _check_winner(name, root, path, read, rules, host or Host(), diagnostics)
     return skill, diagnostics
 
 
@@ -296,6 +318,9 @@ def load_snapshot(
 ) -> SkillSnapshot:
     """Discover, resolve precedence, check and index the skills under `roots`."""
     host = host or Host()
+    # Whether a root exists is decided now, at every load: a folder created or removed
+    # since the session started counts at the next /reload_skills.
+    roots = tuple(replace(r, exists=os.path.exists(r.path)) for r in roots)
     candidates = discover_candidates(roots)
     diagnostics: list[Diagnostic] = []
     skills: list[Skill] = []
@@ -307,6 +332,13 @@ def load_snapshot(
         if found is None:
             continue  # folders without a SKILL.md are not skills
         root, path, data, lower = found
+        if not _is_text(name):  # a folder name that is not valid UTF-8 (surrogate-escaped)
+            shown, shown_path = _printable(name), _printable(path)
+            overall.update(f"{shown}\0{root.source}\0bad name\n".encode())
+            diagnostics.append(Diagnostic(
+                DiagnosticKind.MALFORMED, shown, root.source, shown_path,
+                "the folder name is not valid UTF-8; rename the folder"))
+            continue
         for loser in lower:
             loser_path = _skill_file(loser, name)
             if os.path.lexists(loser_path):
