@@ -102,3 +102,60 @@ def test_json_schema_for_the_model() -> None:
     schema = default_registry().get("write").json_schema()  # type: ignore[union-attr]
     assert schema["function"]["name"] == "write"
     assert schema["function"]["parameters"]["required"] == ["path", "content"]
+
+
+@pytest.mark.parametrize("path", [".env", ".git/config", "sub/.secret", ".lily/sessions/x.jsonl"])
+def test_hidden_paths_are_off_limits(workspace: Path, path: str) -> None:
+    (workspace / ".env").write_text("OPENAI_API_KEY=sk-should-never-be-read")
+    with pytest.raises(ToolError, match="hidden"):
+        resolve_in_workspace(workspace, path)
+
+
+def test_a_link_to_a_hidden_file_is_refused(workspace: Path) -> None:
+    (workspace / ".env").write_text("OPENAI_API_KEY=sk-should-never-be-read")
+    os.symlink(workspace / ".env", workspace / "innocent.txt")
+    outcome = run_tool(default_registry(), ToolPolicy(), "read", {"path": "innocent.txt"},
+                       ToolContext(workspace), "model")
+    assert outcome.error and "hidden path" in outcome.output
+    assert "sk-should" not in outcome.output
+
+
+def test_lily_own_files_cannot_be_written(workspace: Path, environ: dict[str, str]) -> None:
+    from lily_kernel.runtime import LilyEnvironment
+
+    (workspace / "lily.yaml").write_text("tools:\n  deny: [write]\n")
+    env = LilyEnvironment.load(workspace, environ)
+    ctx = env.tool_context()
+    policy = ToolPolicy()  # even with write allowed, these stay protected
+    for path in ("lily.yaml", "skills/evil/SKILL.md", "persona/default/SOUL.md"):
+        outcome = run_tool(env.registry, policy, "write", {"path": path, "content": "x"},
+                           ctx, "model")
+        assert outcome.error and "one of Lily's own files" in outcome.output, path
+    assert (workspace / "lily.yaml").read_text() == "tools:\n  deny: [write]\n"
+    assert not (workspace / "skills").exists() and not (workspace / "persona").exists()
+    ok = run_tool(env.registry, policy, "write", {"path": "notes/plan.md", "content": "x"},
+                  ctx, "model")
+    assert not ok.error
+
+
+@pytest.mark.parametrize("make,path", [
+    (lambda w: os.symlink("loop", w / "loop"), "loop/x"),
+    (lambda w: None, "bad\x00name"),
+    (lambda w: None, "x" * 300),
+])
+def test_file_system_failures_are_tool_errors(workspace: Path, make, path: str) -> None:  # type: ignore[no-untyped-def]
+    make(workspace)
+    for tool in ("read", "list"):
+        outcome = run_tool(default_registry(), ToolPolicy(), tool, {"path": path},
+                           ToolContext(workspace), "model")
+        assert outcome.error and outcome.output.startswith("Error: "), (tool, outcome)
+
+
+def test_list_shows_broken_links_instead_of_failing(workspace: Path) -> None:
+    os.symlink("/nonexistent/target", workspace / "dangling")
+    os.symlink("loop2", workspace / "loop2")
+    (workspace / "real.txt").write_text("abc")
+    outcome = run_tool(default_registry(), ToolPolicy(), "list", {"path": "."},
+                       ToolContext(workspace), "owner")
+    assert outcome.output.splitlines() == ["dangling  (broken link)", "loop2  (broken link)",
+                                           "real.txt  (3 bytes)"]

@@ -24,7 +24,7 @@ from lily_kernel.commands.results import (
 from lily_kernel.errors import CommandError, SkillRootError
 from lily_kernel.prompting import build_model_request
 from lily_kernel.skills import Skill, SkillSnapshot, diff_snapshots
-from lily_kernel.tools import ToolContext, run_tool
+from lily_kernel.tools import run_tool
 
 __all__ = [
     "BUILTIN_COMMANDS",
@@ -114,7 +114,7 @@ def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) 
             )
         outcome = run_tool(
             ctx.registry, ctx.policy, tool.name, {tool.text_argument: request},
-            ToolContext(ctx.workspace), caller="owner",
+            ctx.tool_context, caller="owner",
         )
         if outcome.error:
             raise CommandError(f"Error: /{command} ({tool.name}): {outcome.detail}")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from lily_kernel.persona import Persona
 from lily_kernel.session import Session
 from lily_kernel.skills import SkillSnapshot
-from lily_kernel.tools import ToolPolicy, ToolRegistry
+from lily_kernel.tools import ToolContext, ToolPolicy, ToolRegistry
 
 __all__ = ["CommandContext", "StateChange"]
 
@@ -25,7 +24,7 @@ class CommandContext:
     session: Session
     registry: ToolRegistry
     policy: ToolPolicy
-    workspace: Path
+    tool_context: ToolContext
     catalog_max_chars: int
     load_snapshot: Callable[[int], SkillSnapshot]
     load_persona: Callable[[str], Persona]

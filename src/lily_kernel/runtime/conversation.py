@@ -16,7 +16,7 @@ from lily_kernel.errors import ModelError, ModelNotConfiguredError
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall
 from lily_kernel.prompting import LOAD_SKILL, ModelRequest, build_model_request
 from lily_kernel.skills import Skill
-from lily_kernel.tools import ToolContext, run_tool
+from lily_kernel.tools import run_tool
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.runtime import CellSink, LilyRuntime
@@ -130,7 +130,7 @@ class _Conversation:
                 self.sink.notice(f"load_skill {args.get('name')!r}: {output}")
             return output
         outcome = run_tool(self.env.registry, self.env.policy, call.name, args,
-                           ToolContext(self.env.workspace), caller="model", offered=offered)
+                           self.env.tool_context(), caller="model", offered=offered)
         self.runtime.log.emit("tool_call", name=call.name, allowed=outcome.allowed, step=step,
                               arguments=args, error=outcome.detail or None)
         status = "ran" if not outcome.error else outcome.detail.rstrip(".")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lily_kernel.commands import BUILTIN_COMMANDS
-from lily_kernel.config import LilyConfig, load_config
+from lily_kernel.config import CONFIG_FILE, LilyConfig, load_config
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
 from lily_kernel.session import ModelConfig, Session
 from lily_kernel.skills import (
@@ -20,7 +20,13 @@ from lily_kernel.skills import (
     load_snapshot,
     resolve_skill_roots,
 )
-from lily_kernel.tools import ToolPolicy, ToolRegistry, allowed_tool_names, default_registry
+from lily_kernel.tools import (
+    ToolContext,
+    ToolPolicy,
+    ToolRegistry,
+    allowed_tool_names,
+    default_registry,
+)
 
 __all__ = ["LilyEnvironment"]
 
@@ -72,6 +78,18 @@ class LilyEnvironment:
     def load_snapshot(self, version: int) -> SkillSnapshot:
         """Build a snapshot from disk (raises SkillRootError for an unreadable root)."""
         return load_snapshot(self.skill_roots, self.load_rules(), self.host, version)
+
+    def tool_context(self) -> ToolContext:
+        """The workspace the tools are confined to, and Lily's own files in it."""
+        workspace_root = next(r for r in self.skill_roots if r.source == "workspace")
+        return ToolContext(
+            workspace=self.workspace,
+            protected=(
+                (self.workspace / CONFIG_FILE).resolve(),
+                Path(workspace_root.path).resolve(),
+                self.persona_roots.workspace.resolve(),
+            ),
+        )
 
     def load_persona(self, agent: str) -> Persona:
         return load_persona(agent, self.persona_roots, self.config.persona_max_chars)

@@ -115,7 +115,7 @@ class LilyRuntime:
             session=self.session,
             registry=self.env.registry,
             policy=self.env.policy,
-            workspace=self.env.workspace,
+            tool_context=self.env.tool_context(),
             catalog_max_chars=self.env.config.catalog_max_chars,
             load_snapshot=self.env.load_snapshot,
             load_persona=self.env.load_persona,

@@ -1,9 +1,18 @@
-"""Built-in file tools (read, list, write), confined to the workspace."""
+"""Built-in file tools (read, list, write), confined to the workspace.
+
+Refused: absolute paths, `..`, links leading out of the workspace, hidden paths (any
+part starting with `.`: `.env`, `.git`, `.lily`, `.venv` — secrets and history live
+there), and writes to Lily's own files (`ToolContext.protected`). File-system failures
+are reported as ToolError, never raised past the tool.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +20,8 @@ from lily_kernel.errors import ToolError
 from lily_kernel.tools.registry import Tool, ToolContext
 
 __all__ = ["MAX_READ_CHARS", "file_tools", "resolve_in_workspace"]
+
+Handler = TypeVar("Handler", bound=Callable[..., str])
 
 MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 500
@@ -24,11 +35,39 @@ def resolve_in_workspace(workspace: Path, relative: str) -> Path:
         raise ToolError(f"'{relative}' is absolute; give a path inside the workspace.")
     if ".." in pure.parts:
         raise ToolError(f"'{relative}' uses '..'; paths must stay inside the workspace.")
-    root = workspace.resolve()
-    target = (root / pure).resolve()
+    if _hidden(pure.parts):
+        raise ToolError(f"'{relative}' is hidden (a part starts with '.'); it is off limits.")
+    try:
+        root = workspace.resolve()
+        target = (root / pure).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # loops, NUL bytes, long names
+        raise ToolError(f"'{relative}' cannot be resolved ({_reason(exc)}).") from None
     if target != root and not target.is_relative_to(root):
         raise ToolError(f"'{relative}' leads outside the workspace (through a link).")
+    if _hidden(target.relative_to(root).parts):
+        raise ToolError(f"'{relative}' leads to a hidden path (through a link).")
     return target
+
+
+def _hidden(parts: tuple[str, ...]) -> bool:
+    return any(part.startswith(".") and part not in (".", "..") for part in parts)
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _filesystem_errors(handler: Handler) -> Handler:
+    """Report what the file system refuses as the tool's error, not as a crash."""
+
+    @functools.wraps(handler)
+    def guarded(args: Any, ctx: ToolContext) -> str:
+        try:
+            return handler(args, ctx)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ToolError(f"the file system refused: {_reason(exc)}.") from None
+
+    return guarded  # type: ignore[return-value]
 
 
 class ReadArgs(BaseModel):
@@ -44,6 +83,7 @@ class WriteArgs(BaseModel):
     content: str = Field(description="The complete new content of the file.")
 
 
+@_filesystem_errors
 def _read(args: ReadArgs, ctx: ToolContext) -> str:
     target = resolve_in_workspace(ctx.workspace, args.path)
     if not target.is_file():
@@ -59,6 +99,17 @@ def _read(args: ReadArgs, ctx: ToolContext) -> str:
     return text
 
 
+def _entry(entry: os.DirEntry[str]) -> tuple[bool, str]:
+    """(is a folder, how it is listed); a broken or looping link is shown as such."""
+    try:
+        if entry.is_dir():
+            return True, entry.name + "/"
+        return False, f"{entry.name}  ({entry.stat().st_size:,} bytes)"
+    except OSError:
+        return False, f"{entry.name}  (broken link)"
+
+
+@_filesystem_errors
 def _list(args: ListArgs, ctx: ToolContext) -> str:
     target = resolve_in_workspace(ctx.workspace, args.path)
     if not target.is_dir():
@@ -67,10 +118,9 @@ def _list(args: ListArgs, ctx: ToolContext) -> str:
         entries = [e for e in os.scandir(target) if not e.name.startswith(".")]
     except OSError as exc:
         raise ToolError(f"cannot list '{args.path}': {exc.strerror}.") from None
-    folders = sorted(e.name + "/" for e in entries if e.is_dir())
-    files = sorted(f"{e.name}  ({e.stat().st_size:,} bytes)" for e in entries
-                   if not e.is_dir())
-    lines = folders + files
+    described = [_entry(e) for e in entries]
+    lines = sorted(text for is_dir, text in described if is_dir) + sorted(
+        text for is_dir, text in described if not is_dir)
     if not lines:
         return f"{args.path}: empty folder"
     shown = lines[:MAX_LIST_ENTRIES]
@@ -78,8 +128,13 @@ def _list(args: ListArgs, ctx: ToolContext) -> str:
     return "\n".join(shown + ([f"... and {more} more"] if more else []))
 
 
+@_filesystem_errors
 def _write(args: WriteArgs, ctx: ToolContext) -> str:
     target = resolve_in_workspace(ctx.workspace, args.path)
+    for own in ctx.protected:
+        if target == own or target.is_relative_to(own):
+            raise ToolError(f"'{args.path}' is one of Lily's own files (configuration, "
+                            "skills or persona); tools may not change it.")
     if target == ctx.workspace.resolve() or target.is_dir():
         raise ToolError(f"'{args.path}' is a folder.")
     try:

@@ -14,9 +14,11 @@ __all__ = ["Tool", "ToolContext", "ToolRegistry"]
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a handler may use: the workspace it is confined to."""
+    """What a handler may use: the workspace it is confined to, and the paths in it
+    that are Lily's own (configuration, skills, persona), which no tool may write."""
 
     workspace: Path
+    protected: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
