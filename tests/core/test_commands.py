@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,27 @@ def test_parse_command_argument_spans_lines() -> None:
     assert parsed is not None
     assert (parsed.name, parsed.argument) == ("skill", "echo first line\nsecond line")
     assert parse_command("hello /skills") is None
+
+
+@pytest.mark.parametrize(("yaml_value", "shown"), [
+    ("{1: a, b: c}", '{"1": "a", "b": "c"}'),  # non-string keys
+    ("&a [*a]", "(not shown: Circular reference detected)"),  # a list holding itself
+])
+def test_help_shows_odd_frontmatter_values_safely(workspace: Path, environ: dict[str, str],
+                                                  yaml_value: str, shown: str) -> None:
+    write_skill(workspace / "skills", "odd", f"---\nsummary: s\nfoo: {yaml_value}\n---\n")
+    runtime = LilyRuntime.start(workspace, environ)
+    plain = render_plain(run(runtime, "/help odd").shown[0])
+    assert re.search(r"^foo \(not used by Lily\)\s+" + re.escape(shown) + "$", plain, re.M)
+
+
+def test_help_on_an_alias_bomb_is_bounded(workspace: Path, environ: dict[str, str]) -> None:
+    levels = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    levels += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    write_skill(workspace / "skills", "bomb", "---\nsummary: s\n" + "\n".join(levels) + "\n---\n")
+    runtime = LilyRuntime.start(workspace, environ)
+    started = time.perf_counter()
+    result = run(runtime, "/help bomb").shown[0]
+    html = render_html(result)
+    assert time.perf_counter() - started < 2  # 9**10 strings if expanded
+    assert len(html) < 100_000 and "(truncated)" in html

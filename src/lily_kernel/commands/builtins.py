@@ -163,8 +163,25 @@ _BUILTIN_HELP = (
 )
 
 
+PREVIEW_CHARS = 2_000
+
+
 def _json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    """A bounded JSON view of a frontmatter value, which is untrusted: any key types,
+    circular aliases, or aliases that expand enormously ("billion laughs"). The encoder
+    is lazy, so it stops after PREVIEW_CHARS whatever the expanded size would be."""
+    encoder = json.JSONEncoder(ensure_ascii=False, default=str)
+    parts: list[str] = []
+    size = 0
+    try:
+        for chunk in encoder.iterencode(value):
+            parts.append(chunk)
+            size += len(chunk)
+            if size > PREVIEW_CHARS:
+                return "".join(parts)[:PREVIEW_CHARS] + " ... (truncated)"
+    except (ValueError, TypeError, RecursionError) as exc:
+        return f"(not shown: {exc})"
+    return "".join(parts)
 
 
 def _policy_blocks(ctx: CommandContext) -> list[Block]:
