@@ -252,3 +252,19 @@ def test_events_for_a_turn(workspace: Path, environ: dict[str, str]) -> None:
     assert calls[0]["prompt_tokens"] == 5 and calls[0]["model"] == "scripted"
     invoked = next(d for k, d in events if k == "skill_invoked")
     assert invoked == {"name": "echo", "mode": "auto"}
+
+
+def test_a_skill_loaded_in_the_same_message_narrows_the_calls_after_it(
+    runtime: LilyRuntime, workspace: Path
+) -> None:
+    _, model = run(
+        runtime, "read and list at once",
+        reply("", call("load_skill", "a", name="reader"), call("list", "b"),
+              call("read", "c", path="notes.txt")),
+        reply("done"),
+    )
+    results = {m["tool_call_id"]: m["content"] for m in model.requests[1].messages
+               if m["role"] == "tool"}
+    assert results["b"] == ("Refused: tool 'list' is not available while the active skill "
+                            "narrows the tools.")
+    assert results["c"] == "note text"

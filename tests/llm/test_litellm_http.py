@@ -15,7 +15,9 @@ from tests.conftest import skill_text, write_skill
 from tests.llm.test_conversation import Sink
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
-SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+# Not `sk-`-shaped, so only redaction by the environment's values can hide it (the
+# kernel test uses an `sk-` key, which the key-shape rule covers).
+SECRET = "AIzaTEST-do-not-leak-0987654321"
 
 
 @pytest.fixture

@@ -11,9 +11,15 @@ from lily_kernel.errors import ModelError
 __all__ = ["TRANSIENT_KINDS", "model_error", "redact", "secret_values"]
 
 TRANSIENT_KINDS = frozenset({"rate_limit", "timeout", "connection", "server"})
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
+# Variables whose values are credentials: the word anywhere in the name
+# (OPENAI_API_KEY, OPENAI_API_KEY_2, AZURE_AD_TOKEN, DB_PASSWORD_FILE, ...).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 # Key-shaped strings, for keys the environment does not know (e.g. echoed by a proxy).
 _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}")
+# Credentials inside URLs (an api_base like https://user:pass@host/?api-key=...).
+_URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
+_URL_KEY_PARAM = re.compile(
+    r"((?:api[-_]?key|key|token|access_token|sig|signature|code)=)[^&\s'\"]+", re.IGNORECASE)
 
 _ADVICE = {
     "auth": "authentication failed: the provider rejected the API key. Check the "
@@ -46,6 +52,8 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
 def redact(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "[redacted]")
+    text = _URL_USERINFO.sub("[redacted]@", text)
+    text = _URL_KEY_PARAM.sub(r"\1[redacted]", text)
     return _KEY_SHAPED.sub("[redacted]", text)
 
 

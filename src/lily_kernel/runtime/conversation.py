@@ -168,6 +168,9 @@ class _Conversation:
                 self.sink.reply("\n\n".join(turn.texts))
                 return
             for call in response.tool_calls:
+                # Recomputed per call: a skill loaded earlier in this same message
+                # narrows the tools for the calls after it.
+                offered = self._tools(turn)[1]
                 output = self._run_call(turn, call, offered, step)
                 turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
         raise ModelError(
