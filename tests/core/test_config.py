@@ -54,3 +54,34 @@ def test_invalid_yaml_and_non_mapping(workspace: Path) -> None:
     (workspace / "lily.yaml").write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="top level must be a mapping"):
         load_config(workspace, {})
+
+
+def test_unknown_agent_in_config_is_a_clear_error(workspace: Path, environ: dict[str, str]) -> None:
+    from lily_kernel.runtime import LilyRuntime
+
+    (workspace / "lily.yaml").write_text("agent: ghost\n")
+    with pytest.raises(ConfigError) as err:
+        LilyRuntime.start(workspace, environ)
+    assert str(err.value) == ("key 'agent' (lily.yaml or LILY_AGENT): no agent named 'ghost'; "
+                              "available: default.")
+
+
+def test_policy_names_match_tools_case_insensitively(workspace: Path,
+                                                     environ: dict[str, str]) -> None:
+    from lily_kernel.runtime import LilyEnvironment
+
+    (workspace / "lily.yaml").write_text("tools:\n  allow: [Read, LIST]\n  deny: [Write]\n")
+    env = LilyEnvironment.load(workspace, environ)
+    assert (env.policy.allow, env.policy.deny) == (("read", "list"), ("write",))
+    assert [t.name for t in env.policy.model_tools(env.registry)] == ["list", "read"]
+
+
+def test_an_unknown_tool_in_the_policy_is_a_clear_error(workspace: Path,
+                                                        environ: dict[str, str]) -> None:
+    from lily_kernel.runtime import LilyEnvironment
+
+    (workspace / "lily.yaml").write_text("tools:\n  deny: [wirte]\n")
+    with pytest.raises(ConfigError) as err:
+        LilyEnvironment.load(workspace, environ)
+    assert str(err.value) == ("key 'tools.deny' (lily.yaml or LILY_TOOLS_DENY): unknown tool "
+                              "'wirte'; the tools are: list, read, write.")

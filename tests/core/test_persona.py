@@ -57,3 +57,12 @@ def test_invalid_utf8_is_replaced_with_a_notice(tmp_path: Path) -> None:
     persona = load_persona("default", r, 100)
     assert persona.files[0].content == "caf\ufffd"
     assert "not valid UTF-8" in persona.notices[0]
+
+
+def test_a_link_loop_among_agents_is_not_an_agent(tmp_path: Path) -> None:
+    import os
+
+    r = roots(tmp_path)
+    put(r.workspace, "writer", "SOUL.md", "s")
+    os.symlink("loop", r.workspace / "loop")
+    assert list_agents(r) == ["default", "writer"]

@@ -8,7 +8,7 @@ from lily_kernel.llm.faults import model_error, redact, secret_values
 def test_secret_values_come_from_credential_like_names() -> None:
     env = {"OPENAI_API_KEY": "value-one-123", "OPENAI_API_KEY_2": "value-two-456",
            "AZURE_AD_TOKEN": "value-three-789", "HOME": "/root", "SHORT_KEY": "abc"}
-    assert secret_values(env) == ["value-three-789", "value-one-123", "value-two-456"]
+    assert secret_values(env) == ["value-three-789", "value-one-123", "value-two-456"]  # by length, then value
 
 
 def test_redaction_covers_values_key_shapes_and_urls() -> None:

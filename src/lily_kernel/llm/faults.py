@@ -46,7 +46,7 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of variables that look like credentials, longest first."""
     environ = os.environ if environ is None else environ
     values = {v for k, v in environ.items() if _SECRET_NAME.search(k) and len(v) >= 6}
-    return sorted(values, key=len, reverse=True)
+    return sorted(values, key=lambda v: (-len(v), v))  # longest first, then stable
 
 
 def redact(text: str, secrets: list[str]) -> str:

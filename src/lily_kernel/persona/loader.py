@@ -61,8 +61,15 @@ def list_agents(roots: PersonaRoots) -> list[str]:
             entries = list(os.scandir(root))
         except OSError:
             continue
-        names.update(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
+        names.update(e.name for e in entries if not e.name.startswith(".") and _is_dir(e))
     return sorted(names)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a link loop or a vanished entry is not an agent
+        return False
 
 
 def _read_text(path: Path) -> tuple[str, str | None]:

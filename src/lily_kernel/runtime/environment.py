@@ -8,6 +8,7 @@ from pathlib import Path
 
 from lily_kernel.commands import BUILTIN_COMMANDS
 from lily_kernel.config import CONFIG_FILE, LilyConfig, load_config
+from lily_kernel.errors import ConfigError
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
 from lily_kernel.session import ModelConfig, Session
 from lily_kernel.skills import (
@@ -29,6 +30,26 @@ from lily_kernel.tools import (
 )
 
 __all__ = ["LilyEnvironment"]
+
+
+def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
+    """The configured policy with tool names matched case-insensitively to registered
+    tools; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
+    by_lower = {name.lower(): name for name in registry.names()}
+
+    def resolve(key: str, names: list[str]) -> tuple[str, ...]:
+        found = []
+        for name in names:
+            if name.lower() not in by_lower:
+                raise ConfigError(
+                    f"key 'tools.{key}' (lily.yaml or LILY_TOOLS_{key.upper()}): unknown "
+                    f"tool '{name}'; the tools are: {', '.join(sorted(by_lower.values()))}.")
+            found.append(by_lower[name.lower()])
+        return tuple(found)
+
+    tools = config.tools
+    allow = "*" if tools.allow == "*" else resolve("allow", tools.allow)
+    return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny))
 
 
 @dataclass
@@ -55,11 +76,12 @@ class LilyEnvironment:
         workspace = workspace.resolve()
         config = load_config(workspace, environ)
         home = lily_home(config)
+        registry = registry if registry is not None else default_registry()
         return cls(
             workspace=workspace,
             config=config,
-            registry=registry if registry is not None else default_registry(),
-            policy=ToolPolicy.from_config(config.tools),
+            registry=registry,
+            policy=_checked_policy(config, registry),
             skill_roots=resolve_skill_roots(config, workspace),
             persona_roots=PersonaRoots(
                 workspace=workspace / "persona", user=home / "persona",
@@ -99,6 +121,11 @@ class LilyEnvironment:
 
     def new_session(self, session_id: str, created_at: str) -> Session:
         agent = self.config.agent
+        agents = self.list_agents()
+        if agent not in agents:  # never a silent session without its persona
+            raise ConfigError(
+                f"key 'agent' (lily.yaml or LILY_AGENT): no agent named '{agent}'; "
+                f"available: {', '.join(agents)}.")
         return Session(
             session_id=session_id,
             created_at=created_at,
