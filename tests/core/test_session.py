@@ -64,8 +64,18 @@ def test_unwritable_log_does_not_stop_the_session(workspace: Path,
                                                   environ: dict[str, str]) -> None:
     (workspace / ".lily").write_text("a file, not a folder")
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_EVENT_LOG": "1"})
-    runtime.run_command(parse_command("/skills"))  # type: ignore[arg-type]
     assert runtime.log.problem is not None and "cannot be written" in runtime.log.problem
+    notices: list[str] = []
+
+    class Sink:
+        def show(self, result: object) -> None: ...
+        def notice(self, text: str) -> None:
+            notices.append(text)
+
+    for _ in range(2):
+        asyncio.run(runtime.run_cell("/skills", Sink()))  # type: ignore[arg-type]
+    assert len(notices) == 1  # the person is told, once
+    assert notices[0].startswith("The event log is off: the event log ")
 
 
 @pytest.mark.parametrize("code", ["/skill alpha go", "/a go"])

@@ -58,6 +58,7 @@ class LilyRuntime:
     log: EventLog
     model: ChatModel | None = None  # created on the first conversational cell
     persona_told: Persona | None = None  # whose notices the person has seen
+    log_problem_told: bool = False
 
     def get_model(self) -> ChatModel:
         """The session's model; the real one (and litellm) is created on first use."""
@@ -150,6 +151,14 @@ class LilyRuntime:
 
     async def run_cell(self, code: str, sink: CellSink) -> None:
         """Run a cell; user errors raise LilyError subclasses with the exact message."""
+        try:
+            await self._run_cell(code, sink)
+        finally:
+            if self.log.problem and not self.log_problem_told:  # once, not every cell
+                sink.notice(f"The event log is off: {self.log.problem}.")
+                self.log_problem_told = True
+
+    async def _run_cell(self, code: str, sink: CellSink) -> None:
         parsed = parse_command(code)
         if parsed is None:
             await self._converse(code, None, sink)
