@@ -125,7 +125,7 @@ def test_lily_own_files_cannot_be_written(workspace: Path, environ: dict[str, st
 
     (workspace / "lily.yaml").write_text("tools:\n  deny: [write]\n")
     env = LilyEnvironment.load(workspace, environ)
-    ctx = env.tool_context()
+    ctx = env.tool_context
     policy = ToolPolicy()  # even with write allowed, these stay protected
     for path in ("lily.yaml", "skills/evil/SKILL.md", "persona/default/SOUL.md"):
         outcome = run_tool(env.registry, policy, "write", {"path": path, "content": "x"},

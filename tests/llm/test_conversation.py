@@ -268,3 +268,11 @@ def test_a_skill_loaded_in_the_same_message_narrows_the_calls_after_it(
     assert results["b"] == ("Refused: tool 'list' is not available while the active skill "
                             "narrows the tools.")
     assert results["c"] == "note text"
+
+
+def test_a_forced_skill_narrows_the_tools_from_the_first_step(runtime: LilyRuntime) -> None:
+    _, model = run(runtime, "/skill reader show my notes", reply("", call("list", "l")),
+                   reply("done"))
+    assert [t["function"]["name"] for t in model.requests[0].tools] == ["read"]
+    assert model.requests[1].messages[-1]["content"] == (
+        "Refused: tool 'list' is not available while the active skill narrows the tools.")

@@ -109,7 +109,6 @@ class LiteLLMModel:
 
     async def complete(self, request: ChatRequest, on_text: Callable[[str], None]) -> ChatResponse:
         """One call, retried on transient faults before any text has been shown."""
-        secrets = secret_values()
         attempts = self.config.retries + 1
         for attempt in range(1, attempts + 1):
             shown: list[str] = []
@@ -131,7 +130,7 @@ class LiteLLMModel:
                     await asyncio.sleep(self.config.retry_backoff * 2 ** (attempt - 1)
                                         * (1 + random.random() / 4))
                     continue
-                raise model_error(kind, str(exc), secrets, attempt) from None
+                raise model_error(kind, str(exc), secret_values(), attempt) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:

@@ -29,7 +29,6 @@ class ModelRequest:
     user_message: dict[str, Any]
     forced_skill: str | None = None
     catalog: Catalog | None = None
-    narrow_tools_to: tuple[str, ...] | None = None
 
     @property
     def system(self) -> str:
@@ -62,5 +61,4 @@ def build_model_request(
         user_message=user_message,
         forced_skill=forced_skill.name if forced_skill else None,
         catalog=catalog,
-        narrow_tools_to=forced_skill.allowed_tools if forced_skill else None,
     )

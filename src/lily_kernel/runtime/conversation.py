@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import ModelError, ModelNotConfiguredError
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall
-from lily_kernel.prompting import LOAD_SKILL, ModelRequest, build_model_request
+from lily_kernel.prompting import LOAD_SKILL, ModelRequest, build_model_request, load_skill_tool
 from lily_kernel.skills import Skill
 from lily_kernel.tools import run_tool
 
@@ -82,12 +82,16 @@ class _Conversation:
     # --- tools offered -----------------------------------------------------------
 
     def _tools(self, turn: _Turn) -> tuple[list[dict[str, Any]], list[str]]:
-        narrow = turn.loaded.allowed_tools if turn.loaded else turn.request.narrow_tools_to
-        tools = self.env.policy.model_tools(self.env.registry, narrow)
-        schemas = [t.json_schema() for t in tools]
-        if not turn.manual:
-            schemas.insert(0, turn.request.tools[0])  # load_skill stays offered, to refuse
-        return schemas, [t.name for t in tools]
+        """The tool schemas offered, and the names of the tools among them (not
+        load_skill): the request's own, until a skill the model loads narrows them."""
+        if turn.loaded is None:
+            schemas = list(turn.request.tools)
+        else:
+            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.allowed_tools)
+            # load_skill stays offered after a load, so a second one can be refused.
+            schemas = [load_skill_tool(), *(t.json_schema() for t in tools)]
+        names = [s["function"]["name"] for s in schemas]
+        return schemas, [name for name in names if name != LOAD_SKILL]
 
     # --- tool calls ----------------------------------------------------------------
 
@@ -130,7 +134,7 @@ class _Conversation:
                 self.sink.notice(f"load_skill {args.get('name')!r}: {output}")
             return output
         outcome = run_tool(self.env.registry, self.env.policy, call.name, args,
-                           self.env.tool_context(), caller="model", offered=offered)
+                           self.env.tool_context, caller="model", offered=offered)
         self.runtime.log.emit("tool_call", name=call.name, allowed=outcome.allowed, step=step,
                               arguments=args, error=outcome.detail or None)
         status = "ran" if not outcome.error else outcome.detail.rstrip(".")

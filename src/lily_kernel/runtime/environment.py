@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from lily_kernel.commands import BUILTIN_COMMANDS
@@ -101,8 +102,10 @@ class LilyEnvironment:
         """Build a snapshot from disk (raises SkillRootError for an unreadable root)."""
         return load_snapshot(self.skill_roots, self.load_rules(), self.host, version)
 
+    @cached_property
     def tool_context(self) -> ToolContext:
-        """The workspace the tools are confined to, and Lily's own files in it."""
+        """The workspace the tools are confined to, and Lily's own files in it (fixed
+        for this environment: resolved once, not on every tool call)."""
         workspace_root = next(r for r in self.skill_roots if r.source == "workspace")
         return ToolContext(
             workspace=self.workspace,

@@ -116,7 +116,7 @@ class LilyRuntime:
             session=self.session,
             registry=self.env.registry,
             policy=self.env.policy,
-            tool_context=self.env.tool_context(),
+            tool_context=self.env.tool_context,
             catalog_max_chars=self.env.config.catalog_max_chars,
             load_snapshot=self.env.load_snapshot,
             load_persona=self.env.load_persona,

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from lily_kernel.config import ToolsConfig
 from lily_kernel.errors import ToolError
 from lily_kernel.tools.registry import Tool, ToolContext, ToolRegistry
 
@@ -31,11 +30,6 @@ class ToolPolicy:
 
     allow: tuple[str, ...] | Literal["*"] = "*"
     deny: tuple[str, ...] = ()
-
-    @classmethod
-    def from_config(cls, config: ToolsConfig) -> ToolPolicy:
-        allow = config.allow if config.allow == "*" else tuple(config.allow)
-        return cls(allow=allow, deny=tuple(config.deny))
 
     def allows(self, name: str) -> bool:
         if name in self.deny:  # deny wins over everything, including "*"
