@@ -4,13 +4,15 @@
 
 Each run is a fresh interpreter that goes through the stages a Lily kernel goes
 through before its first `/skills` reply, in order, timing each (perf_counter) and
-reading its RSS growth (/proc/self/statm, so Linux only). The python3 kernel's own
-extra stages (debugpy, which `IPythonKernel` imports as it is built, and its IPython
-shell) are timed the same way, so the two kernels' budgets can be compared stage by
-stage. These are isolated, single-threaded costs: the shared app initialisation
-(sockets, threads) is in neither column, and in a running kernel python3's debugpy
-import overlaps its channel threads and costs somewhat more. Medians over --runs; a second
-pass runs Lily's stages with the cyclic garbage collector paused, to show its share.
+reading its RSS growth (/proc/self/statm, so Linux only: psutil, which the other
+benchmarks use from outside the kernel, would load modules into the measured process
+and move the figures). The python3 kernel's own extra stages (debugpy, which
+`IPythonKernel` imports as it is built, and its IPython shell) are timed the same way,
+so the two kernels' budgets can be compared stage by stage. These are isolated,
+single-threaded costs: the shared app initialisation (sockets, threads) is in neither
+column, and in a running kernel python3's debugpy import overlaps its channel threads
+and costs somewhat more. Medians over --runs; a second pass runs Lily's stages with the
+cyclic garbage collector paused, to show its share.
 This explains kernel_start.py and kernel_memory.py; it sets no target of its own.
 """
 
@@ -57,7 +59,7 @@ if sys.argv[1] == "lily":
     from lily_kernel.commands import parse_command
     from lily_kernel.kernel.output import command_bundle
     result = runtime.run_command(parse_command("/skills"))
-    bundle = command_bundle(result)
+    bundle = command_bundle(result)  # kept alive, as the kernel holds it while sending
     stage("/skills result and its three renderings")
     # Measure the real path: every generated skill loaded, the command succeeded.
     assert result.ok, result.error
