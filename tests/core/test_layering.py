@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "lily_kernel"
+PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
 CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "config.py",
         "errors.py", "events.py"]
 FORBIDDEN = ("ipykernel", "jupyter_client", "litellm", "lily_kernel.kernel", "lily_kernel.llm",
