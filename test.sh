@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Run Lily's whole test suite (the README's second command; .ci/run calls it too).
+# Needs the environment ./setup.sh made. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")"
+[ -x .venv/bin/python ] || { echo "test.sh: run ./setup.sh first" >&2; exit 2; }
+exec .venv/bin/python -m pytest "$@"
