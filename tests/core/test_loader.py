@@ -302,3 +302,12 @@ def test_over_size_reports_the_size_on_disk(tmp_path: Path) -> None:
     snap = load_snapshot((root(tmp_path),), RULES, LINUX)
     assert diagnostic(snap, "huge", DiagnosticKind.MALFORMED) == (
         "SKILL.md is 1,000,000 bytes, over the 256 KiB limit")
+
+
+def test_bundled_folders_found_in_a_source_checkout() -> None:
+    from lily_kernel.skills.roots import bundled_dir
+
+    repo = Path(__file__).resolve().parents[2]
+    assert bundled_dir("skills") == repo / "skills"
+    assert (bundled_dir("skills") / "echo" / "SKILL.md").is_file()
+    assert (bundled_dir("persona") / "default").is_dir()
