@@ -1,0 +1,96 @@
+"""Browser fixtures: one JupyterLab server on 127.0.0.1 and one headless Chromium.
+
+The server's root folder is the workspace the notebooks run in: a `skills/` folder
+whose `echo` overrides the bundled one and whose `broken` is excluded, and a saved
+notebook for Notebook 7. Without Chromium the tests skip with the reason; under CI
+(`CI` set) a missing browser is a failure instead, since CI must run them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, write_skill
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
+from tests.support.jupyter_server import JupyterProcess, start_lab
+
+ARTIFACTS = REPO / "build" / "browser"  # screenshots of every run (build/ is ignored)
+KERNEL_START_MS = 120_000
+WORKSPACE_ECHO = "Echo, the workspace's own version."
+NOTEBOOK7 = "notebook7.ipynb"
+
+
+def _empty_notebook() -> dict[str, object]:
+    return {"nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": "lily", "display_name": "Lily",
+                                        "language": "lily"}},
+            "cells": [{"id": "first", "cell_type": "code", "metadata": {}, "source": "",
+                       "outputs": [], "execution_count": None}]}
+
+
+def make_lab_root(root: Path) -> Path:
+    """The folder JupyterLab serves, which is also the notebooks' workspace."""
+    skills = root / "skills"
+    write_skill(skills, "echo", f"---\nsummary: {WORKSPACE_ECHO}\n---\n\nSay it back.\n")
+    write_skill(skills, "broken", "---\nsummary: [unclosed\n---\n\nBody.\n")
+    (root / NOTEBOOK7).write_text(json.dumps(_empty_notebook()))
+    return root
+
+
+@pytest.fixture(scope="session")
+def chromium_ready() -> None:
+    reason = chromium_missing_reason()
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the browser tests, but: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def lab_server(chromium_ready: None,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
+    base = tmp_path_factory.mktemp("lab")
+    root = make_lab_root(base / "root")
+    server = start_lab(root, base / "home", base / "jupyterlab.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_ready: None) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # launch() gives every browser a fresh temporary profile (user data dir).
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                              args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def screenshot(page: object, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))  # type: ignore[attr-defined]
+    return path
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    report = yield
+    if report.when == "call" and report.failed:
+        page = getattr(item, "funcargs", {}).get("lab_page") or \
+            getattr(item, "funcargs", {}).get("nb7_page")
+        if page is not None:
+            screenshot(page, f"failed-{item.name}")
+    return report
