@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up Lily on a fresh machine: a virtualenv in .venv with Lily (editable), its
-# kernelspec (installed into .venv by the wheel's data files) and the test tools.
+# kernelspec (installed into .venv by the wheel's data files), JupyterLab + Notebook 7
+# (the lab extra) and the test tools.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3}"
@@ -8,5 +9,5 @@ PYTHON="${PYTHON:-python3}"
   || { echo "Lily needs Python >= 3.11 (set PYTHON=...)" >&2; exit 1; }
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[test]"
+.venv/bin/python -m pip install --quiet -e ".[lab,test]"
 echo "Lily is installed in .venv (kernel: $(.venv/bin/jupyter kernelspec list | grep -c lily) 'lily' kernelspec)."

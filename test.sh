@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Run Lily's whole test suite (the README's second command; .ci/run calls it too).
 # Needs the environment ./setup.sh made. Extra arguments go to pytest.
+# The browser tests drive Debian's Chromium (never a downloaded browser): installed
+# here with apt when missing and possible; without it they skip and say why (CI fails).
 set -euo pipefail
 cd "$(dirname "$0")"
 [ -x .venv/bin/python ] || { echo "test.sh: run ./setup.sh first" >&2; exit 2; }
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "test.sh: installing Debian's chromium for the browser tests" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+    >/tmp/lily-chromium-install.log 2>&1 \
+    || { echo "test.sh: chromium could not be installed:" >&2; tail -5 /tmp/lily-chromium-install.log >&2; }
+fi
 exec .venv/bin/python -m pytest "$@"
