@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,11 @@ import pytest
 from tests.conftest import REPO, write_skill
 from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 from tests.support.jupyter_server import JupyterProcess, start_lab
+from tests.support.openai_server import OpenAIServer, Reply
 
 ARTIFACTS = REPO / "build" / "browser"  # screenshots of every run (build/ is ignored)
 KERNEL_START_MS = 120_000
+CHAT_STEP_MS = 180_000  # a model answer on a loaded 2-core machine
 WORKSPACE_ECHO = "Echo, the workspace's own version."
 NOTEBOOK7 = "notebook7.ipynb"
 
@@ -33,8 +36,38 @@ def _empty_notebook() -> dict[str, object]:
                        "outputs": [], "execution_count": None}]}
 
 
-def make_lab_root(root: Path) -> Path:
+@dataclass
+class ChatModel:
+    """What answers the browser tests' chat cells, and what to expect of it."""
+
+    server: OpenAIServer
+    question = "In one sentence: what is a Jupyter kernel?"
+    long_question = "Tell me a very long story about a lily."
+    answer = ("A Jupyter kernel is the process that runs a notebook's cells and sends "
+              "back what they produce.")
+
+    def prepare_answer(self) -> None:
+        self.server.script(Reply(text=self.answer, pieces=12, chunk_delay=0.15))
+
+    def prepare_long_answer(self) -> None:
+        self.server.script(Reply(text="A lily grew by the pond. " * 200, pieces=200,
+                                 chunk_delay=0.2))
+
+    def check_answer(self, text: str) -> None:
+        assert text == self.answer
+
+
+@pytest.fixture(scope="session")
+def chat_model() -> Iterator[ChatModel]:
+    with OpenAIServer() as server:
+        yield ChatModel(server)
+
+
+def make_lab_root(root: Path, chat: ChatModel) -> Path:
     """The folder JupyterLab serves, which is also the notebooks' workspace."""
+    root.mkdir(parents=True)
+    (root / "lily.yaml").write_text(
+        f"model: openai/browser-test\napi_base: {chat.server.base_url}\n")
     skills = root / "skills"
     write_skill(skills, "echo", f"---\nsummary: {WORKSPACE_ECHO}\n---\n\nSay it back.\n")
     write_skill(skills, "broken", "---\nsummary: [unclosed\n---\n\nBody.\n")
@@ -53,11 +86,12 @@ def chromium_ready() -> None:
 
 
 @pytest.fixture(scope="session")
-def lab_server(chromium_ready: None,
+def lab_server(chromium_ready: None, chat_model: ChatModel,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
     base = tmp_path_factory.mktemp("lab")
-    root = make_lab_root(base / "root")
-    server = start_lab(root, base / "home", base / "jupyterlab.log")
+    root = make_lab_root(base / "root", chat_model)
+    server = start_lab(root, base / "home", base / "jupyterlab.log",
+                       OPENAI_API_KEY="sk-browser-test")
     try:
         yield server
     finally:

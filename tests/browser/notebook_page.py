@@ -66,3 +66,25 @@ class NotebookPage:
     @staticmethod
     def outputs(cell: Locator) -> Locator:
         return cell.locator(".jp-OutputArea-output")
+
+    def wait_streaming(self, cell: Locator, timeout: float = STEP_MS) -> dict[str, object]:
+        """Wait until `cell` is still running (`[*]:`) yet already shows part of a Markdown
+        answer; return {"count": outputs then, "text": the answer so far}."""
+        handle = cell.element_handle(timeout=timeout)
+        result = self.page.wait_for_function(_STREAMING_JS, arg=handle, timeout=timeout)
+        value: dict[str, object] = result.json_value()
+        return value
+
+    def stop(self) -> None:
+        """Press the toolbar's stop button (interrupt the kernel)."""
+        self.panel.locator('.jp-Toolbar-item[data-jp-item-name="interrupt"] jp-button').click()
+
+
+_STREAMING_JS = """cell => {
+  const prompt = cell.querySelector('.jp-InputPrompt').textContent.trim();
+  const answers = cell.querySelectorAll(
+    '.jp-OutputArea-output[data-mime-type="text/markdown"]');
+  const text = answers.length ? answers[answers.length - 1].innerText.trim() : '';
+  if (prompt !== '[*]:' || !text) return false;
+  return {count: cell.querySelectorAll('.jp-OutputArea-output').length, text};
+}"""

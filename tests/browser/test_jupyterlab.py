@@ -12,7 +12,13 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.browser.conftest import KERNEL_START_MS, WORKSPACE_ECHO, screenshot
+from tests.browser.conftest import (
+    CHAT_STEP_MS,
+    KERNEL_START_MS,
+    WORKSPACE_ECHO,
+    ChatModel,
+    screenshot,
+)
 from tests.browser.notebook_page import STEP_MS, NotebookPage
 from tests.browser.skills_view import expect_skills_rendered
 from tests.conftest import REPO
@@ -105,3 +111,35 @@ def test_an_unknown_command_shows_its_error(notebook: NotebookPage) -> None:
     # the kernel answered and is ready for the next cell
     after = notebook.run("/help")
     expect(notebook.outputs(after).locator("h4").first).to_be_visible()
+
+
+def test_a_chat_cell_is_answered_streamed_in_place(lab_page: Page, notebook: NotebookPage,
+                                                   chat_model: ChatModel) -> None:
+    chat_model.prepare_answer()
+    cell = notebook.submit(chat_model.question)
+    partial = notebook.wait_streaming(cell, CHAT_STEP_MS)
+    notebook.wait_done(cell, CHAT_STEP_MS)
+    outputs = notebook.outputs(cell)
+    expect(outputs).to_have_count(int(partial["count"]))  # updated in place, not appended
+    answer = outputs.last
+    expect(answer).to_have_attribute("data-mime-type", "text/markdown")
+    final = answer.inner_text().strip()
+    assert len(final) > len(str(partial["text"])), (partial, final)
+    chat_model.check_answer(final)
+    answer.scroll_into_view_if_needed()
+    screenshot(lab_page, "jupyterlab-answer")
+
+
+def test_the_stop_button_ends_a_long_answer(notebook: NotebookPage,
+                                            chat_model: ChatModel) -> None:
+    chat_model.prepare_long_answer()
+    cell = notebook.submit(chat_model.long_question)
+    notebook.wait_streaming(cell, CHAT_STEP_MS)
+    notebook.stop()
+    notebook.wait_done(cell)
+    error = notebook.outputs(cell).and_(
+        notebook.page.locator('[data-mime-type="application/vnd.jupyter.stderr"]'))
+    expect(error).to_contain_text("KeyboardInterrupt")
+    expect(notebook.page.locator("#jp-main-statusbar")).to_contain_text("Lily | Idle")
+    after = notebook.run("/skills")
+    expect(notebook.outputs(after).locator("h4")).to_contain_text("Skills: 3 available")
