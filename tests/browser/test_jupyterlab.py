@@ -1,7 +1,8 @@
 """Lily in JupyterLab, in headless Chromium: launcher, kernel state, commands, completion.
 
 The tests run in file order on one page: the Launcher first, then one notebook made
-from the Lily card, whose cells the later tests add to.
+from the Lily card, whose cells the later tests add to (the answer right below the
+`/skills` table makes the screenshot the README shows).
 """
 
 from __future__ import annotations
@@ -77,6 +78,23 @@ def test_skills_renders_a_table_and_a_collapsed_excluded_section(notebook: Noteb
     expect_skills_rendered(outputs)
 
 
+def test_a_chat_cell_is_answered_streamed_in_place(lab_page: Page, notebook: NotebookPage,
+                                                   chat_model: ChatModel) -> None:
+    chat_model.prepare_answer()
+    cell = notebook.submit(chat_model.question)
+    partial = notebook.wait_streaming(cell, CHAT_STEP_MS)
+    notebook.wait_done(cell, CHAT_STEP_MS)
+    outputs = notebook.outputs(cell)
+    expect(outputs).to_have_count(int(partial["count"]))  # updated in place, not appended
+    answer = outputs.last
+    expect(answer).to_have_attribute("data-mime-type", "text/markdown")
+    final = answer.inner_text().strip()
+    assert len(final) > len(str(partial["text"])), (partial, final)
+    chat_model.check_answer(final)
+    answer.scroll_into_view_if_needed()
+    screenshot(lab_page, "jupyterlab-answer")
+
+
 def test_tab_completes_sk_to_skills_and_skill(lab_page: Page, notebook: NotebookPage) -> None:
     notebook.edit_last_cell("/sk")
     lab_page.keyboard.press("Tab")
@@ -111,23 +129,6 @@ def test_an_unknown_command_shows_its_error(notebook: NotebookPage) -> None:
     # the kernel answered and is ready for the next cell
     after = notebook.run("/help")
     expect(notebook.outputs(after).locator("h4").first).to_be_visible()
-
-
-def test_a_chat_cell_is_answered_streamed_in_place(lab_page: Page, notebook: NotebookPage,
-                                                   chat_model: ChatModel) -> None:
-    chat_model.prepare_answer()
-    cell = notebook.submit(chat_model.question)
-    partial = notebook.wait_streaming(cell, CHAT_STEP_MS)
-    notebook.wait_done(cell, CHAT_STEP_MS)
-    outputs = notebook.outputs(cell)
-    expect(outputs).to_have_count(int(partial["count"]))  # updated in place, not appended
-    answer = outputs.last
-    expect(answer).to_have_attribute("data-mime-type", "text/markdown")
-    final = answer.inner_text().strip()
-    assert len(final) > len(str(partial["text"])), (partial, final)
-    chat_model.check_answer(final)
-    answer.scroll_into_view_if_needed()
-    screenshot(lab_page, "jupyterlab-answer")
 
 
 def test_the_stop_button_ends_a_long_answer(notebook: NotebookPage,
