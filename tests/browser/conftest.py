@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, Route
 
+from tests.browser.notebook_page import STEP_MS
 from tests.conftest import REPO, write_skill
 from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 from tests.support.jupyter_server import JupyterProcess, start_lab
@@ -99,7 +102,7 @@ def lab_server(chromium_ready: None, chat_model: ChatModel,
 
 
 @pytest.fixture(scope="session")
-def browser(chromium_ready: None) -> Iterator[object]:
+def browser(chromium_ready: None) -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -112,19 +115,46 @@ def browser(chromium_ready: None) -> Iterator[object]:
             chromium.close()
 
 
-def screenshot(page: object, name: str) -> Path:
+class GuardedPage:
+    """A page in its own browser context whose requests may only go to 127.0.0.1: any
+    other is aborted and recorded in `blocked` (the fixtures assert it stays empty)."""
+
+    def __init__(self, browser: Browser, url: str) -> None:
+        self.blocked: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 800})
+        self.context.route(_NOT_LOOPBACK, self._refuse)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(STEP_MS)
+        self.page.goto(url)
+
+    def _refuse(self, route: Route) -> None:
+        self.blocked.append(route.request.url)
+        route.abort()
+
+    def close(self, screenshot_name: str) -> None:
+        screenshot(self.page, screenshot_name)  # the state after the run
+        self.context.close()
+        assert self.blocked == [], f"the page tried to leave 127.0.0.1: {self.blocked}"
+
+
+_NOT_LOOPBACK = re.compile(r"^(?!(https?|wss?)://127\.0\.0\.1[:/])(https?|wss?)://")
+
+
+def screenshot(page: Page, name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path))  # type: ignore[attr-defined]
+    page.screenshot(path=str(path))
     return path
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.when == "call" and report.failed:
-        page = getattr(item, "funcargs", {}).get("lab_page") or \
-            getattr(item, "funcargs", {}).get("nb7_page")
+        funcargs = getattr(item, "funcargs", {})
+        page = funcargs.get("lab_page") or funcargs.get("nb7_page")
         if page is not None:
             screenshot(page, f"failed-{item.name}")
     return report

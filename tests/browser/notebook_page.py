@@ -7,13 +7,22 @@ execution count, on an element; never a sleep.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from playwright.sync_api import Locator, Page, expect
 
-__all__ = ["STEP_MS", "NotebookPage"]
+__all__ = ["STEP_MS", "NotebookPage", "Streaming"]
 
 STEP_MS = 60_000  # one step on a loaded 2-core machine; generous, still bounded
 EXECUTED = re.compile(r"\[\d+\]:")
+
+
+@dataclass(frozen=True)
+class Streaming:
+    """A cell seen mid-answer: its number of outputs and the answer's text so far."""
+
+    count: int
+    text: str
 
 
 class NotebookPage:
@@ -67,13 +76,13 @@ class NotebookPage:
     def outputs(cell: Locator) -> Locator:
         return cell.locator(".jp-OutputArea-output")
 
-    def wait_streaming(self, cell: Locator, timeout: float = STEP_MS) -> dict[str, object]:
+    def wait_streaming(self, cell: Locator, timeout: float = STEP_MS) -> Streaming:
         """Wait until `cell` is still running (`[*]:`) yet already shows part of a Markdown
-        answer; return {"count": outputs then, "text": the answer so far}."""
+        answer; return how many outputs it had then and the answer so far."""
         handle = cell.element_handle(timeout=timeout)
         result = self.page.wait_for_function(_STREAMING_JS, arg=handle, timeout=timeout)
-        value: dict[str, object] = result.json_value()
-        return value
+        value = result.json_value()
+        return Streaming(int(value["count"]), str(value["text"]))
 
     def stop(self) -> None:
         """Press the toolbar's stop button (interrupt the kernel)."""

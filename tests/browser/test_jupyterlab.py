@@ -18,9 +18,10 @@ from tests.browser.conftest import (
     KERNEL_START_MS,
     WORKSPACE_ECHO,
     ChatModel,
+    GuardedPage,
     screenshot,
 )
-from tests.browser.notebook_page import STEP_MS, NotebookPage
+from tests.browser.notebook_page import NotebookPage
 from tests.browser.skills_view import expect_skills_rendered
 from tests.conftest import REPO
 from tests.support.jupyter_server import JupyterProcess
@@ -32,14 +33,11 @@ def lily_card(page: Page) -> Locator:
 
 @pytest.fixture(scope="module")
 def lab_page(browser: Browser, lab_server: JupyterProcess) -> Iterator[Page]:
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.set_default_timeout(STEP_MS)
-    page.goto(f"{lab_server.url}/lab?token={lab_server.token}")
+    guarded = GuardedPage(browser, f"{lab_server.url}/lab?token={lab_server.token}")
     try:
-        yield page
+        yield guarded.page
     finally:
-        screenshot(page, "jupyterlab")  # the state after the run
-        page.close()
+        guarded.close("jupyterlab")
 
 
 @pytest.fixture(scope="module")
@@ -85,11 +83,11 @@ def test_a_chat_cell_is_answered_streamed_in_place(lab_page: Page, notebook: Not
     partial = notebook.wait_streaming(cell, CHAT_STEP_MS)
     notebook.wait_done(cell, CHAT_STEP_MS)
     outputs = notebook.outputs(cell)
-    expect(outputs).to_have_count(int(partial["count"]))  # updated in place, not appended
+    expect(outputs).to_have_count(partial.count)  # updated in place, not appended
     answer = outputs.last
     expect(answer).to_have_attribute("data-mime-type", "text/markdown")
     final = answer.inner_text().strip()
-    assert len(final) > len(str(partial["text"])), (partial, final)
+    assert len(final) > len(partial.text), (partial, final)
     chat_model.check_answer(final)
     answer.scroll_into_view_if_needed()
     screenshot(lab_page, "jupyterlab-answer")

@@ -8,22 +8,20 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import KERNEL_START_MS, NOTEBOOK7, screenshot
-from tests.browser.notebook_page import STEP_MS, NotebookPage
+from tests.browser.conftest import KERNEL_START_MS, NOTEBOOK7, GuardedPage
+from tests.browser.notebook_page import NotebookPage
 from tests.browser.skills_view import expect_skills_rendered
 from tests.support.jupyter_server import JupyterProcess
 
 
 @pytest.fixture(scope="module")
 def nb7_page(browser: Browser, lab_server: JupyterProcess) -> Iterator[Page]:
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.set_default_timeout(STEP_MS)
-    page.goto(f"{lab_server.url}/notebooks/{NOTEBOOK7}?token={lab_server.token}")
+    url = f"{lab_server.url}/notebooks/{NOTEBOOK7}?token={lab_server.token}"
+    guarded = GuardedPage(browser, url)
     try:
-        yield page
+        yield guarded.page
     finally:
-        screenshot(page, "notebook7")
-        page.close()
+        guarded.close("notebook7")
 
 
 def test_notebook7_renders_skills_like_jupyterlab(nb7_page: Page) -> None:

@@ -11,7 +11,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import websocket
 
@@ -45,7 +45,7 @@ class KernelSocket:
         self.ws = websocket.create_connection(
             ws_url, header=[f"Authorization: token {token}"], timeout=timeout)
 
-    def __enter__(self) -> KernelSocket:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
