@@ -101,8 +101,10 @@ def lab_server(chromium_ready: None, chat_model: ChatModel,
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_ready: None) -> Iterator[Browser]:
+    """Per module: Playwright's sync API keeps an asyncio loop running in this thread
+    while it is open, which would break later tests that call asyncio.run()."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
