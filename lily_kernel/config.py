@@ -17,9 +17,25 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lily_kernel.errors import ConfigError
 
-__all__ = ["CONFIG_FILE", "LilyConfig", "ToolsConfig", "load_config"]
+__all__ = [
+    "CONFIG_FILE",
+    "EMBEDDED_MODEL",
+    "LOCAL_MODEL",
+    "LilyConfig",
+    "ToolsConfig",
+    "is_local_model",
+    "load_config",
+]
 
 CONFIG_FILE = "lily.yaml"
+# `model: local` is the embedded model (the `local` extra); `model: local/<file.gguf>`
+# runs any GGUF file in-process. Every other name is a litellm model name.
+LOCAL_MODEL = "local"
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+
+
+def is_local_model(name: str | None) -> bool:
+    return name is not None and (name == LOCAL_MODEL or name.startswith(LOCAL_MODEL + "/"))
 
 _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -59,6 +75,10 @@ class LilyConfig(BaseModel):
     stream: bool = True
     max_steps: int = Field(8, ge=1, le=100)
     catalog_max_chars: int = Field(30_000, gt=0)
+    # Tokens the model reads at most (None: the model's own, where known).
+    context_window: int | None = Field(None, ge=256)
+    # A one-line footer under each answer: model, tokens, share of the window, cost.
+    footer: bool = True
 
     @field_validator("model", "api_base")
     @classmethod

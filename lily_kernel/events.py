@@ -19,6 +19,7 @@ EventKind = Literal[
     "skill_warning",
     "command",
     "model_call",
+    "skill_selection",
     "tool_call",
 ]
 EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]

@@ -21,8 +21,10 @@ from lily_kernel.commands.results import (
     Table,
     Text,
 )
+from lily_kernel.config import EMBEDDED_MODEL, LOCAL_MODEL
 from lily_kernel.errors import CommandError, SkillRootError
 from lily_kernel.prompting import build_model_request
+from lily_kernel.session import ModelConfig
 from lily_kernel.skills import Skill, SkillSnapshot, diff_snapshots
 from lily_kernel.tools import run_tool
 
@@ -254,10 +256,27 @@ def _help(ctx: CommandContext, argument: str) -> CommandOutcome:
     ]
     blocks: list[Block] = [
         Table(("command", "what it does"), tuple(commands)),
+        Text(_model_line(ctx.session.model_config)),
         Text("Any other cell is a message to the model. Tool policy:"),
         *_policy_blocks(ctx),
     ]
     return CommandOutcome(CommandResult("help", "Lily commands", tuple(blocks)))
+
+
+def _model_line(model: ModelConfig) -> str:
+    """Which model answers chat cells, and what that means for tools."""
+    if model.model is None:
+        return ("Model: none configured, and the embedded local model is not installed "
+                "(set LILY_MODEL, or install the local model: see docs/local-model.md).")
+    if not model.is_local:
+        return f"Model: {model.model} (through litellm)."
+    which = (f"Model: {model.model}, the embedded {EMBEDDED_MODEL}, run in-process by llama.cpp"
+             if model.model == LOCAL_MODEL else
+             f"Model: {model.model}, run in-process by llama.cpp")
+    if model.embedded_default:
+        which += " (no model is configured; set LILY_MODEL for a real one)"
+    return (which + ". It cannot call tools: it names a skill by a structured declaration, "
+            "and no other tool is offered to it.")
 
 
 # --- /agent ------------------------------------------------------------------------

@@ -45,9 +45,15 @@ def command_bundle(result: CommandResult) -> dict[str, str]:
     }
 
 
-def markdown_bundle(markdown: str) -> dict[str, str]:
-    """A model reply: Markdown rendered by the notebook, the same text for consoles."""
-    return {"text/markdown": markdown, "text/plain": markdown}
+def markdown_bundle(markdown: str, footer: str | None = None) -> dict[str, str]:
+    """A model reply: Markdown rendered by the notebook, the same text for consoles;
+    the footer as a small line under it."""
+    if footer is None:
+        return {"text/markdown": markdown, "text/plain": markdown}
+    return {
+        "text/markdown": f"{markdown}\n\n<sub>{escape(footer)}</sub>",
+        "text/plain": f"{markdown}\n\n-- {footer}",
+    }
 
 
 def notice_bundle(text: str) -> dict[str, str]:
@@ -75,8 +81,8 @@ class KernelSink:
     def stream(self, markdown: str) -> None:
         self._update_or_create(markdown)
 
-    def reply(self, markdown: str) -> None:
-        self._update_or_create(markdown)
+    def reply(self, markdown: str, footer: str | None = None) -> None:
+        self._update_or_create(markdown, footer)
 
     def notice(self, text: str) -> None:
         self._display(notice_bundle(text))
@@ -84,8 +90,8 @@ class KernelSink:
     def _display(self, data: dict[str, str], transient: dict[str, str] | None = None) -> None:
         self._send("display_data", {"data": data, "metadata": {}, "transient": transient or {}})
 
-    def _update_or_create(self, markdown: str) -> None:
-        data = markdown_bundle(markdown)
+    def _update_or_create(self, markdown: str, footer: str | None = None) -> None:
+        data = markdown_bundle(markdown, footer)
         if self._display_id is None:
             self._display_id = f"lily-{uuid.uuid4().hex}"
             self._display(data, {"display_id": self._display_id})

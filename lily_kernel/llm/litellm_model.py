@@ -8,6 +8,7 @@ neither fetches its price list over the network nor loads `.env` files.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -106,6 +107,20 @@ class LiteLLMModel:
         self.name = config.model
         self.config = config
         self._litellm = litellm or import_litellm()
+        info = self._model_info()
+        # What litellm knows of the model; one it does not know is taken to call tools
+        # (OpenAI-compatible servers mostly do) and to have no known window.
+        self.supports_tools = bool(info.get("supports_function_calling", True)) if info else True
+        window = info.get("max_input_tokens") if info else None
+        self.context_window: int | None = config.context_window or (
+            window if isinstance(window, int) and window > 0 else None)
+
+    def _model_info(self) -> dict[str, Any]:
+        try:
+            info = self._litellm.get_model_info(self.config.model)
+        except Exception:  # noqa: BLE001 - litellm raises several kinds for "unknown"
+            return {}
+        return dict(info) if info else {}
 
     async def complete(self, request: ChatRequest, on_text: Callable[[str], None]) -> ChatResponse:
         """One call, retried on transient faults before any text has been shown."""
@@ -143,20 +158,28 @@ class LiteLLMModel:
         }
         if request.tools:
             kwargs["tools"] = request.tools
+        if request.json_schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "declaration", "schema": request.json_schema},
+            }
         if self.config.stream:
             kwargs["stream_options"] = {"include_usage": True}
         for key in ("api_base", "temperature", "max_tokens"):
             value = getattr(self.config, key)
             if value is not None:
                 kwargs[key] = value
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
         return kwargs
 
     async def _call(self, request: ChatRequest, on_text: Callable[[str], None]) -> ChatResponse:
         litellm = self._litellm
         response = await litellm.acompletion(**self._kwargs(request))
         if not self.config.stream:
-            return _to_response(response, getattr(response.choices[0], "finish_reason", None)
-                                if response.choices else None)
+            return self._priced(_to_response(
+                response, getattr(response.choices[0], "finish_reason", None)
+                if response.choices else None), response)
         chunks = []
         async for chunk in response:
             chunks.append(chunk)
@@ -168,7 +191,16 @@ class LiteLLMModel:
         if received is None:
             raise IncompleteStreamError("the stream ended before the answer was finished")
         built = litellm.stream_chunk_builder(chunks, messages=request.messages)
-        return _to_response(built, received)
+        return self._priced(_to_response(built, received), built)
+
+    def _priced(self, result: ChatResponse, raw: Any) -> ChatResponse:
+        """The response with its cost, where litellm knows the model's prices."""
+        try:
+            cost = float(self._litellm.completion_cost(completion_response=raw,
+                                                       model=self.config.model))
+        except Exception:  # noqa: BLE001 - no price known for this model
+            return result
+        return dataclasses.replace(result, cost=cost)
 
 
 def _to_response(response: Any, finish_reason: str | None) -> ChatResponse:

@@ -8,8 +8,9 @@ from functools import cached_property
 from pathlib import Path
 
 from lily_kernel.commands import BUILTIN_COMMANDS
-from lily_kernel.config import CONFIG_FILE, LilyConfig, load_config
+from lily_kernel.config import CONFIG_FILE, LOCAL_MODEL, LilyConfig, load_config
 from lily_kernel.errors import ConfigError
+from lily_kernel.llm.local_files import find_embedded_model
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
 from lily_kernel.session import ModelConfig, Session
 from lily_kernel.skills import (
@@ -135,5 +136,6 @@ class LilyEnvironment:
             active_agent=agent,
             persona=self.load_persona(agent),
             skill_snapshot=self.load_snapshot(1),
-            model_config=ModelConfig.from_config(self.config),
+            model_config=ModelConfig.from_config(
+                self.config, embedded=LOCAL_MODEL if find_embedded_model() else None),
         )

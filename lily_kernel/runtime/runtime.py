@@ -29,7 +29,7 @@ from lily_kernel.persona import Persona
 from lily_kernel.prompting import ModelRequest
 from lily_kernel.runtime.environment import LilyEnvironment
 from lily_kernel.session import Session
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import SkillSnapshot, lily_home
 from lily_kernel.tools import ToolRegistry
 
 __all__ = ["CellSink", "LilyRuntime"]
@@ -43,8 +43,8 @@ class CellSink(Protocol):
     def stream(self, markdown: str) -> None:
         """The reply so far, while it streams."""
 
-    def reply(self, markdown: str) -> None:
-        """The finished reply."""
+    def reply(self, markdown: str, footer: str | None = None) -> None:
+        """The finished reply, and a quiet one-line footer under it (None: none)."""
 
     def notice(self, text: str) -> None: ...
 
@@ -59,13 +59,27 @@ class LilyRuntime:
     model: ChatModel | None = None  # created on the first conversational cell
     persona_told: Persona | None = None  # whose notices the person has seen
     log_problem_told: bool = False
+    model_told: bool = False  # the person was told the embedded model answers
+    _model_loading: asyncio.Future[ChatModel] | None = None
 
-    def get_model(self) -> ChatModel:
-        """The session's model; the real one (and litellm) is created on first use."""
-        if self.model is None:
+    async def load_model(self) -> ChatModel:
+        """The session's model, created (litellm imported, or a local model loaded) on
+        first use, in a worker thread: the event loop, and so the stop button, stay
+        free. An interrupted cell stops waiting; the load goes on for the next cell."""
+        if self.model is not None:
+            return self.model
+        if self._model_loading is None:
             from lily_kernel.llm import create_model
 
-            self.model = create_model(self.session.model_config)
+            cache = lily_home(self.env.config) / "cache" / "local-model"
+            self._model_loading = asyncio.ensure_future(
+                asyncio.to_thread(create_model, self.session.model_config, cache))
+        loading = self._model_loading
+        try:
+            self.model = await asyncio.shield(loading)
+        finally:
+            if loading.done() and (loading.cancelled() or loading.exception() is not None):
+                self._model_loading = None  # failed: the next cell tries again
         return self.model
 
     @classmethod

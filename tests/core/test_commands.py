@@ -26,7 +26,7 @@ class Recorder:
     def stream(self, markdown: str) -> None:
         raise AssertionError("commands do not stream")
 
-    def reply(self, markdown: str) -> None:
+    def reply(self, markdown: str, footer: str | None = None) -> None:
         raise AssertionError("commands do not reply")
 
     def notice(self, text: str) -> None:
@@ -95,7 +95,7 @@ def test_excluded_skill_says_why(runtime: LilyRuntime) -> None:
 
 
 def test_non_command_cells_go_to_the_model_path(runtime: LilyRuntime) -> None:
-    with pytest.raises(ModelNotConfiguredError, match="no model configured. Set LILY_MODEL"):
+    with pytest.raises(ModelNotConfiguredError, match=r"no model configured(.|\n)*install the local model(.|\n)*set LILY_MODEL"):
         run(runtime, "  hello /skills")
 
 

@@ -22,6 +22,7 @@ class Sink:
     def __init__(self) -> None:
         self.streamed: list[str] = []
         self.replies: list[str] = []
+        self.footers: list[str | None] = []
         self.notices: list[str] = []
         self.shown: list[CommandResult] = []
 
@@ -31,8 +32,9 @@ class Sink:
     def stream(self, markdown: str) -> None:
         self.streamed.append(markdown)
 
-    def reply(self, markdown: str) -> None:
+    def reply(self, markdown: str, footer: str | None = None) -> None:
         self.replies.append(markdown)
+        self.footers.append(footer)
 
     def notice(self, text: str) -> None:
         self.notices.append(text)
@@ -211,7 +213,7 @@ def test_no_model_configured(workspace: Path, environ: dict[str, str]) -> None:
     runtime = LilyRuntime.start(workspace, environ)
     with pytest.raises(ModelNotConfiguredError) as err:
         asyncio.run(runtime.run_cell("hello", Sink()))
-    assert "Set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
+    assert "set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
     assert runtime.model is None
 
 

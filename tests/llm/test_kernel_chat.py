@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import skill_text, write_skill
-from tests.kernel.conftest import LilyProcess, lily_kernel
+from tests.kernel.conftest import WITHOUT_LOCAL_MODEL, LilyProcess, lily_kernel
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
 SECRET = "sk-kernel-test-SECRET-0987654321"
@@ -39,11 +39,14 @@ def all_text(execution: object) -> str:
 def test_no_model_configured_is_a_clear_error_and_commands_still_work(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    with lily_kernel(workspace, tmp_path / "home") as kernel:
+    with lily_kernel(workspace, tmp_path / "home", **WITHOUT_LOCAL_MODEL) as kernel:
         chat = kernel.execute("What can you do?")
         assert chat.status == "error"
         assert chat.reply["ename"] == "ModelNotConfiguredError"
-        assert chat.reply["evalue"].startswith("Error: no model configured. Set LILY_MODEL")
+        first, *rest = chat.reply["evalue"].split("\n")
+        assert first == "Error: no model configured, and the embedded local model is not installed."
+        assert "pip install 'lily-kernel[local]'" in chat.reply["evalue"]
+        assert "set LILY_MODEL" in chat.reply["evalue"]
         assert chat.reply["traceback"] == [chat.reply["evalue"]]
         assert kernel.execute("/skills").status == "ok"
 
