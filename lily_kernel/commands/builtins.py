@@ -23,7 +23,7 @@ from lily_kernel.commands.results import (
 )
 from lily_kernel.errors import CommandError, SkillRootError
 from lily_kernel.prompting import build_model_request
-from lily_kernel.skills import Skill, SkillSnapshot, diff_snapshots
+from lily_kernel.skills import Eligibility, Skill, SkillSnapshot, diff_snapshots, shown_fields
 from lily_kernel.tools import run_tool
 
 __all__ = [
@@ -204,39 +204,49 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
     ]
 
 
-def describe_skill(skill: Skill) -> tuple[Block, ...]:
-    """Everything the snapshot knows of a skill, for `/help <skill>` and inspection."""
-    elig = skill.eligibility
+def _conditions(elig: Eligibility) -> str:
     conditions = [
         f"os: {', '.join(elig.os)}" if elig.os else "",
         f"env: {', '.join(elig.env)}" if elig.env else "",
         f"binaries: {', '.join(elig.binaries)}" if elig.binaries else "",
         f"one of: {', '.join(elig.any_binaries)}" if elig.any_binaries else "",
     ]
-    items: list[tuple[str, str]] = [
-        ("summary", skill.summary or "(none)"),
-        ("mode", skill.invocation_mode),
-        ("alias", f"/{skill.command}" if skill.command else "(none)"),
-    ]
-    if skill.command_tool:
-        items.append(("command tool", skill.command_tool))
-    items += [
-        ("required tools", ", ".join(skill.requires_tools) or "(none)"),
-        ("eligibility", "; ".join(c for c in conditions if c) or "(no conditions)"),
-        ("model invocation", "hidden from the model" if skill.disable_model_invocation
-         else "listed in the model's catalog"),
-        ("source", skill.source),
-        ("path", skill.path),
-    ]
-    standard = [
-        ("name (frontmatter)", skill.declared_name),
-        ("description", skill.description),
-        ("allowed-tools", " ".join(skill.allowed_tools) if skill.allowed_tools is not None else None),
-        ("license", skill.license),
-        ("compatibility", skill.compatibility),
-        ("metadata", _json(skill.metadata) if skill.metadata is not None else None),
-    ]
-    items += [(k, v) for k, v in standard if v is not None]
+    return "; ".join(c for c in conditions if c) or "(no conditions)"
+
+
+def _shown_value(skill: Skill, attr: str) -> str | None:
+    """A frontmatter field as `/help` shows it; None: not shown. The snapshot's derived
+    value is used where the skill has one (one-line summary, merged eligibility, the
+    alias left after collisions, parsed allowed-tools)."""
+    value = getattr(skill, attr) if attr in _DERIVED else getattr(skill.front, attr)
+    if attr == "command":
+        return f"/{value}" if value else "(none)"
+    if attr == "eligibility":
+        return _conditions(value)
+    if attr == "disable_model_invocation":
+        return "hidden from the model" if value else "listed in the model's catalog"
+    if attr == "allowed_tools":
+        return " ".join(value) if value is not None else None
+    if value is None:
+        return "(none)" if attr == "summary" else None
+    if isinstance(value, tuple):
+        return ", ".join(value) or "(none)"
+    if isinstance(value, dict):
+        return _json(value)
+    return str(value) or ("(none)" if attr == "summary" else "")
+
+
+_DERIVED = frozenset({"summary", "command", "eligibility", "allowed_tools"})
+
+
+def describe_skill(skill: Skill) -> tuple[Block, ...]:
+    """Everything the snapshot knows of a skill, for `/help <skill>` and inspection: the
+    frontmatter fields in their described order, the location, then unused keys."""
+    def rows(group: str) -> list[tuple[str, str]]:
+        found = ((f.label, _shown_value(skill, f.attr)) for f in shown_fields(group))
+        return [(label, value) for label, value in found if value is not None]
+
+    items = rows("lily") + [("source", skill.source), ("path", skill.path)] + rows("standard")
     items += [(f"{key} (not used by Lily)", _json(value)) for key, value in sorted(skill.extra.items())]
     return (Fields(tuple(items)),)
 

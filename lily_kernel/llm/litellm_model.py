@@ -17,7 +17,7 @@ from typing import Any
 from lily_kernel.errors import ModelError
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.faults import TRANSIENT_KINDS, model_error, secret_values
-from lily_kernel.session import ModelConfig
+from lily_kernel.config import ModelConfig
 
 __all__ = ["IncompleteStreamError", "LiteLLMModel", "import_litellm"]
 

@@ -11,7 +11,7 @@ from lily_kernel.commands import BUILTIN_COMMANDS
 from lily_kernel.config import CONFIG_FILE, LilyConfig, load_config
 from lily_kernel.errors import ConfigError
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
-from lily_kernel.session import ModelConfig, Session
+from lily_kernel.session import Session
 from lily_kernel.skills import (
     Host,
     LoadRules,
@@ -135,5 +135,5 @@ class LilyEnvironment:
             active_agent=agent,
             persona=self.load_persona(agent),
             skill_snapshot=self.load_snapshot(1),
-            model_config=ModelConfig.from_config(self.config),
+            model_config=self.config.llm,
         )

@@ -13,10 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from lily_kernel.errors import ToolError
 from lily_kernel.tools.registry import Tool, ToolContext, ToolRegistry
+from lily_kernel.validation import ShapeError
 
 __all__ = ["Caller", "ToolOutcome", "ToolPolicy", "allowed_tool_names", "run_tool"]
 
@@ -104,12 +103,9 @@ def run_tool(
         return ToolOutcome(name, allowed=False, output=f"Refused: {refusal}.", error=True,
                            detail=f"refused: {refusal}.")
     try:
-        args = tool.args_model.model_validate(arguments)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-        )
-        detail = f"bad arguments: {problems}."
+        args = tool.parse_arguments(arguments)
+    except ShapeError as exc:
+        detail = f"bad arguments: {exc.key}: {exc.problem}."
         return ToolOutcome(name, allowed=True, output=f"Error: {detail}", error=True,
                            detail=detail)
     try:

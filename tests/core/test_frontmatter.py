@@ -71,3 +71,28 @@ def test_allowed_tools_forms() -> None:
 def test_empty_frontmatter_and_body_only() -> None:
     doc = parse_skill_document(b"---\n---\nJust a body.\n")
     assert doc.frontmatter.summary is None and doc.body == "Just a body.\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("summary: 3", "key 'summary' has the wrong type: expected a string (got int)"),
+    ("requires_tools: [read, 2]",
+     "key 'requires_tools.1' has the wrong type: expected a string (got int)"),
+    ("allowed-tools: {a: 1}", "key 'allowed-tools' has the wrong type: expected a string or a "
+     "list of strings (got dict)"),
+    ("disable-model-invocation: 'yes'",
+     "key 'disable-model-invocation' has the wrong type: expected true or false (got str)"),
+    ("eligibility: {oss: [linux]}", "key 'eligibility.oss' is not a known key"),
+    ("metadata: {openclaw: {requires: {bins: x}}}",
+     "key 'metadata.openclaw.requires.bins' has the wrong type: expected a list of strings "
+     "(got str)"),
+])
+def test_type_problems_name_the_key_and_the_types(text: str, message: str) -> None:
+    with pytest.raises(SkillFormatError) as err:
+        parse_skill_document(f"---\n{text}\n---\n".encode())
+    assert str(err.value) == message
+
+
+def test_unknown_keys_are_kept_and_known_ones_typed() -> None:
+    doc = parse_skill_document(b"---\nrequires_tools: [read]\nx-custom: 1\n---\n")
+    assert doc.frontmatter.requires_tools == ("read",)
+    assert doc.extra == {"x-custom": 1}

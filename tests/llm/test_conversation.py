@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,6 @@ from lily_kernel.errors import ModelError, ModelNotConfiguredError
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.tools import Tool, ToolContext, default_registry
-from pydantic import BaseModel
 from tests.conftest import skill_text, write_skill
 
 
@@ -38,7 +38,8 @@ class Sink:
         self.notices.append(text)
 
 
-class NoArgs(BaseModel):
+@dataclass(frozen=True)
+class NoArgs:
     pass
 
 
@@ -163,7 +164,7 @@ def test_forced_skill_turn_injects_body_and_offers_no_load_skill(runtime: LilyRu
 
 
 def test_step_limit_stops_with_a_clear_message_and_keeps_history(runtime: LilyRuntime) -> None:
-    runtime.session.model_config = runtime.session.model_config.model_copy(update={"max_steps": 2})
+    runtime.session.model_config = replace(runtime.session.model_config, max_steps=2)
     looping = [reply("", call("list", f"l{i}")) for i in range(2)]
     with pytest.raises(ModelError) as err:
         run(runtime, "loop forever", *looping)
