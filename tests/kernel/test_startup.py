@@ -73,12 +73,12 @@ def test_the_start_path_loads_neither_pydantic_nor_litellm(tmp_path: Path) -> No
     pydantic (it imports it at its top), so no pydantic_core there means no litellm."""
     workspace = tmp_path / "ws"
     write_skill(workspace / "skills", "lister",
-                "---\nsummary: List.\ninvocation_mode: tool_dispatch\ncommand: ls\n"
+                "---\nsummary: List.\ninvocation_mode: tool_dispatch\ncommand: files\n"
                 "command_tool: list\n---\n")
     (workspace / "notes.txt").write_text("hi\n")
     with lily_kernel(workspace, tmp_path / "home") as kernel:
         for code in ("/skills", "/help", "/help lister", "/reload_skills", "/agent",
-                     "/agent default", "/ls"):
+                     "/agent default", "/files", "/ls"):
             run = kernel.execute(code)
             assert run.status == "ok", (code, run.reply)
         assert "notes.txt" in run.plain  # /ls really ran its tool
