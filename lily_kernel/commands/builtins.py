@@ -18,11 +18,11 @@ from lily_kernel.commands.results import (
     Details,
     Fields,
     Preformatted,
+    SkillInvocation,
     Table,
     Text,
 )
 from lily_kernel.errors import CommandError, SkillRootError
-from lily_kernel.prompting import build_model_request
 from lily_kernel.skills import Eligibility, Skill, SkillSnapshot, diff_snapshots, shown_fields
 from lily_kernel.tools import run_tool
 
@@ -104,7 +104,8 @@ def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
 
 
 def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) -> CommandOutcome:
-    """Force `skill`: dispatch its tool directly, or build a forced-skill model request."""
+    """Force `skill`: dispatch its tool directly, or hand the runtime the intent to ask
+    the model with the skill forced."""
     if skill.invocation_mode == "tool_dispatch":
         tool = ctx.registry.get(skill.command_tool or "")
         if tool is None or tool.text_argument is None:
@@ -122,17 +123,8 @@ def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) 
             command, f"{skill.name} ({tool.name})", (Preformatted(outcome.output),),
             skill=skill.name,
         ))
-    tools = ctx.policy.model_tools(ctx.registry, skill.allowed_tools)
-    request_obj = build_model_request(
-        persona=ctx.session.persona,
-        snapshot=ctx.session.skill_snapshot,
-        history=ctx.session.conversation_state.messages,
-        user_text=request,
-        tool_schemas=[t.json_schema() for t in tools],
-        catalog_max_chars=ctx.catalog_max_chars,
-        forced_skill=skill,
-    )
-    return CommandOutcome(CommandResult(command, skill=skill.name, model_request=request_obj))
+    return CommandOutcome(CommandResult(command, skill=skill.name,
+                                        invocation=SkillInvocation(skill.name, request)))
 
 
 def _split_first(argument: str) -> tuple[str, str]:

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lily_kernel.errors import ModelError, ModelNotConfiguredError
+from lily_kernel.errors import ModelError, ModelNotConfiguredError, StepLimitError
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall
 from lily_kernel.prompting import LOAD_SKILL, ModelRequest, build_model_request, load_skill_tool
 from lily_kernel.skills import Skill
-from lily_kernel.tools import run_tool
+from lily_kernel.tools import ToolOutcome, run_tool
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.runtime import CellSink, LilyRuntime
@@ -95,26 +95,30 @@ class _Conversation:
 
     # --- tool calls ----------------------------------------------------------------
 
-    def _load_skill(self, turn: _Turn, call: ToolCall, args: dict[str, Any]) -> str:
+    def _load_skill(self, turn: _Turn, args: dict[str, Any]) -> ToolOutcome:
         name = args.get("name")
         snapshot = self.session.skill_snapshot
         if turn.manual:
-            return (f"Refused: the person invoked the skill '{turn.request.forced_skill}' for "
-                    "this request; load_skill is not available.")
+            return ToolOutcome.refused(LOAD_SKILL, (
+                f"the person invoked the skill '{turn.request.forced_skill}' for this "
+                "request; load_skill is not available"))
         if turn.loaded is not None:
-            return (f"Refused: the skill '{turn.loaded.name}' is already loaded for this "
-                    "request; only one skill can be used per request.")
+            return ToolOutcome.refused(LOAD_SKILL, (
+                f"the skill '{turn.loaded.name}' is already loaded for this request; only "
+                "one skill can be used per request"))
         skill = snapshot.get(name) if isinstance(name, str) else None
         if skill is None:
-            return f"Refused: no skill named {name!r} in this session."
+            return ToolOutcome.refused(LOAD_SKILL, f"no skill named {name!r} in this session")
         if not skill.model_visible:
-            return f"Refused: the skill '{skill.name}' can only be invoked by the person."
+            return ToolOutcome.refused(
+                LOAD_SKILL, f"the skill '{skill.name}' can only be invoked by the person")
         turn.loaded = skill
         log = self.runtime.log
         log.emit("skill_invoked", name=skill.name, mode="auto")
         log.emit("skill_loaded", name=skill.name, path=skill.path, digest=skill.digest)
         self.sink.notice(f"Skill: {skill.name} (selected by the model)")
-        return f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n"
+        return ToolOutcome(LOAD_SKILL, allowed=True,
+                           output=f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n")
 
     def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str], step: int) -> str:
         try:
@@ -126,13 +130,12 @@ class _Conversation:
                                   error=f"invalid arguments: {exc}")
             return f"Error: the arguments are not a JSON object ({exc})."
         if call.name == LOAD_SKILL:
-            output = self._load_skill(turn, call, args)
-            refused = output.startswith("Refused")
-            self.runtime.log.emit("tool_call", name=call.name, allowed=not refused, step=step,
-                                  arguments=args)
-            if refused:
-                self.sink.notice(f"load_skill {args.get('name')!r}: {output}")
-            return output
+            loaded = self._load_skill(turn, args)
+            self.runtime.log.emit("tool_call", name=call.name, allowed=loaded.allowed,
+                                  step=step, arguments=args)
+            if not loaded.allowed:
+                self.sink.notice(f"load_skill {args.get('name')!r}: {loaded.output}")
+            return loaded.output
         outcome = run_tool(self.env.registry, self.env.policy, call.name, args,
                            self.env.tool_context, caller="model", offered=offered)
         self.runtime.log.emit("tool_call", name=call.name, allowed=outcome.allowed, step=step,
@@ -145,7 +148,7 @@ class _Conversation:
 
     async def run(self, turn: _Turn) -> None:
         config = self.session.model_config
-        model = self.runtime.get_model()
+        model = await self.runtime.get_model()
         base = list(turn.request.messages)
         for step in range(1, config.max_steps + 1):
             schemas, offered = self._tools(turn)
@@ -177,8 +180,7 @@ class _Conversation:
                 offered = self._tools(turn)[1]
                 output = self._run_call(turn, call, offered, step)
                 turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
-        raise ModelError(
-            "step_limit",
+        raise StepLimitError(
             f"Error: the model did not finish within {config.max_steps} steps (max_steps); "
             "the request was stopped and is not kept in the history. Raise max_steps in "
             "lily.yaml if the task needs more.",
@@ -186,22 +188,25 @@ class _Conversation:
 
 
 async def converse(
-    runtime: LilyRuntime, text: str, request: ModelRequest | None, sink: CellSink
+    runtime: LilyRuntime, text: str, forced: Skill | None, sink: CellSink
 ) -> None:
-    """Run one turn; append it to the history only once it has completed."""
+    """Run one turn (with `forced` when the person invoked a skill); append it to the
+    history only once it has completed. Every model request is built here, by prompting."""
     session = runtime.session
     if session.model_config.model is None:
         raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
-    if request is None:
-        tools = runtime.env.policy.model_tools(runtime.env.registry)
-        request = build_model_request(
-            persona=session.persona,
-            snapshot=session.skill_snapshot,
-            history=session.conversation_state.messages,
-            user_text=text,
-            tool_schemas=[t.json_schema() for t in tools],
-            catalog_max_chars=runtime.env.config.catalog_max_chars,
-        )
+    tools = runtime.env.policy.model_tools(runtime.env.registry,
+                                           forced.allowed_tools if forced else None)
+    request = build_model_request(
+        persona=session.persona,
+        snapshot=session.skill_snapshot,
+        history=session.conversation_state.messages,
+        user_text=text,
+        tool_schemas=[t.json_schema() for t in tools],
+        catalog_max_chars=runtime.env.config.catalog_max_chars,
+        forced_skill=forced,
+    )
+    if forced is None:
         omitted = request.catalog.omitted if request.catalog else ()
         if omitted:
             shown = ", ".join(omitted[:10]) + (f" and {len(omitted) - 10} more"

@@ -298,7 +298,8 @@ def check_skill_directory(
     except OSError as exc:
         read = exc
     diagnostics: list[Diagnostic] = []
-    skill = _check_winner(name, root, path, read, rules, host or Host(), diagnostics)
+    skill = _check_winner(name, root, path, read, rules, (host or Host()).for_one_load(),
+                          diagnostics)
     return skill, diagnostics
 
 
@@ -309,7 +310,7 @@ def load_snapshot(
     version: int = 1,
 ) -> SkillSnapshot:
     """Discover, resolve precedence, check and index the skills under `roots`."""
-    host = host or Host()
+    host = (host or Host()).for_one_load()
     # Whether a root exists is decided now, at every load: a folder created or removed
     # since the session started counts at the next /reload_skills.
     roots = tuple(replace(r, exists=os.path.exists(r.path)) for r in roots)

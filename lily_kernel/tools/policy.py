@@ -87,6 +87,14 @@ class ToolOutcome:
     error: bool = False
     detail: str = ""  # the bare reason of a refusal or failure, for people
 
+    @classmethod
+    def refused(cls, name: str, reason: str) -> ToolOutcome:
+        """A call that must not run; the one wording of a refusal, for the model and
+        for people (`allowed` False is how everyone tells a refusal)."""
+        return cls(name, allowed=False, output=f"Refused: {reason}.", error=True,
+                   detail=f"refused: {reason}.")
+
+
 def run_tool(
     registry: ToolRegistry,
     policy: ToolPolicy,
@@ -100,8 +108,7 @@ def run_tool(
     tool = registry.get(name)
     refusal = policy.refusal(tool, name, caller, offered)
     if refusal is not None or tool is None:
-        return ToolOutcome(name, allowed=False, output=f"Refused: {refusal}.", error=True,
-                           detail=f"refused: {refusal}.")
+        return ToolOutcome.refused(name, refusal or "")
     try:
         args = tool.parse_arguments(arguments)
     except ShapeError as exc:

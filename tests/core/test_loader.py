@@ -311,3 +311,15 @@ def test_the_bundled_roots_are_the_checkouts_skills_and_persona() -> None:
 
     assert (bundled_dir("skills") / "workspace_files" / "SKILL.md").is_file()
     assert (bundled_dir("persona") / "default" / "SOUL.md").is_file()
+
+
+def test_a_binary_installed_after_a_load_counts_at_the_next_load(tmp_path: Path) -> None:
+    """The session keeps one Host; its PATH cache must not outlive a load (bug: after
+    installing a binary, /reload_skills still said it was missing)."""
+    installed: set[str] = set()
+    host = Host(platform="linux", environ={}, which=lambda n: n if n in installed else None)
+    write_skill(tmp_path, "needs_tool", "---\nsummary: s\neligibility:\n  binaries: [mytool]\n---\n")
+    roots = (root(tmp_path),)
+    assert load_snapshot(roots, RULES, host).get("needs_tool") is None
+    installed.add("mytool")
+    assert load_snapshot(roots, RULES, host, version=2).get("needs_tool") is not None

@@ -16,10 +16,10 @@ START = """
 import json, sys
 from lily_kernel.kernel.kernel import LilyKernel
 kernel = LilyKernel()
-kernel._starting.result(timeout=60)
+runtime = kernel.lily.wait_started(timeout=60)
 info = kernel.kernel_info
 print(json.dumps({
-    "started": kernel.runtime is not None,
+    "started": runtime is not None,
     "features": info["supported_features"],
     "heavy": sorted({m.split(".")[0] for m in sys.modules} & {"litellm", "openai", "debugpy"}),
 }))
