@@ -14,6 +14,7 @@ is running, so the first chat cell does not pay for it. Nothing is warmed otherw
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 import threading
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from lily_kernel.runtime.runtime import CellSink, LilyRuntime
 
 __all__ = ["WARM_UP_DELAY", "BackgroundRuntime", "workspace_from_environment"]
+
+_log = logging.getLogger("lily_kernel")
 
 WARM_UP_DELAY = 0.5  # seconds of quiet after the start before the model path is imported
 
@@ -133,8 +136,12 @@ class BackgroundRuntime:
         while self._busy or time.monotonic() - self._last_activity < WARM_UP_DELAY:
             time.sleep(WARM_UP_DELAY / 5)
         runtime = self.runtime
-        if runtime is not None:
+        if runtime is None:
+            return
+        try:
             runtime.warm_up()
+        except Exception:  # best effort: the first chat cell imports what it needs itself
+            _log.warning("Lily could not warm up the model path", exc_info=True)
 
     # --- what the adapter asks ---------------------------------------------------------
 

@@ -254,3 +254,14 @@ def test_every_litellm_exception_name_lily_relies_on_exists() -> None:
     missing = [name for name, _ in LITELLM_FAULTS if not isinstance(
         getattr(litellm.exceptions, name, None), type)]
     assert missing == []
+
+
+def test_the_warm_up_imports_exist_in_the_pinned_litellm() -> None:
+    """The background warm-up names modules of litellm and its stack; a rename would
+    make the first chat cell slow again without any error."""
+    import sys
+
+    from lily_kernel.llm.litellm_model import warm_up_imports
+
+    warm_up_imports()
+    assert "litellm.litellm_core_utils.default_encoding" in sys.modules
