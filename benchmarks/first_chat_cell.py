@@ -32,7 +32,7 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.openai_server import OpenAIServer, Reply  # noqa: E402
+from tests.support.openai_server import OpenAIServer, Reply
 
 
 def execute(kc: Any, code: str) -> float:

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_common import bench_env, generate_workspace, median  # noqa: E402
+from kernel_common import bench_env, generate_workspace, median
 
 # Run in a fresh interpreter; prints one JSON object {stage: [ms, MiB]}.
 _STAGES = r"""

@@ -149,15 +149,19 @@ def load_config(workspace: Path, environ: Mapping[str, str] | None = None) -> Li
         raise ConfigError(f"{where}: key 'agent': must be a plain folder name.")
     llm = replace(config.llm, model=_blank_is_unset(config.llm.model),
                   api_base=_blank_is_unset(config.llm.api_base))
-    return replace(config, llm=llm, **_resolved_paths(config, workspace))
+    paths = _resolved_paths(config, workspace)
+    return replace(config, llm=llm, skills_workspace_dir=paths["skills_workspace_dir"],
+                   skills_user_dir=paths["skills_user_dir"],
+                   skills_bundled_dir=paths["skills_bundled_dir"], home=paths["home"])
 
 
-def _resolved_paths(config: LilyConfig, workspace: Path) -> dict[str, Path]:
+def _resolved_paths(config: LilyConfig, workspace: Path) -> dict[str, Path | None]:
     """Relative paths in the config are relative to the workspace; `~` is expanded."""
-    updates = {}
+    updates: dict[str, Path | None] = {}
     for key in _PATH_KEYS:
         value = getattr(config, key)
         if value is not None:
             value = value.expanduser()
-            updates[key] = value if value.is_absolute() else workspace / value
+            value = value if value.is_absolute() else workspace / value
+        updates[key] = value
     return updates

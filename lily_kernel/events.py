@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
@@ -85,8 +86,6 @@ class EventLog:
 
     def close(self) -> None:
         if self._handle is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._handle.close()
-            except OSError:
-                pass
             self._handle = None

@@ -192,7 +192,7 @@ def _check_for(hint: Any) -> Check:
 
 
 @functools.cache
-def _fields(cls: type) -> tuple[_Field, ...]:
+def _fields(cls: Any) -> tuple[_Field, ...]:
     hints = typing.get_type_hints(cls)
     found = []
     for f in dataclasses.fields(cls):
@@ -236,7 +236,7 @@ def field_keys(cls: type) -> tuple[tuple[str, str, str], ...]:
     return tuple(keys)
 
 
-def _known(cls: type) -> frozenset[str]:
+def _known(cls: Any) -> frozenset[str]:
     return frozenset(key for _, key, _ in field_keys(cls))
 
 
@@ -245,13 +245,14 @@ def build(cls: type[T], data: Mapping[str, Any], *, forbid_unknown: bool = False
     """An instance of the dataclass `cls` from `data`; raises ShapeError on the first
     problem. Absent keys take the field's default; unknown keys are ignored, or refused
     with `forbid_unknown`."""
+    description: Any = cls  # the caches key on it
     if forbid_unknown:
-        known = _known(cls)
+        known = _known(description)
         for key in data:
             if key not in known:
                 raise ShapeError(f"{prefix}{key}", "", data[key], unknown=True)
     values: dict[str, Any] = {}
-    for f in _fields(cls):
+    for f in _fields(description):
         if f.flat is not None:
             values[f.attr] = build(f.flat, {k: v for k, v in data.items()
                                             if k in _known(f.flat)}, prefix=prefix)

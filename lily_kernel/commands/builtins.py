@@ -57,7 +57,8 @@ def _missing(snapshot: SkillSnapshot, name: str) -> CommandError:
             f"Error: skill '{name}' is not available in this session (snapshot "
             f"{snapshot.version}): {diag.kind.value}: {diag.reason}."
         )
-    return CommandError(f"Error: no skill named '{name}' in this session (snapshot {snapshot.version}).")
+    return CommandError(
+        f"Error: no skill named '{name}' in this session (snapshot {snapshot.version}).")
 
 
 # --- /skills -----------------------------------------------------------------------
@@ -238,8 +239,9 @@ def describe_skill(skill: Skill) -> tuple[Block, ...]:
         found = ((f.label, _shown_value(skill, f.attr)) for f in shown_fields(group))
         return [(label, value) for label, value in found if value is not None]
 
-    items = rows("lily") + [("source", skill.source), ("path", skill.path)] + rows("standard")
-    items += [(f"{key} (not used by Lily)", _json(value)) for key, value in sorted(skill.extra.items())]
+    items = [*rows("lily"), ("source", skill.source), ("path", skill.path), *rows("standard")]
+    items += [(f"{key} (not used by Lily)", _json(value))
+              for key, value in sorted(skill.extra.items())]
     return (Fields(tuple(items)),)
 
 

@@ -35,7 +35,7 @@ class LilyKernel(Kernel):
     implementation = "lily"
     implementation_version = __version__
     banner = BANNER
-    language_info = {
+    language_info = {  # noqa: RUF012 (a traitlets Dict, as in the base class)
         "name": "lily",
         "version": __version__,
         "mimetype": "text/markdown",
@@ -72,11 +72,12 @@ class LilyKernel(Kernel):
     async def create_subshell_request(self, socket: Any, ident: Any, parent: Any) -> None:
         content = {"status": "error", "ename": "NotImplementedError", "evalue": NO_SUBSHELLS,
                    "traceback": [NO_SUBSHELLS]}
-        self.session.send(socket, "create_subshell_reply", content, parent, ident)
+        if self.session is not None:
+            self.session.send(socket, "create_subshell_reply", content, parent, ident)
 
     # --- execute -----------------------------------------------------------------
 
-    async def do_execute(  # type: ignore[override]
+    async def do_execute(
         self,
         code: str,
         silent: bool,
@@ -139,7 +140,7 @@ class LilyKernel(Kernel):
         # A cell is one message or one command, whatever its lines: always complete.
         return {"status": "complete"}
 
-    async def do_history(  # type: ignore[override]
+    async def do_history(
         self, hist_access_type: str, output: bool, raw: bool, session: int | None = None,
         start: int | None = None, stop: int | None = None, n: int | None = None,
         pattern: str | None = None, unique: bool = False, **_ignored: Any,

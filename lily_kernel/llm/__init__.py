@@ -4,9 +4,9 @@
 first conversational cell.
 """
 
+from lily_kernel.config import ModelConfig
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.scripted import ScriptedModel
-from lily_kernel.config import ModelConfig
 
 __all__ = ["ChatModel", "ChatRequest", "ChatResponse", "ScriptedModel", "ToolCall", "Usage",
            "create_model", "uses_litellm", "warm_up"]

@@ -14,10 +14,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ModelError
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.faults import TRANSIENT_KINDS, model_error, secret_values
-from lily_kernel.config import ModelConfig
 
 __all__ = ["LITELLM_FAULTS", "BadResponseError", "IncompleteStreamError", "LiteLLMModel",
            "import_litellm"]
@@ -53,7 +53,7 @@ def import_litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
-    litellm.set_verbose = False
+    litellm.set_verbose = False  # type: ignore[attr-defined]
     litellm.telemetry = False
     return litellm
 
@@ -155,7 +155,7 @@ class LiteLLMModel:
             shown: list[str] = []
 
             def record(delta: str) -> None:
-                shown.append(delta)
+                shown.append(delta)  # noqa: B023 - used within this attempt only
                 on_text(delta)
 
             try:

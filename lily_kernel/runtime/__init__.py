@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
     from lily_kernel.runtime.runtime import CellSink, LilyRuntime
 
-__all__ = ["BackgroundRuntime", "CellSink", "CommandResult", "LilyEnvironment", "LilyRuntime", "render_result",
-           "workspace_from_environment"]
+__all__ = ["BackgroundRuntime", "CellSink", "CommandResult", "LilyEnvironment", "LilyRuntime",
+           "render_result", "workspace_from_environment"]
 
 _HOMES = {
     "BackgroundRuntime": "lifecycle",

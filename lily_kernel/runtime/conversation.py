@@ -152,7 +152,7 @@ class _Conversation:
         base = list(turn.request.messages)
         for step in range(1, config.max_steps + 1):
             schemas, offered = self._tools(turn)
-            view = _StreamView(self.sink, config.stream, "\n\n".join(turn.texts + [""]))
+            view = _StreamView(self.sink, config.stream, "\n\n".join([*turn.texts, ""]))
             started = time.perf_counter()
             outcome = "cancelled"
             try:

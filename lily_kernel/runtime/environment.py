@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from lily_kernel.commands import BUILTIN_COMMANDS
 from lily_kernel.config import CONFIG_FILE, LilyConfig, load_config
@@ -38,7 +39,7 @@ def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
     tools; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
     by_lower = {name.lower(): name for name in registry.names()}
 
-    def resolve(key: str, names: list[str]) -> tuple[str, ...]:
+    def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
         found = []
         for name in names:
             if name.lower() not in by_lower:
@@ -49,7 +50,8 @@ def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
         return tuple(found)
 
     tools = config.tools
-    allow = "*" if tools.allow == "*" else resolve("allow", tools.allow)
+    allow: tuple[str, ...] | Literal["*"] = (
+        "*" if tools.allow == "*" else resolve("allow", tools.allow))
     return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny))
 
 

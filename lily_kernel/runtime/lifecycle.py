@@ -75,7 +75,7 @@ class BackgroundRuntime:
         try:
             self.runtime = self._start(self.workspace)
             self._failure = None
-        except Exception as exc:  # the kernel must outlive any start failure
+        except Exception as exc:  # noqa: BLE001 - the kernel must outlive any start failure
             self._failure = exc
             return
         if self._warm_up_enabled and self.runtime.wants_warm_up():
@@ -140,7 +140,7 @@ class BackgroundRuntime:
             return
         try:
             runtime.warm_up()
-        except Exception:  # best effort: the first chat cell imports what it needs itself
+        except Exception:  # noqa: BLE001 - best effort: the first chat cell imports itself
             _log.warning("Lily could not warm up the model path", exc_info=True)
 
     # --- what the adapter asks ---------------------------------------------------------

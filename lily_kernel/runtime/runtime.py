@@ -30,9 +30,8 @@ from lily_kernel.events import EventLog, session_log_path
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.persona import Persona
 from lily_kernel.runtime.environment import LilyEnvironment
-from lily_kernel.skills import Skill
 from lily_kernel.session import Session
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import Skill, SkillSnapshot
 from lily_kernel.tools import ToolRegistry
 
 __all__ = ["CellSink", "LilyRuntime"]

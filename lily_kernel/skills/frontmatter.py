@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
 from lily_kernel.skills.fields import (
     INVOCATION_MODES,
     EligibilityBlock,
@@ -27,9 +28,9 @@ __all__ = [
     "MAX_SKILL_BYTES",
     "SkillDocument",
     "SkillFormatError",
-    "size_problem",
     "parse_allowed_tools",
     "parse_skill_document",
+    "size_problem",
 ]
 
 MAX_SKILL_BYTES = 256 * 1024
@@ -169,7 +170,8 @@ def _eligibility(front: Frontmatter) -> Eligibility:
         return _NO_CONDITIONS
     block = front.eligibility or EligibilityBlock()
     _check_os(block.os, "eligibility.os")
-    os_list, env, bins, any_bins = list(block.os), list(block.env), list(block.binaries), []
+    os_list, env, bins = list(block.os), list(block.env), list(block.binaries)
+    any_bins: list[str] = []
     if raw is not None:
         if not isinstance(raw, dict):
             raise SkillFormatError("key 'metadata.openclaw' must be a mapping")

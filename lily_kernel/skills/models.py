@@ -83,7 +83,7 @@ class Skill:
     path: str
     digest: str
     summary: str  # one line: the frontmatter's summary, else its description
-    front: Frontmatter = Frontmatter()
+    front: Frontmatter = field(default_factory=Frontmatter)
     command: str | None = None  # the alias; None also when two skills claimed it
     eligibility: Eligibility = Eligibility()  # Lily's and OpenClaw's conditions merged
     allowed_tools: tuple[str, ...] | None = None  # `allowed-tools` as tool entries

@@ -11,10 +11,9 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
-
-from dataclasses import dataclass
 
 from lily_kernel.errors import ToolError
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolContext

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from lily_kernel.commands import CommandResult, SkillInvocation, parse_command, render_html, render_markdown, render_plain
+from lily_kernel.commands import (
+    CommandResult,
+    SkillInvocation,
+    parse_command,
+    render_html,
+    render_markdown,
+    render_plain,
+)
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
@@ -95,7 +102,7 @@ def test_excluded_skill_says_why(runtime: LilyRuntime) -> None:
 
 
 def test_non_command_cells_go_to_the_model_path(runtime: LilyRuntime) -> None:
-    with pytest.raises(ModelNotConfiguredError, match="no model configured. Set LILY_MODEL"):
+    with pytest.raises(ModelNotConfiguredError, match=r"no model configured\. Set LILY_MODEL"):
         run(runtime, "  hello /skills")
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from dataclasses import dataclass
 
 from lily_kernel.errors import ToolError
 from lily_kernel.tools import (

@@ -179,7 +179,7 @@ def test_provider_fault_leaves_session_intact(runtime: LilyRuntime) -> None:
     with pytest.raises(ModelError, match="rate limit"):
         run(runtime, "second", ModelError("rate_limit", "Error: model call failed: rate limit"))
     assert runtime.session.conversation_state.messages == before
-    sink, model = run(runtime, "third", reply("three"))
+    _sink, model = run(runtime, "third", reply("three"))
     assert model.requests[0].messages[1:3] == before  # history sent on the next turn
 
 

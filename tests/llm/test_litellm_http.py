@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,9 @@ SECRET = "AIzaTEST-do-not-leak-0987654321"
 
 
 @pytest.fixture
-def server() -> OpenAIServer:
+def server() -> Iterator[OpenAIServer]:
     with OpenAIServer() as srv:
-        yield srv  # type: ignore[misc]
+        yield srv
 
 
 @pytest.fixture
