@@ -87,7 +87,7 @@ class _Conversation:
         if turn.loaded is None:
             schemas = list(turn.request.tools)
         else:
-            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.allowed_tools)
+            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.narrowed_tools)
             # load_skill stays offered after a load, so a second one can be refused.
             schemas = [load_skill_tool(), *(t.json_schema() for t in tools)]
         names = [s["function"]["name"] for s in schemas]
@@ -196,7 +196,7 @@ async def converse(
     if session.model_config.model is None:
         raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
     tools = runtime.env.policy.model_tools(runtime.env.registry,
-                                           forced.allowed_tools if forced else None)
+                                           forced.narrowed_tools if forced else None)
     request = build_model_request(
         persona=session.persona,
         snapshot=session.skill_snapshot,

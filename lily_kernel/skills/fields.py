@@ -8,6 +8,7 @@ and inspection (each field's `label`), and `lily skills --json` (the fields mark
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -19,6 +20,8 @@ __all__ = [
     "Frontmatter",
     "InvocationMode",
     "OpenClawBlock",
+    "allowed_tool_names",
+    "parse_allowed_tools",
     "shown_fields",
 ]
 
@@ -92,6 +95,30 @@ class Frontmatter:
                                       metadata=_shown("compatibility", group="standard"))
     metadata: dict[str, Any] | None = field(default=None,
                                             metadata=_shown("metadata", group="standard"))
+
+
+# `allowed-tools` (Agent Skills): entries are a tool name, optionally followed by an
+# argument pattern, `Bash(git:*)`. The one reading of the key's value is here.
+_TOOL_ENTRY = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
+_ENTRY_NAME = re.compile(r"[^(]+")
+
+
+def parse_allowed_tools(value: str | tuple[str, ...] | list[str] | None
+                        ) -> tuple[str, ...] | None:
+    """`allowed-tools` as entries: a space- or comma-separated string, or a list.
+
+    `Bash(git:*)`-style argument patterns are kept whole; matching uses the name part.
+    """
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    return tuple(entry for item in items for entry in _TOOL_ENTRY.findall(item))
+
+
+def allowed_tool_names(entries: tuple[str, ...]) -> frozenset[str]:
+    """The lower-case tool names of `allowed-tools` entries (`Bash(git:*)` → `bash`)."""
+    names = (_ENTRY_NAME.match(entry) for entry in entries)
+    return frozenset(m.group(0).strip().lower() for m in names if m)
 
 
 @dataclass(frozen=True, slots=True)

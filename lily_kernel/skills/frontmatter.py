@@ -19,6 +19,7 @@ from lily_kernel.skills.fields import (
     EligibilityBlock,
     Frontmatter,
     OpenClawBlock,
+    parse_allowed_tools,
 )
 from lily_kernel.skills.models import Eligibility
 from lily_kernel.validation import ShapeError, build, field_keys
@@ -76,8 +77,6 @@ class _SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
         return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
 
 _CLOSING_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
-# A tool entry in `allowed-tools`: a name, optionally followed by `(pattern)`.
-_TOOL_ENTRY = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
 
 
 class SkillFormatError(ValueError):
@@ -140,18 +139,6 @@ def _type_problem(exc: ShapeError) -> SkillFormatError:
 def size_problem(size: int) -> str:
     """The one message for a SKILL.md over the size limit (parser and loader use it)."""
     return f"SKILL.md is {size:,} bytes, over the {MAX_SKILL_BYTES // 1024} KiB limit"
-
-
-def parse_allowed_tools(value: str | tuple[str, ...] | list[str] | None
-                        ) -> tuple[str, ...] | None:
-    """`allowed-tools` as tool names: space- or comma-separated string, or a list.
-
-    `Bash(git:*)`-style argument patterns are kept whole; matching uses the name part.
-    """
-    if value is None:
-        return None
-    items = [value] if isinstance(value, str) else value
-    return tuple(entry for item in items for entry in _TOOL_ENTRY.findall(item))
 
 
 def _check_os(values: tuple[str, ...], key: str) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from lily_kernel.skills.fields import Frontmatter, InvocationMode
+from lily_kernel.skills.fields import Frontmatter, InvocationMode, allowed_tool_names
 
 __all__ = [
     "Diagnostic",
@@ -105,6 +105,12 @@ class Skill:
     @property
     def model_visible(self) -> bool:
         return not self.front.disable_model_invocation
+
+    @property
+    def narrowed_tools(self) -> frozenset[str] | None:
+        """The lower-case tool names `allowed-tools` narrows the model to while this skill
+        is active; None when it has no `allowed-tools`."""
+        return None if self.allowed_tools is None else allowed_tool_names(self.allowed_tools)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,6 @@ skill's `allowed-tools`; the person may also run allowed owner-only tools, throu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,7 +19,6 @@ from lily_kernel.validation import ShapeError
 __all__ = ["Caller", "ToolOutcome", "ToolPolicy", "allowed_tool_names", "run_tool"]
 
 Caller = Literal["model", "owner"]
-_ENTRY_NAME = re.compile(r"^[^(]+")
 
 
 @dataclass(frozen=True)
@@ -36,10 +34,10 @@ class ToolPolicy:
         return self.allow == "*" or name in self.allow
 
     def model_tools(
-        self, registry: ToolRegistry, narrow_to: Iterable[str] | None = None
+        self, registry: ToolRegistry, narrowed: frozenset[str] | None = None
     ) -> list[Tool]:
-        """Tools the model is offered: allowed, not owner-only, within `narrow_to`."""
-        narrowed = _names_from_allowed_tools(narrow_to) if narrow_to is not None else None
+        """Tools the model is offered: allowed, not owner-only, and (when a skill's
+        `allowed-tools` narrows them) named in `narrowed` (lower-case names)."""
         return [
             tool
             for tool in registry
@@ -60,16 +58,6 @@ class ToolPolicy:
         if caller == "model" and offered is not None and name not in set(offered):
             return f"tool '{name}' is not available while the active skill narrows the tools"
         return None
-
-
-def _names_from_allowed_tools(entries: Iterable[str]) -> frozenset[str]:
-    """`allowed-tools` entries to lower-case tool names (`Bash(git:*)` → `bash`)."""
-    names = set()
-    for entry in entries:
-        match = _ENTRY_NAME.match(entry)
-        if match:
-            names.add(match.group(0).strip().lower())
-    return frozenset(names)
 
 
 def allowed_tool_names(registry: ToolRegistry, policy: ToolPolicy) -> frozenset[str]:

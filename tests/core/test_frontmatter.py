@@ -61,6 +61,12 @@ def test_split_variants() -> None:
         _split("---\na: 1\n")
 
 
+def test_allowed_tool_names_take_the_name_part_in_lower_case() -> None:
+    from lily_kernel.skills.fields import allowed_tool_names
+
+    assert allowed_tool_names(("Read", "Bash(git add:*)", "LIST")) == {"read", "bash", "list"}
+
+
 def test_allowed_tools_forms() -> None:
     assert parse_allowed_tools("Read Grep  Bash(git add:*)") == ("Read", "Grep", "Bash(git add:*)")
     assert parse_allowed_tools("Read, Grep, Glob") == ("Read", "Grep", "Glob")

@@ -46,7 +46,7 @@ def test_model_sees_only_allowed_non_owner_tools() -> None:
     registry = registry_with_owner_tool()
     policy = ToolPolicy(allow="*", deny=("write",))
     assert [t.name for t in policy.model_tools(registry)] == ["list", "read"]
-    narrowed = policy.model_tools(registry, ("Read", "Bash(git:*)"))
+    narrowed = policy.model_tools(registry, frozenset({"read", "bash"}))
     assert [t.name for t in narrowed] == ["read"]
 
 
