@@ -6,9 +6,10 @@
     ├── CommandError               a `/` command was used wrongly (message shown as is)
     ├── ToolError                  a tool refused or failed (becomes a tool result)
     ├── ModelNotConfiguredError    a chat cell with no model configured
+    ├── StepLimitError             the model did not finish within max_steps (Lily's bound)
     └── ModelError                 a provider fault, with its `kind`
         (auth, rate_limit, timeout, connection, server, bad_response, context_window,
-         bad_request, step_limit)
+         not_found, bad_request)
 
 User-facing code shows `str(error)`; only errors outside this tree are bugs that keep
 their traceback.
@@ -23,6 +24,7 @@ __all__ = [
     "ModelError",
     "ModelNotConfiguredError",
     "SkillRootError",
+    "StepLimitError",
     "ToolError",
 ]
 
@@ -49,6 +51,10 @@ class ToolError(LilyError):
 
 class ModelNotConfiguredError(LilyError):
     """A conversational cell ran while no model is configured."""
+
+
+class StepLimitError(LilyError):
+    """A conversational turn reached `max_steps` model calls; not a provider fault."""
 
 
 class ModelError(LilyError):

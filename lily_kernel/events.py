@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
-
-from pydantic import BaseModel
 
 __all__ = ["EVENT_KINDS", "Event", "EventLog", "session_log_path"]
 
@@ -25,8 +25,9 @@ EventKind = Literal[
 EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 
 
-class Event(BaseModel):
-    """One line of the log."""
+@dataclass(frozen=True)
+class Event:
+    """One line of the log, written as a JSON object with these keys."""
 
     seq: int
     ts: str
@@ -76,7 +77,8 @@ class EventLog:
             if self._handle is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-            line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False, default=str)
+            line = json.dumps({f.name: getattr(record, f.name) for f in fields(record)},
+                              ensure_ascii=False, default=str)
             self._handle.write(line + "\n")
             self._handle.flush()
         except OSError as exc:
@@ -85,8 +87,6 @@ class EventLog:
 
     def close(self) -> None:
         if self._handle is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._handle.close()
-            except OSError:
-                pass
             self._handle = None

@@ -80,7 +80,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_install(args: argparse.Namespace) -> int:
-    from lily_kernel.kernel.install import install_kernelspec
+    from lily_kernel.cli.install import install_kernelspec
 
     path = install_kernelspec(user=args.user, sys_prefix=args.sys_prefix, prefix=args.prefix)
     print(f"Installed the Lily kernelspec in {path}")

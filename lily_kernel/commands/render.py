@@ -8,7 +8,6 @@ from html import escape
 from lily_kernel.commands.results import (
     Block,
     CommandResult,
-    Details,
     Fields,
     Preformatted,
     Table,

@@ -11,14 +11,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import LilyError
 
 if TYPE_CHECKING:
-    from lily_kernel.commands import CommandResult
+    from lily_kernel.runtime import CommandResult
 
 __all__ = [
     "CellError",
@@ -36,13 +34,9 @@ Send = Callable[[str, dict[str, Any]], None]
 def command_bundle(result: CommandResult) -> dict[str, str]:
     """A command result in the three formats every frontend can pick from."""
     # Imported here: the kernel loads the command layer off its start-up path.
-    from lily_kernel.commands import render_html, render_markdown, render_plain
+    from lily_kernel.runtime import render_result
 
-    return {
-        "text/html": render_html(result),
-        "text/markdown": render_markdown(result),
-        "text/plain": render_plain(result),
-    }
+    return render_result(result)
 
 
 def markdown_bundle(markdown: str, footer: str | None = None) -> dict[str, str]:

@@ -6,14 +6,14 @@ first conversational cell.
 
 from pathlib import Path
 
+from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ModelError
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.local_files import local_model_file
 from lily_kernel.llm.scripted import ScriptedModel
-from lily_kernel.session import ModelConfig
 
 __all__ = ["ChatModel", "ChatRequest", "ChatResponse", "ScriptedModel", "ToolCall", "Usage",
-           "create_model"]
+           "create_model", "uses_litellm", "warm_up"]
 
 
 def create_model(config: ModelConfig, prefix_cache: Path | None = None) -> ChatModel:
@@ -37,3 +37,18 @@ def create_model(config: ModelConfig, prefix_cache: Path | None = None) -> ChatM
     from lily_kernel.llm.litellm_model import LiteLLMModel
 
     return LiteLLMModel(config)
+
+
+def uses_litellm(config: ModelConfig) -> bool:
+    """Whether this configuration's model is reached through litellm (a remote one);
+    a local one is loaded on the first chat cell and never warmed."""
+    return config.model is not None and not config.is_local
+
+
+def warm_up(config: ModelConfig) -> None:
+    """Import what the first call of `create_model(config)` needs: litellm, and the
+    OpenAI client's chat resources that its first request would otherwise import."""
+    if uses_litellm(config):
+        from lily_kernel.llm.litellm_model import warm_up_imports
+
+        warm_up_imports()

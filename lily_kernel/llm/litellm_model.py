@@ -15,12 +15,36 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ModelError
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.faults import TRANSIENT_KINDS, model_error, secret_values
-from lily_kernel.session import ModelConfig
 
-__all__ = ["IncompleteStreamError", "LiteLLMModel", "import_litellm"]
+__all__ = ["LITELLM_FAULTS", "BadResponseError", "IncompleteStreamError", "LiteLLMModel",
+           "import_litellm"]
+
+# litellm's exception classes, by name, in the order they are tried (subclasses first).
+# Looked up by name because litellm exposes them only on `litellm.exceptions`; a test
+# fails if the pinned litellm lacks one, so a rename cannot fall through silently.
+LITELLM_FAULTS: tuple[tuple[str, str], ...] = (
+    ("ContextWindowExceededError", "context_window"),
+    ("AuthenticationError", "auth"),
+    ("PermissionDeniedError", "auth"),
+    ("RateLimitError", "rate_limit"),
+    ("MidStreamFallbackError", "bad_response"),
+    ("APIResponseValidationError", "bad_response"),
+    ("APIConnectionError", "connection"),
+    ("NotFoundError", "not_found"),
+    ("BadRequestError", "bad_request"),
+    ("UnprocessableEntityError", "bad_request"),
+    ("InternalServerError", "server"),
+    ("ServiceUnavailableError", "server"),
+    ("BadGatewayError", "server"),
+)
+# Where a provider fault comes from: exceptions raised by these packages' code (or of
+# their classes) are translated into ModelError; anything else is a bug in Lily and
+# keeps its own type and traceback.
+PROVIDER_PACKAGES = frozenset({"litellm", "openai", "httpx", "httpcore", "anyio", "aiohttp"})
 
 
 def import_litellm() -> Any:
@@ -30,13 +54,47 @@ def import_litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
-    litellm.set_verbose = False
+    litellm.set_verbose = False  # type: ignore[attr-defined]
     litellm.telemetry = False
     return litellm
 
 
-class IncompleteStreamError(Exception):
+def warm_up_imports() -> None:
+    """Import litellm and what its first OpenAI-compatible request imports lazily: the
+    OpenAI client's chat resources, the async transport's backend, and the tokenizer
+    litellm's cost bookkeeping loads (~0.7 s on the first call otherwise)."""
+    import importlib
+
+    import_litellm()
+    for name in ("openai.resources.chat", "anyio._backends._asyncio",
+                 "litellm.litellm_core_utils.default_encoding", "litellm.llms.litellm_proxy"):
+        importlib.import_module(name)
+
+
+class BadResponseError(Exception):
+    """The provider's answer cannot be used (e.g. it has no choices)."""
+
+
+class IncompleteStreamError(BadResponseError):
     """The provider's stream ended without a finish reason."""
+
+
+def _top_package(name: str | None) -> str:
+    return (name or "").split(".")[0]
+
+
+def from_provider(exc: BaseException) -> bool:
+    """Whether `exc` is the provider's fault (raised by the provider stack, by the
+    network, or found wrong in its answer), not a bug in Lily."""
+    if isinstance(exc, (BadResponseError, ConnectionError, TimeoutError)):
+        return True
+    if _top_package(type(exc).__module__) in PROVIDER_PACKAGES:
+        return True
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next  # the innermost frame: where it was raised
+    return frame is not None and _top_package(
+        frame.tb_frame.f_globals.get("__name__")) in PROVIDER_PACKAGES
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -57,7 +115,7 @@ def _fault_kind(litellm: Any, exc: BaseException) -> str:
     import httpx
     import openai
 
-    if isinstance(exc, IncompleteStreamError):
+    if isinstance(exc, BadResponseError):
         return "bad_response"
     causes = _causes(exc)
     timeouts = (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)
@@ -73,25 +131,8 @@ def _fault_kind(litellm: Any, exc: BaseException) -> str:
     if client_side:
         text = str(client_side[0]).lower()
         return "auth" if "credential" in text or "api_key" in text else "bad_request"
-    errors = litellm.exceptions
-    order = [
-        ("ContextWindowExceededError", "context_window"),
-        ("AuthenticationError", "auth"),
-        ("PermissionDeniedError", "auth"),
-        ("RateLimitError", "rate_limit"),
-        ("MidStreamFallbackError", "bad_response"),
-        ("APIResponseValidationError", "bad_response"),
-        ("APIConnectionError", "connection"),
-        ("NotFoundError", "not_found"),
-        ("BadRequestError", "bad_request"),
-        ("UnprocessableEntityError", "bad_request"),
-        ("InternalServerError", "server"),
-        ("ServiceUnavailableError", "server"),
-        ("BadGatewayError", "server"),
-    ]
-    for name, kind in order:
-        cls = getattr(errors, name, None)
-        if cls is not None and isinstance(exc, cls):
+    for name, kind in LITELLM_FAULTS:
+        if isinstance(exc, getattr(litellm.exceptions, name)):
             return kind
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status >= 500:
@@ -129,7 +170,7 @@ class LiteLLMModel:
             shown: list[str] = []
 
             def record(delta: str) -> None:
-                shown.append(delta)
+                shown.append(delta)  # noqa: B023 - used within this attempt only
                 on_text(delta)
 
             try:
@@ -138,14 +179,16 @@ class LiteLLMModel:
                 raise
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
-            except Exception as exc:  # noqa: BLE001 - translated right here
+            except Exception as exc:
+                if not from_provider(exc):
+                    raise  # a bug in Lily: its own type and traceback
                 kind = _fault_kind(self._litellm, exc)
                 # Text already streamed to the person cannot be taken back: no retry then.
                 if kind in TRANSIENT_KINDS and attempt < attempts and not shown:
                     await asyncio.sleep(self.config.retry_backoff * 2 ** (attempt - 1)
                                         * (1 + random.random() / 4))
                     continue
-                raise model_error(kind, str(exc), secret_values(), attempt) from None
+                raise model_error(kind, str(exc), secret_values(), attempt) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
@@ -205,7 +248,7 @@ class LiteLLMModel:
 
 def _to_response(response: Any, finish_reason: str | None) -> ChatResponse:
     if response is None or not getattr(response, "choices", None):
-        raise ValueError("the response has no choices")
+        raise BadResponseError("the response has no choices")
     message = response.choices[0].message
     calls = tuple(
         ToolCall(id=c.id or f"call_{i}", name=c.function.name or "",

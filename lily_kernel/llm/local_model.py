@@ -39,7 +39,7 @@ _CHATML = (  # for a GGUF without a chat template
 )
 
 
-class _Stopped(Exception):
+class _StoppedError(Exception):
     """The person pressed stop; the worker thread gives up at the next check."""
 
 
@@ -155,7 +155,7 @@ class LocalModel:
         except asyncio.CancelledError:
             stop.set()  # the thread stops at its next check; the next call waits for it
             raise
-        except _Stopped:  # pragma: no cover - only after stop was set, i.e. cancelled
+        except _StoppedError:  # pragma: no cover - only after stop was set, i.e. cancelled
             raise asyncio.CancelledError from None
 
     # --- the worker thread ----------------------------------------------------------
@@ -178,7 +178,7 @@ class LocalModel:
     ) -> ChatResponse:
         with self._lock:
             if stop.is_set():
-                raise _Stopped
+                raise _StoppedError
             self._load()
             llama = self._llama
             messages = [{"role": m["role"], "content": m.get("content") or ""}
@@ -221,7 +221,7 @@ class LocalModel:
                     emit(choice["text"])
                 finish = choice.get("finish_reason") or finish
             if stop.is_set():
-                raise _Stopped
+                raise _StoppedError
             return ChatResponse(
                 text="".join(pieces),
                 usage=Usage(prompt_tokens=len(tokens), completion_tokens=sampled),
@@ -244,7 +244,7 @@ class LocalModel:
         position = held
         while position < len(target):
             if stop.is_set():
-                raise _Stopped
+                raise _StoppedError
             end = min(len(target), position + EVAL_BATCH)
             if position < prefix < end:
                 end = prefix  # stop at the boundary, so the system context can be saved

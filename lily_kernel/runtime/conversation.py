@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lily_kernel.config import EMBEDDED_MODEL
-from lily_kernel.errors import ModelError, ModelNotConfiguredError
+from lily_kernel.errors import ModelError, ModelNotConfiguredError, StepLimitError
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse, ToolCall
 from lily_kernel.prompting import (
     LOAD_SKILL,
@@ -34,7 +34,7 @@ from lily_kernel.prompting.selection import (
     skill_body_message,
 )
 from lily_kernel.skills import Skill
-from lily_kernel.tools import run_tool
+from lily_kernel.tools import ToolOutcome, run_tool
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.runtime import CellSink, LilyRuntime
@@ -131,7 +131,7 @@ class _Conversation:
         if turn.loaded is None:
             schemas = list(turn.request.tools)
         else:
-            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.allowed_tools)
+            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.narrowed_tools)
             # load_skill stays offered after a load, so a second one can be refused.
             schemas = [load_skill_tool(), *(t.json_schema() for t in tools)]
         names = [s["function"]["name"] for s in schemas]
@@ -139,26 +139,30 @@ class _Conversation:
 
     # --- tool calls ----------------------------------------------------------------
 
-    def _load_skill(self, turn: _Turn, call: ToolCall, args: dict[str, Any]) -> str:
+    def _load_skill(self, turn: _Turn, args: dict[str, Any]) -> ToolOutcome:
         name = args.get("name")
         snapshot = self.session.skill_snapshot
         if turn.manual:
-            return (f"Refused: the person invoked the skill '{turn.request.forced_skill}' for "
-                    "this request; load_skill is not available.")
+            return ToolOutcome.refused(LOAD_SKILL, (
+                f"the person invoked the skill '{turn.request.forced_skill}' for this "
+                "request; load_skill is not available"))
         if turn.loaded is not None:
-            return (f"Refused: the skill '{turn.loaded.name}' is already loaded for this "
-                    "request; only one skill can be used per request.")
+            return ToolOutcome.refused(LOAD_SKILL, (
+                f"the skill '{turn.loaded.name}' is already loaded for this request; only "
+                "one skill can be used per request"))
         skill = snapshot.get(name) if isinstance(name, str) else None
         if skill is None:
-            return f"Refused: no skill named {name!r} in this session."
+            return ToolOutcome.refused(LOAD_SKILL, f"no skill named {name!r} in this session")
         if not skill.model_visible:
-            return f"Refused: the skill '{skill.name}' can only be invoked by the person."
+            return ToolOutcome.refused(
+                LOAD_SKILL, f"the skill '{skill.name}' can only be invoked by the person")
         turn.loaded = skill
         log = self.runtime.log
         log.emit("skill_invoked", name=skill.name, mode="auto")
         log.emit("skill_loaded", name=skill.name, path=skill.path, digest=skill.digest)
         self.sink.notice(f"Skill: {skill.name} (selected by the model)")
-        return f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n"
+        return ToolOutcome(LOAD_SKILL, allowed=True,
+                           output=f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n")
 
     def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str], step: int) -> str:
         try:
@@ -170,13 +174,12 @@ class _Conversation:
                                   error=f"invalid arguments: {exc}")
             return f"Error: the arguments are not a JSON object ({exc})."
         if call.name == LOAD_SKILL:
-            output = self._load_skill(turn, call, args)
-            refused = output.startswith("Refused")
-            self.runtime.log.emit("tool_call", name=call.name, allowed=not refused, step=step,
-                                  arguments=args)
-            if refused:
-                self.sink.notice(f"load_skill {args.get('name')!r}: {output}")
-            return output
+            loaded = self._load_skill(turn, args)
+            self.runtime.log.emit("tool_call", name=call.name, allowed=loaded.allowed,
+                                  step=step, arguments=args)
+            if not loaded.allowed:
+                self.sink.notice(f"load_skill {args.get('name')!r}: {loaded.output}")
+            return loaded.output
         outcome = run_tool(self.env.registry, self.env.policy, call.name, args,
                            self.env.tool_context, caller="model", offered=offered)
         self.runtime.log.emit("tool_call", name=call.name, allowed=outcome.allowed, step=step,
@@ -248,13 +251,12 @@ class _Conversation:
 
     async def run(self, turn: _Turn) -> None:
         config = self.session.model_config
-        model = self.runtime.model
-        assert model is not None  # loaded by converse()
+        model = await self.runtime.get_model()
         base = list(turn.request.messages)
         await self._declare(model, turn)
         for step in range(1, config.max_steps + 1):
             schemas, offered = self._tools(turn) if model.supports_tools else ([], [])
-            view = _StreamView(self.sink, config.stream, "\n\n".join(turn.texts + [""]))
+            view = _StreamView(self.sink, config.stream, "\n\n".join([*turn.texts, ""]))
             response = await self._call(model, turn, ChatRequest(base + turn.messages, schemas),
                                         view, step)
             turn.messages.append(_assistant_message(response))
@@ -270,8 +272,7 @@ class _Conversation:
                 offered = self._tools(turn)[1]
                 output = self._run_call(turn, call, offered, step)
                 turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
-        raise ModelError(
-            "step_limit",
+        raise StepLimitError(
             f"Error: the model did not finish within {config.max_steps} steps (max_steps); "
             "the request was stopped and is not kept in the history. Raise max_steps in "
             "lily.yaml if the task needs more.",
@@ -299,16 +300,19 @@ def _fit(runtime: LilyRuntime, model: ChatModel, request: ModelRequest,
     return dataclasses.replace(request, messages=fitted.messages)
 
 
-def _conversational_request(runtime: LilyRuntime, model: ChatModel, text: str,
-                            sink: CellSink) -> ModelRequest:
-    """A turn with the catalog, sized to the model's context window."""
+def _request(runtime: LilyRuntime, model: ChatModel, text: str, forced: Skill | None,
+             sink: CellSink) -> ModelRequest:
+    """The turn's request: the catalog sized to the model's context window, or the
+    skill the person forced; tools only for a model that can call them."""
     session = runtime.session
     configured = runtime.env.config.catalog_max_chars
     empty = build_catalog((), configured)  # the catalog's frame, without entries
     without_catalog = build_system_prompt(session.persona, empty,
                                           tool_calls=model.supports_tools)
     budget = catalog_budget(model.context_window, configured, without_catalog)
-    tools = runtime.env.policy.model_tools(runtime.env.registry) if model.supports_tools else []
+    tools = runtime.env.policy.model_tools(
+        runtime.env.registry, forced.narrowed_tools if forced else None,
+    ) if model.supports_tools else []
     request = build_model_request(
         persona=session.persona,
         snapshot=session.skill_snapshot,
@@ -316,6 +320,7 @@ def _conversational_request(runtime: LilyRuntime, model: ChatModel, text: str,
         user_text=text,
         tool_schemas=[t.json_schema() for t in tools],
         catalog_max_chars=budget,
+        forced_skill=forced,
         tool_calls=model.supports_tools,
     )
     omitted = request.catalog.omitted if request.catalog else ()
@@ -331,18 +336,18 @@ def _conversational_request(runtime: LilyRuntime, model: ChatModel, text: str,
 
 
 async def converse(
-    runtime: LilyRuntime, text: str, request: ModelRequest | None, sink: CellSink
+    runtime: LilyRuntime, text: str, forced: Skill | None, sink: CellSink
 ) -> None:
-    """Run one turn; append it to the history only once it has completed."""
+    """Run one turn (with `forced` when the person invoked a skill); append it to the
+    history only once it has completed. Every model request is built here, by prompting."""
     session = runtime.session
     if session.model_config.model is None:
         raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
-    model = await runtime.load_model()
-    if session.model_config.embedded_default and not runtime.model_told:
+    model = await runtime.get_model()
+    if session.embedded_default and not runtime.model_told:
         sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
         runtime.model_told = True
-    if request is None:
-        request = _conversational_request(runtime, model, text, sink)
+    request = _request(runtime, model, text, forced, sink)
     if runtime.persona_told is not session.persona:  # once per persona, not every cell
         for notice in session.persona.notices:
             sink.notice(notice)

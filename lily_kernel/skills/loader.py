@@ -21,6 +21,7 @@ from lily_kernel.skills.frontmatter import (
     SkillDocument,
     SkillFormatError,
     parse_skill_document,
+    size_problem,
 )
 from lily_kernel.skills.models import (
     Diagnostic,
@@ -167,18 +168,10 @@ def _skill(name: str, root: SkillRoot, path: str, doc: SkillDocument, digest: st
         path=path,
         digest=digest,
         summary=_one_line(front.summary or front.description),
-        description=front.description,
-        declared_name=front.name,
-        invocation_mode=front.invocation_mode,  # type: ignore[arg-type]
+        front=front,
         command=front.command,
-        command_tool=front.command_tool,
-        requires_tools=tuple(front.requires_tools),
         eligibility=doc.eligibility,
         allowed_tools=doc.allowed_tools,
-        disable_model_invocation=front.disable_model_invocation,
-        license=front.license,
-        compatibility=front.compatibility,
-        metadata=front.metadata,
         extra=doc.extra,
         body=doc.body,
     )
@@ -274,8 +267,7 @@ def _check_winner(
         overall.update(f"{digest}\n".encode())
     try:
         if size > MAX_SKILL_BYTES:  # only the start was read: report the size on disk
-            raise SkillFormatError(
-                f"SKILL.md is {size:,} bytes, over the {MAX_SKILL_BYTES // 1024} KiB limit")
+            raise SkillFormatError(size_problem(size))
         doc = parse_skill_document(data)
         excluded = _exclusion(doc, rules, host)
     except SkillFormatError as exc:
@@ -306,7 +298,8 @@ def check_skill_directory(
     except OSError as exc:
         read = exc
     diagnostics: list[Diagnostic] = []
-    skill = _check_winner(name, root, path, read, rules, host or Host(), diagnostics)
+    skill = _check_winner(name, root, path, read, rules, (host or Host()).for_one_load(),
+                          diagnostics)
     return skill, diagnostics
 
 
@@ -317,7 +310,7 @@ def load_snapshot(
     version: int = 1,
 ) -> SkillSnapshot:
     """Discover, resolve precedence, check and index the skills under `roots`."""
-    host = host or Host()
+    host = (host or Host()).for_one_load()
     # Whether a root exists is decided now, at every load: a folder created or removed
     # since the session started counts at the next /reload_skills.
     roots = tuple(replace(r, exists=os.path.exists(r.path)) for r in roots)

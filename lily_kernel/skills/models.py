@@ -1,8 +1,9 @@
 """The values the skills package produces: Skill, Diagnostic, SkillRoot, SkillSnapshot.
 
-They are frozen dataclasses, not pydantic models: every field comes from frontmatter
-that pydantic has already validated, and building 1,000 of them per load must be cheap
-(see docs/benchmarks.md).
+They are frozen dataclasses: building 1,000 of them per load must be cheap (see
+docs/benchmarks.md). A Skill keeps its validated `Frontmatter` whole rather than copying
+its keys; only what the loader derives (one-line summary, merged eligibility, parsed
+`allowed-tools`, the alias after collisions) is a field of its own.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
+
+from lily_kernel.skills.fields import Frontmatter, InvocationMode, allowed_tool_names
 
 __all__ = [
     "Diagnostic",
@@ -25,7 +28,6 @@ __all__ = [
 ]
 
 SkillSource = Literal["workspace", "user", "bundled"]
-InvocationMode = Literal["prompt_rewrite", "tool_dispatch"]
 
 
 class DiagnosticKind(StrEnum):
@@ -80,25 +82,35 @@ class Skill:
     source: SkillSource
     path: str
     digest: str
-    summary: str
-    description: str | None = None
-    declared_name: str | None = None
-    invocation_mode: InvocationMode = "prompt_rewrite"
-    command: str | None = None
-    command_tool: str | None = None
-    requires_tools: tuple[str, ...] = ()
-    eligibility: Eligibility = Eligibility()
-    allowed_tools: tuple[str, ...] | None = None
-    disable_model_invocation: bool = False
-    license: str | None = None
-    compatibility: str | None = None
-    metadata: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    summary: str  # one line: the frontmatter's summary, else its description
+    front: Frontmatter = field(default_factory=Frontmatter)
+    command: str | None = None  # the alias; None also when two skills claimed it
+    eligibility: Eligibility = Eligibility()  # Lily's and OpenClaw's conditions merged
+    allowed_tools: tuple[str, ...] | None = None  # `allowed-tools` as tool entries
+    extra: dict[str, Any] = field(default_factory=dict)  # keys Lily does not use
     body: str = field(default="", repr=False)
 
     @property
+    def invocation_mode(self) -> InvocationMode:
+        return self.front.invocation_mode  # type: ignore[return-value]  # checked by the parser
+
+    @property
+    def command_tool(self) -> str | None:
+        return self.front.command_tool
+
+    @property
+    def requires_tools(self) -> tuple[str, ...]:
+        return self.front.requires_tools
+
+    @property
     def model_visible(self) -> bool:
-        return not self.disable_model_invocation
+        return not self.front.disable_model_invocation
+
+    @property
+    def narrowed_tools(self) -> frozenset[str] | None:
+        """The lower-case tool names `allowed-tools` narrows the model to while this skill
+        is active; None when it has no `allowed-tools`."""
+        return None if self.allowed_tools is None else allowed_tool_names(self.allowed_tools)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
-
 from lily_kernel.errors import ToolError
-from lily_kernel.tools.registry import Tool, ToolContext
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolContext
 
 __all__ = ["MAX_READ_CHARS", "file_tools", "resolve_in_workspace"]
 
@@ -70,17 +69,30 @@ def _filesystem_errors(handler: Handler) -> Handler:
     return guarded  # type: ignore[return-value]
 
 
-class ReadArgs(BaseModel):
-    path: str = Field(description="File path relative to the workspace.")
+@dataclass(frozen=True)
+class ReadArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    path: str
+    """File path relative to the workspace."""
 
 
-class ListArgs(BaseModel):
-    path: str = Field(".", description="Folder path relative to the workspace.")
+@dataclass(frozen=True)
+class ListArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    path: str = "."
+    """Folder path relative to the workspace."""
 
 
-class WriteArgs(BaseModel):
-    path: str = Field(description="File path relative to the workspace.")
-    content: str = Field(description="The complete new content of the file.")
+@dataclass(frozen=True)
+class WriteArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    path: str
+    """File path relative to the workspace."""
+    content: str
+    """The complete new content of the file."""
 
 
 @_filesystem_errors

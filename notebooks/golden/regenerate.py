@@ -26,7 +26,6 @@ from golden_harness import (
 )
 from nbclient import NotebookClient
 
-
 HIDE_LOCAL_MODEL = HERE.parents[1] / "tests" / "support" / "hide_local_model"
 
 

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from lily_kernel.commands import CommandResult, parse_command, render_html, render_markdown, render_plain
+from lily_kernel.commands import (
+    CommandResult,
+    SkillInvocation,
+    parse_command,
+    render_html,
+    render_markdown,
+    render_plain,
+)
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
@@ -95,7 +102,8 @@ def test_excluded_skill_says_why(runtime: LilyRuntime) -> None:
 
 
 def test_non_command_cells_go_to_the_model_path(runtime: LilyRuntime) -> None:
-    with pytest.raises(ModelNotConfiguredError, match=r"no model configured(.|\n)*install the local model(.|\n)*set LILY_MODEL"):
+    with pytest.raises(ModelNotConfiguredError,
+                       match=r"no model configured(.|\n)*install the local model(.|\n)*set LILY_MODEL"):
         run(runtime, "  hello /skills")
 
 
@@ -117,13 +125,10 @@ def test_tool_dispatch_runs_the_tool_without_a_model(runtime: LilyRuntime) -> No
     assert render_plain(same).endswith("data.txt  (5 bytes)")
 
 
-def test_prompt_rewrite_builds_a_request_then_needs_a_model(runtime: LilyRuntime) -> None:
-    outcome = runtime.run_command(parse_command("/a summarise this")) 
-    request = outcome.model_request
-    assert request is not None and request.forced_skill == "alpha"
-    assert "# Skill: alpha\n\nBody of First skill" in request.system
-    assert request.user_message == {"role": "user", "content": "summarise this"}
-    assert all(t["function"]["name"] != "load_skill" for t in request.tools)
+def test_prompt_rewrite_returns_an_intent_then_needs_a_model(runtime: LilyRuntime) -> None:
+    """The command says what to do (skill and request); the runtime builds the request."""
+    outcome = runtime.run_command(parse_command("/a summarise this"))  # type: ignore[arg-type]
+    assert outcome.invocation == SkillInvocation("alpha", "summarise this")
     with pytest.raises(ModelNotConfiguredError):
         run(runtime, "/skill alpha summarise this")
 

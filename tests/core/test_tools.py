@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
 from lily_kernel.errors import ToolError
 from lily_kernel.tools import (
@@ -20,7 +20,8 @@ from lily_kernel.tools import (
 )
 
 
-class NoArgs(BaseModel):
+@dataclass(frozen=True)
+class NoArgs:
     pass
 
 
@@ -45,7 +46,7 @@ def test_model_sees_only_allowed_non_owner_tools() -> None:
     registry = registry_with_owner_tool()
     policy = ToolPolicy(allow="*", deny=("write",))
     assert [t.name for t in policy.model_tools(registry)] == ["list", "read"]
-    narrowed = policy.model_tools(registry, ("Read", "Bash(git:*)"))
+    narrowed = policy.model_tools(registry, frozenset({"read", "bash"}))
     assert [t.name for t in narrowed] == ["read"]
 
 
@@ -68,7 +69,10 @@ def test_refused_calls_never_run(workspace: Path) -> None:
 def test_bad_arguments_are_reported_not_raised(workspace: Path) -> None:
     outcome = run_tool(default_registry(), ToolPolicy(), "read", {}, ToolContext(workspace),
                        "model")
-    assert outcome.error and outcome.output.startswith("Error: bad arguments: path: Field required")
+    assert outcome.error and outcome.output == "Error: bad arguments: path: required but missing."
+    typed = run_tool(default_registry(), ToolPolicy(), "read", {"path": 3},
+                     ToolContext(workspace), "model")
+    assert typed.output == "Error: bad arguments: path: expected a string (got int)."
 
 
 def test_file_tools_read_list_write(workspace: Path) -> None:
@@ -101,7 +105,13 @@ def test_symlink_escape_is_refused(workspace: Path, tmp_path: Path) -> None:
 def test_json_schema_for_the_model() -> None:
     schema = default_registry().get("write").json_schema()  # type: ignore[union-attr]
     assert schema["function"]["name"] == "write"
-    assert schema["function"]["parameters"]["required"] == ["path", "content"]
+    parameters = schema["function"]["parameters"]
+    assert parameters["required"] == ["path", "content"]
+    # The attribute docstrings of the argument dataclass are what the model reads.
+    assert parameters["properties"]["content"]["description"] == (
+        "The complete new content of the file.")
+    listing = default_registry().get("list").json_schema()  # type: ignore[union-attr]
+    assert listing["function"]["parameters"]["properties"]["path"]["default"] == "."
 
 
 @pytest.mark.parametrize("path", [".env", ".git/config", "sub/.secret", ".lily/sessions/x.jsonl"])

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import write_skill
 from tests.kernel.conftest import lily_kernel
 
 
-def _events(path: Path) -> list[dict[str, object]]:
+def _events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lily_kernel.commands import CommandResult
-from lily_kernel.errors import ModelError, ModelNotConfiguredError
+from lily_kernel.errors import ModelError, ModelNotConfiguredError, StepLimitError
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.tools import Tool, ToolContext, default_registry
-from pydantic import BaseModel
 from tests.conftest import skill_text, write_skill
 
 
@@ -40,7 +40,8 @@ class Sink:
         self.notices.append(text)
 
 
-class NoArgs(BaseModel):
+@dataclass(frozen=True)
+class NoArgs:
     pass
 
 
@@ -165,11 +166,11 @@ def test_forced_skill_turn_injects_body_and_offers_no_load_skill(runtime: LilyRu
 
 
 def test_step_limit_stops_with_a_clear_message_and_keeps_history(runtime: LilyRuntime) -> None:
-    runtime.session.model_config = runtime.session.model_config.model_copy(update={"max_steps": 2})
+    runtime.session.model_config = replace(runtime.session.model_config, max_steps=2)
     looping = [reply("", call("list", f"l{i}")) for i in range(2)]
-    with pytest.raises(ModelError) as err:
+    with pytest.raises(StepLimitError) as err:
         run(runtime, "loop forever", *looping)
-    assert err.value.kind == "step_limit"
+    assert not isinstance(err.value, ModelError)  # Lily's bound, not a provider fault
     assert "did not finish within 2 steps" in str(err.value)
     assert runtime.session.conversation_state.messages == []
 
@@ -180,7 +181,7 @@ def test_provider_fault_leaves_session_intact(runtime: LilyRuntime) -> None:
     with pytest.raises(ModelError, match="rate limit"):
         run(runtime, "second", ModelError("rate_limit", "Error: model call failed: rate limit"))
     assert runtime.session.conversation_state.messages == before
-    sink, model = run(runtime, "third", reply("three"))
+    _sink, model = run(runtime, "third", reply("three"))
     assert model.requests[0].messages[1:3] == before  # history sent on the next turn
 
 
@@ -278,3 +279,12 @@ def test_a_forced_skill_narrows_the_tools_from_the_first_step(runtime: LilyRunti
     assert [t["function"]["name"] for t in model.requests[0].tools] == ["read"]
     assert model.requests[1].messages[-1]["content"] == (
         "Refused: tool 'list' is not available while the active skill narrows the tools.")
+
+
+@pytest.mark.parametrize("code", ["", "   ", "\n\t \n"])
+def test_a_blank_cell_does_nothing(runtime: LilyRuntime, code: str) -> None:
+    """As in Python kernels: no model call, no output, no history (bug: it was sent)."""
+    sink, model = run(runtime, code)
+    assert model.requests == []
+    assert (sink.shown, sink.streamed, sink.replies, sink.notices) == ([], [], [], [])
+    assert runtime.session.conversation_state.messages == []

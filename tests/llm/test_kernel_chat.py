@@ -43,7 +43,7 @@ def test_no_model_configured_is_a_clear_error_and_commands_still_work(tmp_path: 
         chat = kernel.execute("What can you do?")
         assert chat.status == "error"
         assert chat.reply["ename"] == "ModelNotConfiguredError"
-        first, *rest = chat.reply["evalue"].split("\n")
+        first, *_rest = chat.reply["evalue"].split("\n")
         assert first == "Error: no model configured, and the embedded local model is not installed."
         assert "pip install 'lily-kernel[local]'" in chat.reply["evalue"]
         assert "set LILY_MODEL" in chat.reply["evalue"]

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,11 +48,12 @@ def answer(run: Execution) -> dict[str, str]:
     """The reply's final content: the last update of its display (or the display)."""
     updates = run.of_type("update_display_data")
     if updates:
-        return updates[-1]["data"]
+        data: dict[str, str] = updates[-1]["data"]
+        return data
     return [d for d in run.displays if "text/markdown" in d][-1]
 
 
-def session_events(kernel: LilyProcess) -> list[dict[str, object]]:
+def session_events(kernel: LilyProcess) -> list[dict[str, Any]]:
     (log,) = (kernel.workspace / ".lily" / "sessions").glob("*.jsonl")
     return [json.loads(line) for line in log.read_text().splitlines()]
 
@@ -105,7 +107,7 @@ def test_the_selection_step_runs_and_is_logged(kernel: LilyProcess) -> None:
         assert f"Skill: {selections[-1]['name']} (selected by the model)" in notices(run)
 
 
-def _interrupt_when(kernel: LilyProcess, code: str, started: str) -> tuple[dict, float]:
+def _interrupt_when(kernel: LilyProcess, code: str, started: str) -> tuple[dict[str, Any], float]:
     """Run `code`, interrupt once an iopub message of type `started` arrives (or at
     once for "sent"); the execute_reply and the seconds from interrupt to reply."""
     msg_id = kernel.kc.execute(code)
