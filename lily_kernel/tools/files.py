@@ -49,6 +49,14 @@ def resolve_in_workspace(workspace: Path, relative: str) -> Path:
     return target
 
 
+def _resolved(path: Path) -> Path:
+    """`path` with its links followed; as written when they loop (still protected)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
 def _hidden(parts: tuple[str, ...]) -> bool:
     return any(part.startswith(".") and part not in (".", "..") for part in parts)
 
@@ -131,7 +139,8 @@ def _list(args: ListArgs, ctx: ToolContext) -> str:
 @_filesystem_errors
 def _write(args: WriteArgs, ctx: ToolContext) -> str:
     target = resolve_in_workspace(ctx.workspace, args.path)
-    for own in ctx.protected:
+    # Resolved now, not when the session started: a link created since then counts.
+    for own in map(_resolved, ctx.protected):
         if target == own or target.is_relative_to(own):
             raise ToolError(f"'{args.path}' is one of Lily's own files (configuration, "
                             "skills or persona); tools may not change it.")
