@@ -27,7 +27,8 @@ from lily_kernel import __version__
 from lily_kernel.errors import LilyError
 from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
-from lily_kernel.kernel.output import CellError, KernelSink, command_bundle
+from lily_kernel.kernel.output import CellError, KernelSink, Send, command_bundle
+from lily_kernel.redaction import Redactor, secret_values
 
 if TYPE_CHECKING:
     from lily_kernel.runtime import LilyRuntime
@@ -162,17 +163,24 @@ class LilyKernel(Kernel):
     ) -> dict[str, Any]:
         if store_history and not silent:
             self.history.add(self.execution_count, code)
-        error = await self._run_cell(code, silent)
+        # Everything this cell shows passes one redactor: no credential reaches the person.
+        redact = Redactor(secret_values()).data
+
+        def publish(msg_type: str, content: dict[str, Any]) -> None:
+            self.send_response(self.iopub_socket, msg_type, redact(content))
+
+        error = await self._run_cell(code, publish if not silent else _discard)
         if error is None:
             return {"status": "ok", "execution_count": self.execution_count,
                     "payload": [], "user_expressions": {}}
+        content = redact(error.content())
         if not silent:
-            self.send_response(self.iopub_socket, "error", error.content())
-        return {"status": "error", "execution_count": self.execution_count, **error.content()}
+            self.send_response(self.iopub_socket, "error", content)
+        return {"status": "error", "execution_count": self.execution_count, **content}
 
-    async def _run_cell(self, code: str, silent: bool) -> CellError | None:
+    async def _run_cell(self, code: str, publish: Send) -> CellError | None:
         """Run the cell as a task the stop button can cancel; None when it succeeded."""
-        sink = KernelSink(self._publish if not silent else _discard)
+        sink = KernelSink(publish)
         task = asyncio.ensure_future(self._run_in_session(code, sink))
         with cancel_on_sigint(task) as interrupted:
             try:
@@ -195,9 +203,6 @@ class LilyKernel(Kernel):
         if runtime is None:
             raise _NoSession(self._start_error())
         await runtime.run_cell(code, sink)
-
-    def _publish(self, msg_type: str, content: dict[str, Any]) -> None:
-        self.send_response(self.iopub_socket, msg_type, content)
 
     # --- completion, inspection, history -------------------------------------------
 

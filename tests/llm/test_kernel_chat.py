@@ -85,6 +85,27 @@ def test_provider_fault_is_named_and_the_key_never_shows(chat_kernel: LilyProces
     assert chat_kernel.execute("/help").status == "ok"
 
 
+def leaked_runs(text: str, secret: str, size: int = 8) -> list[str]:
+    """Every run of `size` consecutive characters of `secret` found in `text`."""
+    return [secret[i:i + size] for i in range(len(secret) - size + 1)
+            if secret[i:i + size] in text]
+
+
+@pytest.mark.parametrize("reply", [
+    Reply(status=401, error_message="Incorrect API key provided:", echo_key_from=3),
+    Reply(status=400, error_message="key ends with", echo_key_from=len(SECRET) - 10),
+    Reply(text="Your key is", echo_key_from=3),
+], ids=["401-without-prefix", "400-tail", "reply-text"])
+def test_partial_key_echoes_never_reach_the_notebook_or_the_log(
+        chat_kernel: LilyProcess, server: OpenAIServer, reply: Reply) -> None:
+    server.script(reply)
+    run = chat_kernel.execute("hello?")
+    assert "[redacted]" in all_text(run)
+    assert leaked_runs(all_text(run), SECRET) == []
+    log = next((chat_kernel.workspace / ".lily" / "sessions").glob("*.jsonl")).read_text()
+    assert leaked_runs(log, SECRET) == []
+
+
 def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServer) -> None:
     server.script(Reply(text="slow " * 60, pieces=60, chunk_delay=0.2), Reply(text="Back."))
     msg_id = chat_kernel.kc.execute("Tell me a very long story")
