@@ -7,6 +7,7 @@ it was before the cell (what was shown stays visible in the notebook).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -116,7 +117,8 @@ class _Conversation:
         self.sink.notice(f"Skill: {skill.name} (selected by the model)")
         return f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n"
 
-    def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str], step: int) -> str:
+    async def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str],
+                        step: int) -> str:
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
             if not isinstance(args, dict):
@@ -124,6 +126,9 @@ class _Conversation:
         except ValueError as exc:
             self.runtime.log.emit("tool_call", name=call.name, allowed=False, step=step,
                                   error=f"invalid arguments: {exc}")
+            # Every call gets its notice, this one too (the model is told and may retry).
+            self.sink.notice(f"Tool {call.name}: not run: its arguments are not a JSON "
+                             "object")
             return f"Error: the arguments are not a JSON object ({exc})."
         if call.name == LOAD_SKILL:
             output = self._load_skill(turn, call, args)
@@ -133,8 +138,11 @@ class _Conversation:
             if refused:
                 self.sink.notice(f"load_skill {args.get('name')!r}: {output}")
             return output
-        outcome = run_tool(self.env.registry, self.env.policy, call.name, args,
-                           self.env.tool_context, caller="model", offered=offered)
+        # Off the event loop: a tool does file-system work (a large read, a slow disk),
+        # and the kernel must stay responsive (and interruptible) meanwhile.
+        outcome = await asyncio.to_thread(
+            run_tool, self.env.registry, self.env.policy, call.name, args,
+            self.env.tool_context, caller="model", offered=offered)
         self.runtime.log.emit("tool_call", name=call.name, allowed=outcome.allowed, step=step,
                               arguments=args, error=outcome.detail or None)
         status = "ran" if not outcome.error else outcome.detail.rstrip(".")
@@ -175,7 +183,7 @@ class _Conversation:
                 # Recomputed per call: a skill loaded earlier in this same message
                 # narrows the tools for the calls after it.
                 offered = self._tools(turn)[1]
-                output = self._run_call(turn, call, offered, step)
+                output = await self._run_call(turn, call, offered, step)
                 turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
         raise ModelError(
             "step_limit",

@@ -97,7 +97,10 @@ def _read(args: ReadArgs, ctx: ToolContext) -> str:
     if not target.is_file():
         raise ToolError(f"no file '{args.path}' in the workspace.")
     try:
-        text = target.read_text(encoding="utf-8")
+        # At most one character past what is returned (enough to know it was cut): a
+        # multi-GB file must not be loaded whole to show its first 100,000 characters.
+        with target.open(encoding="utf-8") as handle:
+            text = handle.read(MAX_READ_CHARS + 1)
     except UnicodeDecodeError:
         raise ToolError(f"'{args.path}' is not a UTF-8 text file.") from None
     except OSError as exc:

@@ -207,3 +207,24 @@ def test_list_shows_broken_links_instead_of_failing(workspace: Path) -> None:
                        ToolContext(workspace), "owner")
     assert outcome.output.splitlines() == ["dangling  (broken link)", "loop2  (broken link)",
                                            "real.txt  (3 bytes)"]
+
+
+def test_read_never_loads_more_than_it_returns(workspace: Path) -> None:
+    import tracemalloc
+
+    from lily_kernel.tools.files import MAX_READ_CHARS
+
+    big = workspace / "big.log"
+    with big.open("wb") as handle:  # 256 MiB, sparse: cheap on disk, costly if read whole
+        handle.truncate(256 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        outcome = run_tool(default_registry(), ToolPolicy(), "read", {"path": "big.log"},
+                           ToolContext(workspace), "model")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not outcome.error
+    assert outcome.output.endswith(f"[... truncated at {MAX_READ_CHARS:,} characters]")
+    assert outcome.output.count("\0") == MAX_READ_CHARS
+    assert peak < 8 * MAX_READ_CHARS, f"{peak:,} bytes allocated to read 100,000 characters"

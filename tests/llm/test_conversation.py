@@ -276,3 +276,27 @@ def test_a_forced_skill_narrows_the_tools_from_the_first_step(runtime: LilyRunti
     assert [t["function"]["name"] for t in model.requests[0].tools] == ["read"]
     assert model.requests[1].messages[-1]["content"] == (
         "Refused: tool 'list' is not available while the active skill narrows the tools.")
+
+
+def test_arguments_that_are_not_json_are_shown_like_every_call(runtime: LilyRuntime) -> None:
+    sink, _ = run(runtime, "x", reply("", ToolCall("c", "read", "{not json")), reply("sorry"))
+    assert sink.notices == ["Tool read: not run: its arguments are not a JSON object"]
+
+
+def test_tools_run_off_the_event_loop(workspace: Path, environ: dict[str, str]) -> None:
+    seen: list[bool] = []
+
+    def probe(args: NoArgs, ctx: ToolContext) -> str:
+        try:
+            asyncio.get_running_loop()
+            seen.append(True)
+        except RuntimeError:
+            seen.append(False)
+        return "probed"
+
+    registry = default_registry()
+    registry.register(Tool("probe", "Probe.", NoArgs, probe))
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "scripted/test"},
+                                registry=registry)
+    run(runtime, "x", reply("", call("probe")), reply("done"))
+    assert seen == [False]  # no event loop in the thread the tool ran in
