@@ -49,18 +49,28 @@ class LoadRules:
     reserved_commands: frozenset[str] = frozenset()
 
 
+def _unreadable(root: SkillRoot, exc: OSError) -> SkillRootError:
+    return SkillRootError(
+        f"Cannot read the {root.source} skills root {root.path}: {exc.strerror or exc}.")
+
+
 def _list_root(root: SkillRoot) -> list[str]:
     """Immediate, non-hidden child directories of a root (SKILL.md checked later)."""
     if not root.exists:
+        # Missing, or a link that leads nowhere: empty. A link loop is no missing root
+        # but a broken one (os.path.exists says False for both): report it.
+        try:
+            os.stat(root.path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _unreadable(root, exc) from exc
         return []
     try:
         entries = list(os.scandir(root.path))
     except FileNotFoundError:
         return []  # removed since it was looked at: a missing root is empty
     except OSError as exc:
-        raise SkillRootError(
-            f"Cannot read the {root.source} skills root {root.path}: {exc.strerror or exc}."
-        ) from exc
+        raise _unreadable(root, exc) from exc
     names = []
     for entry in entries:
         if entry.name.startswith("."):
