@@ -6,6 +6,7 @@
     ├── CommandError               a `/` command was used wrongly (message shown as is)
     ├── ToolError                  a tool refused or failed (becomes a tool result)
     ├── ModelNotConfiguredError    a chat cell with no model configured
+    ├── UsageError                 bad input to the `lily` command (a missing notebook, ...)
     └── ModelError                 a provider fault, with its `kind`
         (auth, rate_limit, timeout, connection, server, bad_response, context_window,
          bad_request, step_limit)
@@ -24,6 +25,7 @@ __all__ = [
     "ModelNotConfiguredError",
     "SkillRootError",
     "ToolError",
+    "UsageError",
 ]
 
 
@@ -57,3 +59,7 @@ class ModelError(LilyError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class UsageError(LilyError):
+    """The `lily` command was given something it cannot use; shown as `lily: <message>`."""
