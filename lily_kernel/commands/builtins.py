@@ -305,8 +305,18 @@ def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     )
     title = f"Reloaded skills: snapshot {new.version} (was {old.version})"
     text = Text("No changes." if diff.empty else "Changes since the previous snapshot:")
+    blocks: list[Block] = [text, Fields(items)]
+    if diff.newly_excluded:  # never just a count: what broke, and why
+        blocks.append(Table(
+            ("newly excluded", "kind", "source", "reason"),
+            tuple((d.skill, d.kind.value, d.source, d.reason) for d in diff.newly_excluded)))
+    if diff.aliases:
+        blocks.append(Table(
+            ("alias", "was", "now", "why"),
+            tuple((f"/{a.command}", a.before or "(none)", a.after or "(dropped)", a.why)
+                  for a in diff.aliases)))
     return CommandOutcome(
-        CommandResult("reload_skills", title, (text, Fields(items))),
+        CommandResult("reload_skills", title, tuple(blocks)),
         StateChange(skill_snapshot=new),
     )
 

@@ -145,6 +145,34 @@ def test_snapshot_is_stable_until_reload(runtime: LilyRuntime, workspace: Path) 
     assert "snapshot 3 (was 2)" in again and "No changes." in again
 
 
+def test_reload_names_what_broke_and_every_alias_that_moved(runtime: LilyRuntime,
+                                                            workspace: Path) -> None:
+    skills = workspace / "skills"
+    write_skill(skills, "bad_yaml", "---\nsummary: [never closed\n---\n")
+    write_skill(skills, "bad_mode", "---\nsummary: x\ninvocation_mode: telepathy\n---\n")
+    result = run(runtime, "/reload_skills").shown[0]
+    text = render_plain(result)
+    assert "No changes." not in text  # "excluded 3" alone hid which and why
+    newly = next(b for b in result.blocks if getattr(b, "headers", ())[:1] == ("newly excluded",))
+    assert [(row[0], row[1]) for row in newly.rows] == [("bad_mode", "malformed"),
+                                                        ("bad_yaml", "malformed")]
+    assert "telepathy" in newly.rows[0][3]  # the reason itself, not a count
+
+    # The quickstart's suggestion: copy a skill, alias and all.
+    (skills / "alpha_copy").mkdir()
+    (skills / "alpha_copy" / "SKILL.md").write_text((skills / "alpha" / "SKILL.md").read_text())
+    text = render_plain(run(runtime, "/reload_skills").shown[0])
+    assert re.search(r"^added\s+alpha_copy$", text, re.M)
+    assert re.search(r"^/a\s+alpha\s+\(dropped\)\s+alias /a is also claimed by alpha_copy; "
+                     r"dropped for all of them \(use /skill alpha\)$", text, re.M), text
+    assert "newly excluded" not in text  # the broken ones were reported already
+    assert error_of(runtime, "/a hello") == "Error: unknown command /a."
+
+    (skills / "alpha_copy" / "SKILL.md").unlink()
+    text = render_plain(run(runtime, "/reload_skills").shown[0])
+    assert re.search(r"^/a\s+\(none\)\s+alpha\s*$", text, re.M), text  # back again
+
+
 def test_reload_with_unreadable_root_fails_and_keeps_the_snapshot(
     runtime: LilyRuntime, workspace: Path
 ) -> None:
