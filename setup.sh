@@ -9,4 +9,11 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[test]"
-echo "Lily is installed in .venv (kernel: $(.venv/bin/jupyter kernelspec list | grep -c lily) 'lily' kernelspec)."
+# The last line says what is ready, or why not (a wheel without its kernelspec data).
+if .venv/bin/jupyter kernelspec list --json | .venv/bin/python -c \
+    'import json, sys; sys.exit("lily" not in json.load(sys.stdin)["kernelspecs"])'; then
+  echo "Lily is ready: .venv has Lily, its test tools and the Lily kernel for Jupyter."
+else
+  echo "setup.sh: Lily is installed in .venv but Jupyter there does not list the Lily kernel." >&2
+  exit 1
+fi

@@ -271,7 +271,7 @@ def _agent(ctx: CommandContext, argument: str) -> CommandOutcome:
         files = ", ".join(f"{f.name} ({f.source})" for f in ctx.session.persona.files) or "(none)"
         return CommandOutcome(CommandResult(
             "agent", f"Agent: {active}",
-            (Fields((("persona files", files),)), Table(("agent", ""), rows)),
+            (Fields((("persona files", files),)), Table(("agent", "status"), rows)),
         ))
     if argument not in agents:
         raise CommandError(f"Error: no agent named '{argument}'; available: {', '.join(agents)}.")

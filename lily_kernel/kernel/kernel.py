@@ -35,9 +35,10 @@ if TYPE_CHECKING:
 
 __all__ = ["LilyKernel"]
 
+# Said by notebooks and consoles alike (`jupyter console` shows it first): no "notebook".
 BANNER = (
-    f"Lily {__version__}: this notebook is one conversation with a skill-driven agent.\n"
-    "A cell starting with / is a command (/help lists them); any other cell is a "
+    f"Lily {__version__}: one conversation with a skill-driven agent.\n"
+    "Input starting with / is a command (/help lists them); anything else is a "
     "message to the model."
 )
 

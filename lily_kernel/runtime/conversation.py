@@ -24,11 +24,14 @@ if TYPE_CHECKING:
 
 __all__ = ["NO_MODEL_MESSAGE", "STREAM_INTERVAL", "converse"]
 
+# A short first line and a short list: one long line wrapped mid-word in JupyterLab.
 NO_MODEL_MESSAGE = (
-    "Error: no model configured. Set LILY_MODEL to a litellm model name "
-    "(e.g. openai/gpt-4o-mini) and the provider's key variable (e.g. OPENAI_API_KEY) "
-    "before starting Jupyter, or add `model: openai/gpt-4o-mini` to lily.yaml in the "
-    "notebook's folder; then restart the kernel. Commands (/help) work without a model."
+    "Error: no model configured.\n"
+    "Configure one, then restart the kernel:\n"
+    "- set LILY_MODEL (e.g. openai/gpt-4o-mini) and the provider's key variable\n"
+    "  (e.g. OPENAI_API_KEY) before starting Jupyter, or\n"
+    "- add `model: openai/gpt-4o-mini` to lily.yaml beside the notebook.\n"
+    "Commands such as /help work without a model."
 )
 STREAM_INTERVAL = 0.05  # seconds between display updates while a reply streams
 

@@ -95,7 +95,7 @@ def test_excluded_skill_says_why(runtime: LilyRuntime) -> None:
 
 
 def test_non_command_cells_go_to_the_model_path(runtime: LilyRuntime) -> None:
-    with pytest.raises(ModelNotConfiguredError, match="no model configured. Set LILY_MODEL"):
+    with pytest.raises(ModelNotConfiguredError, match="no model configured.\n"):
         run(runtime, "  hello /skills")
 
 
@@ -202,6 +202,7 @@ def test_agent_switch_rebuilds_persona_only(runtime: LilyRuntime, workspace: Pat
     snapshot = runtime.session.skill_snapshot
     shown = render_plain(run(runtime, "/agent").shown[0])
     assert re.search(r"^critic\s*$", shown, re.M) and re.search(r"^default\s+active$", shown, re.M)
+    assert re.search(r"^agent\s+status$", shown, re.M)  # every column has a header
     switched = render_plain(run(runtime, "/agent critic").shown[0])
     assert "Switched to agent critic" in switched
     assert runtime.session.active_agent == "critic"

@@ -211,8 +211,13 @@ def test_no_model_configured(workspace: Path, environ: dict[str, str]) -> None:
     runtime = LilyRuntime.start(workspace, environ)
     with pytest.raises(ModelNotConfiguredError) as err:
         asyncio.run(runtime.run_cell("hello", Sink()))
-    assert "Set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
+    assert "set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
     assert runtime.model is None
+    # A short first line and a short list, no line long enough to wrap mid-word.
+    lines = str(err.value).splitlines()
+    assert lines[0] == "Error: no model configured."
+    assert max(map(len, lines)) <= 80
+    assert sum(line.startswith("- ") for line in lines) >= 2
 
 
 def test_catalog_over_budget_tells_the_person(workspace: Path, environ: dict[str, str]) -> None:

@@ -43,7 +43,7 @@ def test_no_model_configured_is_a_clear_error_and_commands_still_work(tmp_path: 
         chat = kernel.execute("What can you do?")
         assert chat.status == "error"
         assert chat.reply["ename"] == "ModelNotConfiguredError"
-        assert chat.reply["evalue"].startswith("Error: no model configured. Set LILY_MODEL")
+        assert chat.reply["evalue"].startswith("Error: no model configured.\n")
         assert chat.reply["traceback"] == [chat.reply["evalue"]]
         assert kernel.execute("/skills").status == "ok"
 
