@@ -21,7 +21,8 @@ def test_two_kernels_keep_separate_sessions_and_stable_snapshots(tmp_path: Path)
     (workspace / "persona" / "critic" / "SOUL.md").write_text("You are a critic.\n")
     with lily_kernel(workspace, tmp_path / "home", LILY_EVENT_LOG="1") as a, \
             lily_kernel(workspace, tmp_path / "home", LILY_EVENT_LOG="1") as b:
-        assert "first" in a.execute("/skills").plain
+        # Both sessions have started (they start in the background) before the write.
+        assert "first" in a.execute("/skills").plain and "first" in b.execute("/skills").plain
         write_skill(workspace / "skills", "late", "---\nsummary: Added on disk.\n---\n\nB.\n")
 
         # The file is on disk, but neither session sees it until it reloads.
