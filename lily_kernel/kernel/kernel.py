@@ -230,8 +230,9 @@ class LilyKernel(Kernel):
             from lily_kernel.commands import inspect
 
             result = inspect(code, cursor, runtime.session.skill_snapshot)
+        data = command_bundle(result) if result is not None else {}
         return {"status": "ok", "found": result is not None, "metadata": {},
-                "data": command_bundle(result) if result is not None else {}}
+                "data": Redactor(secret_values()).data(data)}
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
         # A cell is one message or one command, whatever its lines: always complete.
