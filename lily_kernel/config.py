@@ -101,6 +101,10 @@ _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():  # never open a FIFO (it would block) or a folder
+        what = ("a folder" if path.is_dir() else "not a regular file" if path.exists()
+                else "a link that leads nowhere")
+        raise ConfigError(f"{path}: cannot read the file (it is {what}).")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -153,7 +157,9 @@ def load_config(workspace: Path, environ: Mapping[str, str] | None = None) -> Li
     """Read `<workspace>/lily.yaml` (if present) and the LILY_* variables."""
     environ = os.environ if environ is None else environ
     path = workspace / CONFIG_FILE
-    data = _read_yaml(path) if path.is_file() else {}
+    # Anything at that name but nothing at all is read (a folder, a dangling link, a
+    # FIFO are reported by _read_yaml like any broken lily.yaml, never ignored).
+    data = _read_yaml(path) if os.path.lexists(path) else {}
     env_values, env_origin = _env_overrides(environ)
     merged = dict(data)
     for key, value in env_values.items():

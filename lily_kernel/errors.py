@@ -7,6 +7,7 @@
     ├── ToolError                  a tool refused or failed (becomes a tool result)
     ├── ModelNotConfiguredError    a chat cell with no model configured
     ├── StepLimitError             the model did not finish within max_steps (Lily's bound)
+    ├── UsageError                 bad input to the `lily` command (a missing notebook, ...)
     └── ModelError                 a provider fault, with its `kind`
         (auth, rate_limit, timeout, connection, server, bad_response, context_window,
          not_found, bad_request)
@@ -26,6 +27,7 @@ __all__ = [
     "SkillRootError",
     "StepLimitError",
     "ToolError",
+    "UsageError",
 ]
 
 
@@ -63,3 +65,7 @@ class ModelError(LilyError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class UsageError(LilyError):
+    """The `lily` command was given something it cannot use; shown as `lily: <message>`."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,12 +45,15 @@ class EventLog:
     """Appends events to one file (or nowhere when `path` is None).
 
     A log that cannot be written (read-only folder, full disk) turns itself off and
-    keeps the reason in `problem`: the session goes on without it.
+    keeps the reason in `problem`: the session goes on without it. `redact` is applied
+    to the data of every event before it is written (no credential reaches the log).
     """
 
-    def __init__(self, path: Path | None, session_id: str) -> None:
+    def __init__(self, path: Path | None, session_id: str,
+                 redact: Callable[[Any], Any] | None = None) -> None:
         self.path = path
         self.session_id = session_id
+        self.redact = redact
         self.problem: str | None = None
         self._seq = 0
         self._handle: IO[str] | None = None
@@ -65,7 +69,7 @@ class EventLog:
             ts=datetime.now(UTC).isoformat(timespec="milliseconds"),
             session_id=self.session_id,
             event=event,
-            data=data,
+            data=self.redact(data) if self.redact is not None else data,
         )
         if self.enabled:
             self._write(record)

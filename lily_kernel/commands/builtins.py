@@ -293,7 +293,7 @@ def _agent(ctx: CommandContext, argument: str) -> CommandOutcome:
         files = ", ".join(f"{f.name} ({f.source})" for f in ctx.session.persona.files) or "(none)"
         return CommandOutcome(CommandResult(
             "agent", f"Agent: {active}",
-            (Fields((("persona files", files),)), Table(("agent", ""), rows)),
+            (Fields((("persona files", files),)), Table(("agent", "status"), rows)),
         ))
     if argument not in agents:
         raise CommandError(f"Error: no agent named '{argument}'; available: {', '.join(agents)}.")
@@ -327,8 +327,18 @@ def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     )
     title = f"Reloaded skills: snapshot {new.version} (was {old.version})"
     text = Text("No changes." if diff.empty else "Changes since the previous snapshot:")
+    blocks: list[Block] = [text, Fields(items)]
+    if diff.newly_excluded:  # never just a count: what broke, and why
+        blocks.append(Table(
+            ("newly excluded", "kind", "source", "reason"),
+            tuple((d.skill, d.kind.value, d.source, d.reason) for d in diff.newly_excluded)))
+    if diff.aliases:
+        blocks.append(Table(
+            ("alias", "was", "now", "why"),
+            tuple((f"/{a.command}", a.before or "(none)", a.after or "(dropped)", a.why)
+                  for a in diff.aliases)))
     return CommandOutcome(
-        CommandResult("reload_skills", title, (text, Fields(items))),
+        CommandResult("reload_skills", title, tuple(blocks)),
         StateChange(skill_snapshot=new),
     )
 

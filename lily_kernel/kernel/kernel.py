@@ -18,14 +18,16 @@ from lily_kernel import __version__
 from lily_kernel.errors import LilyError
 from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
-from lily_kernel.kernel.output import CellError, KernelSink, command_bundle
+from lily_kernel.kernel.output import CellError, KernelSink, Send, command_bundle
+from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
 
 __all__ = ["LilyKernel"]
 
+# Said by notebooks and consoles alike (`jupyter console` shows it first): no "notebook".
 BANNER = (
-    f"Lily {__version__}: this notebook is one conversation with a skill-driven agent.\n"
-    "A cell starting with / is a command (/help lists them); any other cell is a "
+    f"Lily {__version__}: one conversation with a skill-driven agent.\n"
+    "Input starting with / is a command (/help lists them); anything else is a "
     "message to the model."
 )
 NO_SUBSHELLS = "Lily does not support kernel subshells: cells run one at a time."
@@ -90,17 +92,24 @@ class LilyKernel(Kernel):
     ) -> dict[str, Any]:
         if store_history and not silent:
             self.history.add(self.execution_count, code)
-        error = await self._run_cell(code, silent)
+        # Everything this cell shows passes one redactor: no credential reaches the person.
+        redact = Redactor(secret_values()).data
+
+        def publish(msg_type: str, content: dict[str, Any]) -> None:
+            self.send_response(self.iopub_socket, msg_type, redact(content))
+
+        error = await self._run_cell(code, publish if not silent else _discard)
         if error is None:
             return {"status": "ok", "execution_count": self.execution_count,
                     "payload": [], "user_expressions": {}}
+        content = redact(error.content())
         if not silent:
-            self.send_response(self.iopub_socket, "error", error.content())
-        return {"status": "error", "execution_count": self.execution_count, **error.content()}
+            self.send_response(self.iopub_socket, "error", content)
+        return {"status": "error", "execution_count": self.execution_count, **content}
 
-    async def _run_cell(self, code: str, silent: bool) -> CellError | None:
+    async def _run_cell(self, code: str, publish: Send) -> CellError | None:
         """Run the cell as a task the stop button can cancel; None when it succeeded."""
-        sink = KernelSink(self._publish if not silent else _discard)
+        sink = KernelSink(publish)
         task = asyncio.ensure_future(self.lily.run_cell(code, sink))
         with cancel_on_sigint(task) as interrupted:
             try:
@@ -116,8 +125,6 @@ class LilyKernel(Kernel):
                 return CellError.from_bug(exc)
         return None
 
-    def _publish(self, msg_type: str, content: dict[str, Any]) -> None:
-        self.send_response(self.iopub_socket, msg_type, content)
 
     # --- completion, inspection, history -------------------------------------------
 
@@ -133,8 +140,9 @@ class LilyKernel(Kernel):
                          omit_sections: Any = ()) -> dict[str, Any]:
         cursor = len(code) if cursor_pos is None else cursor_pos
         result = await self.lily.inspect(code, cursor)
+        data = command_bundle(result) if result is not None else {}
         return {"status": "ok", "found": result is not None, "metadata": {},
-                "data": command_bundle(result) if result is not None else {}}
+                "data": Redactor(secret_values()).data(data)}
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
         # A cell is one message or one command, whatever its lines: always complete.

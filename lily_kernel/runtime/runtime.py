@@ -7,6 +7,7 @@ writes the event log, and (for conversational turns) calls the model.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from lily_kernel.errors import CommandError
 from lily_kernel.events import EventLog, session_log_path
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.persona import Persona
+from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.environment import LilyEnvironment
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill, SkillSnapshot, lily_home
@@ -114,7 +116,10 @@ class LilyRuntime:
         created = datetime.now(UTC).isoformat(timespec="seconds")
         session = env.new_session(session_id, created)
         path = session_log_path(env.workspace, session_id) if env.config.event_log else None
-        runtime = cls(env=env, session=session, log=EventLog(path, session_id))
+        # Credentials of the process and of the settings' environment never reach the log.
+        secrets = secret_values(os.environ) + secret_values(environ or {})
+        log = EventLog(path, session_id, redact=Redactor(secrets).data)
+        runtime = cls(env=env, session=session, log=log)
         runtime.log.emit(
             "session_started",
             workspace=str(env.workspace),

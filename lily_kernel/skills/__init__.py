@@ -3,7 +3,12 @@
 from lily_kernel.skills.eligibility import Host, check_eligibility
 from lily_kernel.skills.fields import Frontmatter, shown_fields
 from lily_kernel.skills.frontmatter import MAX_SKILL_BYTES, SkillFormatError, parse_skill_document
-from lily_kernel.skills.loader import LoadRules, check_skill_directory, load_snapshot
+from lily_kernel.skills.loader import (
+    LoadRules,
+    check_skill_directory,
+    drop_shared_aliases,
+    load_snapshot,
+)
 from lily_kernel.skills.models import (
     Diagnostic,
     DiagnosticKind,
@@ -33,6 +38,7 @@ __all__ = [
     "check_eligibility",
     "check_skill_directory",
     "diff_snapshots",
+    "drop_shared_aliases",
     "lily_home",
     "load_snapshot",
     "parse_skill_document",

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from lily_kernel.skills.fields import Frontmatter, InvocationMode, allowed_tool_names
 
 __all__ = [
+    "AliasChange",
     "Diagnostic",
     "DiagnosticKind",
     "Eligibility",
@@ -114,16 +115,30 @@ class Skill:
 
 
 @dataclass(frozen=True, slots=True)
+class AliasChange:
+    """An alias that appeared, moved or went away in a reload; `why` when it is known."""
+
+    command: str
+    before: str | None  # the skill it called, None when it is new
+    after: str | None  # the skill it calls now, None when it is gone
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotDiff:
-    """What a reload changed, by skill name (each tuple sorted)."""
+    """What a reload changed: skills by name (each tuple sorted), the exclusions that
+    are new (with their reasons) and every alias added, moved or dropped."""
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
+    newly_excluded: tuple[Diagnostic, ...] = ()
+    aliases: tuple[AliasChange, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed)
+        return not (self.added or self.removed or self.changed or self.newly_excluded
+                    or self.aliases)
 
 
 @dataclass(frozen=True)
@@ -167,11 +182,41 @@ class SkillSnapshot:
 
 
 def diff_snapshots(old: SkillSnapshot, new: SkillSnapshot) -> SnapshotDiff:
-    """Added, removed and changed (other source or other bytes) available skills."""
+    """Added, removed and changed (other source or other bytes) available skills; the
+    exclusions the old snapshot did not have; the aliases that differ."""
     before = {s.name: (s.source, s.digest) for s in old.skills}
     after = {s.name: (s.source, s.digest) for s in new.skills}
+    known = set(old.excluded)
     return SnapshotDiff(
         added=tuple(sorted(after.keys() - before.keys())),
         removed=tuple(sorted(before.keys() - after.keys())),
         changed=tuple(sorted(n for n in after.keys() & before.keys() if after[n] != before[n])),
+        newly_excluded=tuple(d for d in new.excluded if d not in known),
+        aliases=_alias_changes(old, new),
     )
+
+
+def _alias_changes(old: SkillSnapshot, new: SkillSnapshot) -> tuple[AliasChange, ...]:
+    was = {s.command: s.name for s in old.skills if s.command}
+    now = {s.command: s.name for s in new.skills if s.command}
+    changes = []
+    for command in sorted(was.keys() | now.keys()):
+        before, after = was.get(command), now.get(command)
+        if before == after:
+            continue
+        why = ""
+        if after is None and before is not None:
+            why = _why_alias_gone(new, command, before)
+        changes.append(AliasChange(command, before, after, why))
+    return tuple(changes)
+
+
+def _why_alias_gone(new: SkillSnapshot, command: str, skill: str) -> str:
+    """Why `skill` no longer answers to `/command`, from the new snapshot's diagnostics."""
+    for diag in new.diagnostics:
+        if diag.skill == skill and f"alias /{command} " in diag.reason:
+            return diag.reason
+    if new.get(skill) is None:
+        excluded = new.excluded_reason(skill)
+        return f"{skill} is excluded: {excluded.reason}" if excluded else f"{skill} is gone"
+    return f"{skill} no longer declares it"

@@ -26,8 +26,9 @@ ARGS_CONFIG = {"use_attribute_docstrings": True}
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a handler may use: the workspace it is confined to, and the paths in it
-    that are Lily's own (configuration, skills, persona), which no tool may write."""
+    """What a handler may use: the workspace it is confined to, and Lily's own files
+    and folders (configuration, every skills root, persona, the Lily home, `.lily`),
+    inside the workspace or not, which no tool may write."""
 
     workspace: Path
     protected: tuple[Path, ...] = ()

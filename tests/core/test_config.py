@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,16 @@ def test_an_unknown_tool_in_the_policy_is_a_clear_error(workspace: Path,
         LilyEnvironment.load(workspace, environ)
     assert str(err.value) == ("key 'tools.deny' (lily.yaml or LILY_TOOLS_DENY): unknown tool "
                               "'wirte'; the tools are: list, read, write.")
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    (lambda p: p.mkdir(), "it is a folder"),
+    (lambda p: os.symlink("missing.yaml", p), "it is a link that leads nowhere"),
+    (lambda p: os.mkfifo(p), "it is not a regular file"),
+])
+def test_a_lily_yaml_that_is_no_file_is_reported_not_ignored(workspace: Path, make,
+                                                             said: str) -> None:  # type: ignore[no-untyped-def]
+    make(workspace / "lily.yaml")
+    with pytest.raises(ConfigError) as err:
+        load_config(workspace, {})
+    assert str(err.value) == f"{workspace / 'lily.yaml'}: cannot read the file ({said})."

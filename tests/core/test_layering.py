@@ -12,7 +12,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
 CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "config.py",
-        "errors.py", "events.py", "validation.py"]
+        "errors.py", "events.py", "redaction.py", "validation.py"]
 
 # What each part of lily_kernel may import from lily_kernel (besides itself). No sideways
 # edges: the kernel goes through the runtime only, commands hand the runtime an intent
@@ -21,17 +21,18 @@ ALLOWED = {
     "errors": set(),
     "validation": set(),
     "events": set(),
+    "redaction": set(),
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
     "tools": {"config", "errors", "validation"},
     "session": {"config", "persona", "skills"},
     "prompting": {"persona", "skills"},
-    "llm": {"config", "errors"},
+    "llm": {"config", "errors", "redaction"},
     "commands": {"config", "errors", "persona", "session", "skills", "tools"},
     "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
-                "session", "skills", "tools"},
-    "kernel": {"__init__", "errors", "runtime"},
+                "redaction", "session", "skills", "tools"},
+    "kernel": {"__init__", "errors", "redaction", "runtime"},
     "cli": {"commands", "errors", "runtime", "skills"},
     "__main__": {"kernel"},
     "__init__": set(),

@@ -251,6 +251,16 @@ def test_missing_root_is_empty_and_unreadable_root_is_a_hard_error(tmp_path: Pat
         load_snapshot((SkillRoot("user", str(a_file), True),), RULES, LINUX)
 
 
+def test_a_root_that_is_a_link_loop_is_a_hard_error_a_dangling_link_is_empty(
+        tmp_path: Path) -> None:
+    os.symlink("loop", tmp_path / "loop")
+    with pytest.raises(SkillRootError,
+                       match=r"Cannot read the workspace skills root .*loop: Too many levels"):
+        load_snapshot((root(tmp_path / "loop"),), RULES, LINUX)
+    os.symlink("nowhere", tmp_path / "dangling")
+    assert load_snapshot((root(tmp_path / "dangling"),), RULES, LINUX).skills == ()
+
+
 def test_a_root_listed_twice_is_read_once(tmp_path: Path) -> None:
     write_skill(tmp_path, "one", skill_text("one"))
     snap = load_snapshot((root(tmp_path), root(tmp_path, "bundled")), RULES, LINUX)

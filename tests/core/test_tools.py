@@ -148,6 +148,54 @@ def test_lily_own_files_cannot_be_written(workspace: Path, environ: dict[str, st
     assert not ok.error
 
 
+def test_every_configured_root_persona_and_home_is_protected(workspace: Path) -> None:
+    """Roots and the Lily home configured inside the workspace (as the golden chat
+    workspace does with `home:`) are Lily's own too, also when reached through a link."""
+    from lily_kernel.runtime import LilyEnvironment
+
+    (workspace / "lily.yaml").write_text(
+        "home: no-user-home\nskills_bundled_dir: shipped/skills\n"
+        "skills_workspace_dir: my-skills\n")
+    (workspace / "no-user-home" / "skills").mkdir(parents=True)
+    (workspace / "shipped" / "skills").mkdir(parents=True)
+    (workspace / "shipped" / "notes").mkdir(parents=True)
+    os.symlink("no-user-home", workspace / "alias")
+    env = LilyEnvironment.load(workspace, {"PATH": "/usr/bin:/bin"})
+    # A link made after the session started still leads to a protected folder.
+    os.symlink("shipped/skills", workspace / "late-link")
+    for path in ("no-user-home/skills/evil/SKILL.md", "no-user-home/persona/default/SOUL.md",
+                 "no-user-home/anything.md", "alias/skills/evil/SKILL.md",
+                 "shipped/skills/evil/SKILL.md", "late-link/evil/SKILL.md",
+                 "my-skills/evil/SKILL.md", "persona/default/SOUL.md", "lily.yaml"):
+        outcome = run_tool(env.registry, ToolPolicy(), "write",
+                           {"path": path, "content": "---\nsummary: evil\n---\n"},
+                           env.tool_context, "model")
+        assert outcome.error and "one of Lily's own files" in outcome.output, path
+    written = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("SKILL.md"))
+    assert written == [] and not (workspace / "no-user-home" / "anything.md").exists()
+    assert not env.load_snapshot(2).skills  # nothing for /reload_skills to pick up
+    ok = run_tool(env.registry, ToolPolicy(), "write",
+                  {"path": "shipped/notes/plan.md", "content": "x"}, env.tool_context, "model")
+    assert not ok.error, ok.output
+
+
+def test_hidden_lily_folder_is_protected_even_when_configured_elsewhere(tmp_path: Path) -> None:
+    from lily_kernel.runtime import LilyEnvironment
+
+    workspace = tmp_path / "ws"
+    (workspace / "persona-link").parent.mkdir(parents=True)
+    os.symlink(tmp_path / "ws" / "persona", workspace / "persona-link")
+    env = LilyEnvironment.load(workspace, {"PATH": "/usr/bin:/bin",
+                                           "LILY_HOME": str(tmp_path / "home")})
+    protected = {p.resolve() for p in env.tool_context.protected}
+    assert (workspace / ".lily").resolve() in protected
+    assert (tmp_path / "home").resolve() in protected
+    outcome = run_tool(env.registry, ToolPolicy(), "write",
+                       {"path": "persona-link/default/SOUL.md", "content": "x"},
+                       env.tool_context, "model")
+    assert outcome.error and "one of Lily's own files" in outcome.output
+
+
 @pytest.mark.parametrize("make,path", [
     (lambda w: os.symlink("loop", w / "loop"), "loop/x"),
     (lambda w: None, "bad\x00name"),
@@ -169,3 +217,24 @@ def test_list_shows_broken_links_instead_of_failing(workspace: Path) -> None:
                        ToolContext(workspace), "owner")
     assert outcome.output.splitlines() == ["dangling  (broken link)", "loop2  (broken link)",
                                            "real.txt  (3 bytes)"]
+
+
+def test_read_never_loads_more_than_it_returns(workspace: Path) -> None:
+    import tracemalloc
+
+    from lily_kernel.tools.files import MAX_READ_CHARS
+
+    big = workspace / "big.log"
+    with big.open("wb") as handle:  # 256 MiB, sparse: cheap on disk, costly if read whole
+        handle.truncate(256 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        outcome = run_tool(default_registry(), ToolPolicy(), "read", {"path": "big.log"},
+                           ToolContext(workspace), "model")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not outcome.error
+    assert outcome.output.endswith(f"[... truncated at {MAX_READ_CHARS:,} characters]")
+    assert outcome.output.count("\0") == MAX_READ_CHARS
+    assert peak < 8 * MAX_READ_CHARS, f"{peak:,} bytes allocated to read 100,000 characters"

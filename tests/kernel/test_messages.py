@@ -123,6 +123,7 @@ def test_kernel_info_describes_lily_and_has_no_debugger(shared_kernel: LilyProce
     }
     assert info["supported_features"] == []  # neither debugger nor kernel subshells
     assert "/help" in info["banner"]
+    assert "notebook" not in info["banner"]  # `jupyter console` shows it too
     assert info["help_links"] and all(link["url"].startswith("https://")
                                       for link in info["help_links"])
 

@@ -89,3 +89,35 @@ def test_the_start_path_loads_neither_pydantic_nor_litellm(tmp_path: Path) -> No
         assert "libzmq" in " ".join(libraries)  # the map is the kernel's, and readable
         loaded = [lib for lib in libraries if any(h in lib for h in HEAVY_LIBRARIES)]
         assert loaded == []
+def _kernel_stderr(tmp_path: Path, ip: str) -> str:
+    """Start a kernel listening on `ip` over TCP, run a cell, stop it: its stderr."""
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="lily", ip=ip, transport="tcp")
+    log = tmp_path / f"stderr-{ip}.txt"
+    with log.open("w") as stderr:
+        km.start_kernel(cwd=str(tmp_path), env=kernel_env(tmp_path / "home"), stderr=stderr)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=60)
+            msg_id = kc.execute("/help")
+            reply = kc.get_shell_msg(timeout=60)
+            assert reply["parent_header"]["msg_id"] == msg_id
+            assert reply["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    return log.read_text()
+
+
+def test_no_encryption_warning_on_loopback_but_kept_on_other_addresses(tmp_path: Path) -> None:
+    assert "without encryption" not in _kernel_stderr(tmp_path, "127.0.0.1")
+    assert "Kernel is running over TCP without encryption" in _kernel_stderr(tmp_path, "0.0.0.0")
+
+
+def test_loopback_addresses() -> None:
+    from lily_kernel.kernel.app import is_loopback
+
+    assert all(map(is_loopback, ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "*", "::", "192.168.1.4", "10.0.0.1", ""]))

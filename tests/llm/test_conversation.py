@@ -216,6 +216,11 @@ def test_no_model_configured(workspace: Path, environ: dict[str, str]) -> None:
         asyncio.run(runtime.run_cell("hello", Sink()))
     assert "set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
     assert runtime.model is None
+    # A short first line and a short list, no line long enough to wrap mid-word.
+    lines = str(err.value).splitlines()
+    assert lines[0] == "Error: no model configured."
+    assert max(map(len, lines)) <= 80
+    assert sum(line.startswith("- ") for line in lines) >= 2
 
 
 def test_catalog_over_budget_tells_the_person(workspace: Path, environ: dict[str, str]) -> None:
@@ -288,3 +293,25 @@ def test_a_blank_cell_does_nothing(runtime: LilyRuntime, code: str) -> None:
     assert model.requests == []
     assert (sink.shown, sink.streamed, sink.replies, sink.notices) == ([], [], [], [])
     assert runtime.session.conversation_state.messages == []
+def test_arguments_that_are_not_json_are_shown_like_every_call(runtime: LilyRuntime) -> None:
+    sink, _ = run(runtime, "x", reply("", ToolCall("c", "read", "{not json")), reply("sorry"))
+    assert sink.notices == ["Tool read: not run: its arguments are not a JSON object"]
+
+
+def test_tools_run_off_the_event_loop(workspace: Path, environ: dict[str, str]) -> None:
+    seen: list[bool] = []
+
+    def probe(args: NoArgs, ctx: ToolContext) -> str:
+        try:
+            asyncio.get_running_loop()
+            seen.append(True)
+        except RuntimeError:
+            seen.append(False)
+        return "probed"
+
+    registry = default_registry()
+    registry.register(Tool("probe", "Probe.", NoArgs, probe))
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "scripted/test"},
+                                registry=registry)
+    run(runtime, "x", reply("", call("probe")), reply("done"))
+    assert seen == [False]  # no event loop in the thread the tool ran in

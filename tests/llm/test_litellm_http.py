@@ -149,6 +149,38 @@ def test_non_transient_faults_are_named_and_not_retried(
     assert SECRET not in log and f'"outcome": "{kind}"' in log
 
 
+HTML = "<html><body><h1>Welcome to nginx!</h1></body></html>"
+
+
+@pytest.mark.parametrize(("stream", "reply", "kind", "words"), [
+    # The HTTP status decides first: 401 and 403 are authentication, whatever the body.
+    (True, Reply(status=403, error_message="Forbidden"), "auth", "authentication failed"),
+    (False, Reply(status=403, error_message="Forbidden"), "auth", "authentication failed"),
+    (True, Reply(status=401, error_message="Invalid API key",
+                 error_type="invalid_request_error"), "auth", "authentication failed"),
+    # What went wrong is said, not "the stream ended before the answer was finished".
+    (True, Reply(body="{not json"), "bad_response", "an application/json body (HTTP 200)"),
+    (True, Reply(body=HTML, content_type="text/html"), "bad_response",
+     "an HTML page (HTTP 200)"),
+    (False, Reply(body=HTML, content_type="text/html"), "bad_response",
+     "Received: '<html>"),
+    (True, Reply(empty=True), "bad_response", "ended without any answer (no choices"),
+    (False, Reply(empty=True), "bad_response", "the response has no choices"),
+    (True, Reply(truncate=True, text="abcdefghijkl", pieces=6), "bad_response",
+     "the stream ended before the answer was finished"),
+])
+def test_faults_say_what_happened(make_runtime, server: OpenAIServer, stream: bool,
+                                  reply: Reply, kind: str, words: str) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(LILY_STREAM="1" if stream else "0")
+    server.script(reply, Reply(text="a retry would get this"))
+    with pytest.raises(ModelError) as err:
+        run(runtime, "hi")
+    assert err.value.kind == kind, str(err.value)
+    assert words in str(err.value)
+    assert "ended before the answer was finished" not in str(err.value) or reply.truncate
+    assert len(server.requests) == 1  # none of these is retried
+
+
 @pytest.mark.parametrize(("status", "kind"), [(429, "rate_limit"), (500, "server"),
                                               (503, "server")])
 def test_transient_faults_are_retried_then_succeed(make_runtime, server: OpenAIServer,
