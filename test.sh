@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Run Lily's whole test suite (the README's second command; .ci/run calls it too).
+# Run Lily's whole test suite (the README's second command; .ci/run calls it too): the
+# lint (ruff) and type (mypy) checks, then pytest. Both checks are configured and their
+# versions pinned in pyproject.toml.
 # Needs the environment ./setup.sh made. Extra arguments go to pytest.
 # The browser tests drive Debian's Chromium (never a downloaded browser): installed
 # here with apt when missing and possible; without it they skip and say why (CI fails).
@@ -12,4 +14,6 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
     >/tmp/lily-chromium-install.log 2>&1 \
     || { echo "test.sh: chromium could not be installed:" >&2; tail -5 /tmp/lily-chromium-install.log >&2; }
 fi
+.venv/bin/python -m ruff check .
+.venv/bin/python -m mypy
 exec .venv/bin/python -m pytest "$@"

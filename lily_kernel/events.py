@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
-
-from pydantic import BaseModel
 
 __all__ = ["EVENT_KINDS", "Event", "EventLog", "session_log_path"]
 
@@ -19,13 +20,15 @@ EventKind = Literal[
     "skill_warning",
     "command",
     "model_call",
+    "skill_selection",
     "tool_call",
 ]
 EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 
 
-class Event(BaseModel):
-    """One line of the log."""
+@dataclass(frozen=True)
+class Event:
+    """One line of the log, written as a JSON object with these keys."""
 
     seq: int
     ts: str
@@ -42,12 +45,15 @@ class EventLog:
     """Appends events to one file (or nowhere when `path` is None).
 
     A log that cannot be written (read-only folder, full disk) turns itself off and
-    keeps the reason in `problem`: the session goes on without it.
+    keeps the reason in `problem`: the session goes on without it. `redact` is applied
+    to the data of every event before it is written (no credential reaches the log).
     """
 
-    def __init__(self, path: Path | None, session_id: str) -> None:
+    def __init__(self, path: Path | None, session_id: str,
+                 redact: Callable[[Any], Any] | None = None) -> None:
         self.path = path
         self.session_id = session_id
+        self.redact = redact
         self.problem: str | None = None
         self._seq = 0
         self._handle: IO[str] | None = None
@@ -63,7 +69,7 @@ class EventLog:
             ts=datetime.now(UTC).isoformat(timespec="milliseconds"),
             session_id=self.session_id,
             event=event,
-            data=data,
+            data=self.redact(data) if self.redact is not None else data,
         )
         if self.enabled:
             self._write(record)
@@ -75,7 +81,8 @@ class EventLog:
             if self._handle is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-            line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False, default=str)
+            line = json.dumps({f.name: getattr(record, f.name) for f in fields(record)},
+                              ensure_ascii=False, default=str)
             self._handle.write(line + "\n")
             self._handle.flush()
         except OSError as exc:
@@ -84,8 +91,6 @@ class EventLog:
 
     def close(self) -> None:
         if self._handle is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._handle.close()
-            except OSError:
-                pass
             self._handle = None

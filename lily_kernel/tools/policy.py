@@ -8,20 +8,17 @@ skill's `allowed-tools`; the person may also run allowed owner-only tools, throu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from lily_kernel.errors import ToolError
 from lily_kernel.tools.registry import Tool, ToolContext, ToolRegistry
+from lily_kernel.validation import ShapeError
 
 __all__ = ["Caller", "ToolOutcome", "ToolPolicy", "allowed_tool_names", "run_tool"]
 
 Caller = Literal["model", "owner"]
-_ENTRY_NAME = re.compile(r"^[^(]+")
 
 
 @dataclass(frozen=True)
@@ -37,10 +34,10 @@ class ToolPolicy:
         return self.allow == "*" or name in self.allow
 
     def model_tools(
-        self, registry: ToolRegistry, narrow_to: Iterable[str] | None = None
+        self, registry: ToolRegistry, narrowed: frozenset[str] | None = None
     ) -> list[Tool]:
-        """Tools the model is offered: allowed, not owner-only, within `narrow_to`."""
-        narrowed = _names_from_allowed_tools(narrow_to) if narrow_to is not None else None
+        """Tools the model is offered: allowed, not owner-only, and (when a skill's
+        `allowed-tools` narrows them) named in `narrowed` (lower-case names)."""
         return [
             tool
             for tool in registry
@@ -63,16 +60,6 @@ class ToolPolicy:
         return None
 
 
-def _names_from_allowed_tools(entries: Iterable[str]) -> frozenset[str]:
-    """`allowed-tools` entries to lower-case tool names (`Bash(git:*)` → `bash`)."""
-    names = set()
-    for entry in entries:
-        match = _ENTRY_NAME.match(entry)
-        if match:
-            names.add(match.group(0).strip().lower())
-    return frozenset(names)
-
-
 def allowed_tool_names(registry: ToolRegistry, policy: ToolPolicy) -> frozenset[str]:
     """Registered tools the policy allows (what `requires_tools` is checked against)."""
     return frozenset(name for name in registry.names() if policy.allows(name))
@@ -88,6 +75,14 @@ class ToolOutcome:
     error: bool = False
     detail: str = ""  # the bare reason of a refusal or failure, for people
 
+    @classmethod
+    def refused(cls, name: str, reason: str) -> ToolOutcome:
+        """A call that must not run; the one wording of a refusal, for the model and
+        for people (`allowed` False is how everyone tells a refusal)."""
+        return cls(name, allowed=False, output=f"Refused: {reason}.", error=True,
+                   detail=f"refused: {reason}.")
+
+
 def run_tool(
     registry: ToolRegistry,
     policy: ToolPolicy,
@@ -101,15 +96,11 @@ def run_tool(
     tool = registry.get(name)
     refusal = policy.refusal(tool, name, caller, offered)
     if refusal is not None or tool is None:
-        return ToolOutcome(name, allowed=False, output=f"Refused: {refusal}.", error=True,
-                           detail=f"refused: {refusal}.")
+        return ToolOutcome.refused(name, refusal or "")
     try:
-        args = tool.args_model.model_validate(arguments)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-        )
-        detail = f"bad arguments: {problems}."
+        args = tool.parse_arguments(arguments)
+    except ShapeError as exc:
+        detail = f"bad arguments: {exc.key}: {exc.problem}."
         return ToolOutcome(name, allowed=True, output=f"Error: {detail}", error=True,
                            detail=detail)
     try:
