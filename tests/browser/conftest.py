@@ -2,8 +2,9 @@
 
 The server's root folder is the workspace the notebooks run in: a `skills/` folder
 whose `echo` overrides the bundled one and whose `broken` is excluded, and a saved
-notebook for Notebook 7. Without Chromium the tests skip with the reason; under CI
-(`CI` set) a missing browser is a failure instead, since CI must run them.
+notebook for Notebook 7; no model is configured, so the embedded model answers chat
+cells. Without Chromium (or, for the chat checks, the embedded model) the tests skip
+with the reason; under CI (`CI` set) that is a failure instead, since CI must run them.
 """
 
 from __future__ import annotations
@@ -12,17 +13,16 @@ import json
 import os
 import re
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, Route
 
+from lily_kernel.llm.local_files import find_embedded_model
 from tests.browser.notebook_page import STEP_MS
 from tests.conftest import REPO, write_skill
 from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS, chromium_missing_reason
 from tests.support.jupyter_server import JupyterProcess, start_lab
-from tests.support.openai_server import OpenAIServer, Reply
 
 ARTIFACTS = REPO / "build" / "browser"  # screenshots of every run (build/ is ignored)
 KERNEL_START_MS = 120_000
@@ -39,38 +39,24 @@ def _empty_notebook() -> dict[str, object]:
                        "outputs": [], "execution_count": None}]}
 
 
-@dataclass
-class ChatModel:
-    """What answers the browser tests' chat cells, and what to expect of it."""
-
-    server: OpenAIServer
-    question = "In one sentence: what is a Jupyter kernel?"
-    long_question = "Tell me a very long story about a lily."
-    answer = ("A Jupyter kernel is the process that runs a notebook's cells and sends "
-              "back what they produce.")
-
-    def prepare_answer(self) -> None:
-        self.server.script(Reply(text=self.answer, pieces=12, chunk_delay=0.15))
-
-    def prepare_long_answer(self) -> None:
-        self.server.script(Reply(text="A lily grew by the pond. " * 200, pieces=200,
-                                 chunk_delay=0.2))
-
-    def check_answer(self, text: str) -> None:
-        assert text == self.answer
+def skip_or_fail(reason: str) -> None:
+    """Skip with `reason`; under CI (`CI` set) fail instead: CI must run every check."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the browser tests, but: {reason}")
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
-def chat_model() -> Iterator[ChatModel]:
-    with OpenAIServer() as server:
-        yield ChatModel(server)
+def embedded_model() -> None:
+    """The chat checks need the embedded model (nothing is configured in the workspace)."""
+    if find_embedded_model() is None:
+        skip_or_fail("the embedded model (the `local` extra) is not installed: ./setup.sh "
+                     "installs it")
 
 
-def make_lab_root(root: Path, chat: ChatModel) -> Path:
-    """The folder JupyterLab serves, which is also the notebooks' workspace."""
-    root.mkdir(parents=True)
-    (root / "lily.yaml").write_text(
-        f"model: openai/browser-test\napi_base: {chat.server.base_url}\n")
+def make_lab_root(root: Path) -> Path:
+    """The folder JupyterLab serves, which is also the notebooks' workspace. No model is
+    configured: chat cells are answered by the embedded model."""
     skills = root / "skills"
     write_skill(skills, "echo", f"---\nsummary: {WORKSPACE_ECHO}\n---\n\nSay it back.\n")
     write_skill(skills, "broken", "---\nsummary: [unclosed\n---\n\nBody.\n")
@@ -81,20 +67,16 @@ def make_lab_root(root: Path, chat: ChatModel) -> Path:
 @pytest.fixture(scope="session")
 def chromium_ready() -> None:
     reason = chromium_missing_reason()
-    if reason is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the browser tests, but: {reason}")
-    pytest.skip(reason)
+    if reason is not None:
+        skip_or_fail(reason)
 
 
 @pytest.fixture(scope="session")
-def lab_server(chromium_ready: None, chat_model: ChatModel,
+def lab_server(chromium_ready: None,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
     base = tmp_path_factory.mktemp("lab")
-    root = make_lab_root(base / "root", chat_model)
-    server = start_lab(root, base / "home", base / "jupyterlab.log",
-                       OPENAI_API_KEY="sk-browser-test")
+    root = make_lab_root(base / "root")
+    server = start_lab(root, base / "home", base / "jupyterlab.log")
     try:
         yield server
     finally:

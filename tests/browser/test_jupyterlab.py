@@ -13,11 +13,11 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from lily_kernel.runtime.conversation import EMBEDDED_NOTICE
 from tests.browser.conftest import (
     CHAT_STEP_MS,
     KERNEL_START_MS,
     WORKSPACE_ECHO,
-    ChatModel,
     GuardedPage,
     screenshot,
 )
@@ -25,6 +25,9 @@ from tests.browser.notebook_page import NotebookPage
 from tests.browser.skills_view import expect_skills_rendered
 from tests.conftest import REPO
 from tests.support.jupyter_server import JupyterProcess
+
+QUESTION = "In one sentence: what is a Jupyter kernel?"
+LONG_QUESTION = "Tell me a very long story about a lily."
 
 
 def lily_card(page: Page) -> Locator:
@@ -76,20 +79,21 @@ def test_skills_renders_a_table_and_a_collapsed_excluded_section(notebook: Noteb
     expect_skills_rendered(outputs)
 
 
-def test_a_chat_cell_is_answered_streamed_in_place(lab_page: Page, notebook: NotebookPage,
-                                                   chat_model: ChatModel) -> None:
-    chat_model.prepare_answer()
-    cell = notebook.submit(chat_model.question)
-    partial = notebook.wait_streaming(cell, CHAT_STEP_MS)
+def test_a_chat_cell_is_answered_by_the_embedded_model_streamed_in_place(
+        lab_page: Page, notebook: NotebookPage, embedded_model: None) -> None:
+    cell = notebook.submit(QUESTION)
+    partial = notebook.wait_streaming(cell, CHAT_STEP_MS)  # text while the cell runs
     notebook.wait_done(cell, CHAT_STEP_MS)
     outputs = notebook.outputs(cell)
-    expect(outputs).to_have_count(partial.count)  # updated in place, not appended
+    expect(outputs).to_have_count(partial.count)  # updated in place, nothing appended
+    expect(outputs.first).to_contain_text(EMBEDDED_NOTICE)  # told once which model
     answer = outputs.last
     expect(answer).to_have_attribute("data-mime-type", "text/markdown")
+    expect(answer.locator("sub")).to_contain_text("SmolLM2-135M-Instruct (local)")
     final = answer.inner_text().strip()
-    assert len(final) > len(partial.text), (partial, final)
-    chat_model.check_answer(final)
-    answer.scroll_into_view_if_needed()
+    assert final.startswith(partial.text[:20]) and len(final) > len(partial.text), (
+        partial, final)
+    cell.scroll_into_view_if_needed()
     screenshot(lab_page, "jupyterlab-answer")
 
 
@@ -130,9 +134,8 @@ def test_an_unknown_command_shows_its_error(notebook: NotebookPage) -> None:
 
 
 def test_the_stop_button_ends_a_long_answer(notebook: NotebookPage,
-                                            chat_model: ChatModel) -> None:
-    chat_model.prepare_long_answer()
-    cell = notebook.submit(chat_model.long_question)
+                                            embedded_model: None) -> None:
+    cell = notebook.submit(LONG_QUESTION)
     notebook.wait_streaming(cell, CHAT_STEP_MS)
     notebook.stop()
     notebook.wait_done(cell)
@@ -140,5 +143,6 @@ def test_the_stop_button_ends_a_long_answer(notebook: NotebookPage,
         notebook.page.locator('[data-mime-type="application/vnd.jupyter.stderr"]'))
     expect(error).to_contain_text("KeyboardInterrupt")
     expect(notebook.page.locator("#jp-main-statusbar")).to_contain_text("Lily | Idle")
-    after = notebook.run("/skills")
-    expect(notebook.outputs(after).locator("h4")).to_contain_text("Skills: 3 available")
+    after = notebook.run("Say hello.", CHAT_STEP_MS)  # the next cell runs, and chats
+    expect(notebook.outputs(after).last.locator("sub")).to_contain_text(
+        "SmolLM2-135M-Instruct (local)")
