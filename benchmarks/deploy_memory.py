@@ -26,9 +26,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kernel_common import Kernel, bench_env, started  # noqa: E402
+from kernel_common import Kernel, bench_env, started
 
-from tests.support.openai_server import OpenAIServer, Reply  # noqa: E402
+from tests.support.openai_server import OpenAIServer, Reply
 
 QUESTION = "Say hello in one short sentence."
 
