@@ -33,7 +33,7 @@ if .venv/bin/jupyter kernelspec list --json | .venv/bin/python -c \
     'import json, sys; sys.exit("lily" not in json.load(sys.stdin)["kernelspecs"])'; then
   local_model=$(.venv/bin/python -c 'from lily_kernel.llm.local_files import find_embedded_model as f
 print("and the embedded local model" if f() else "without the local model")')
-  echo "Lily is ready: .venv has Lily, JupyterLab, its test tools and the Lily kernel for Jupyter, $local_model."
+  echo "Lily is ready: .venv has Lily, its test tools and the Lily kernel for Jupyter, $local_model."
 else
   echo "setup.sh: Lily is installed in .venv but Jupyter there does not list the Lily kernel." >&2
   exit 1
