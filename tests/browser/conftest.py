@@ -1,4 +1,4 @@
-"""Browser fixtures: one JupyterLab server on 127.0.0.1 and one headless Chromium.
+"""Browser fixtures: one JupyterLab server on 127.0.0.1, headless Chromium per test module.
 
 The server's root folder is the workspace the notebooks run in: a `skills/` folder
 whose `echo` overrides the bundled one and whose `broken` is excluded, and a saved
