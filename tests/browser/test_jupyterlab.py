@@ -142,6 +142,7 @@ def test_the_stop_button_ends_a_long_answer(notebook: NotebookPage,
     error = notebook.outputs(cell).and_(
         notebook.page.locator('[data-mime-type="application/vnd.jupyter.stderr"]'))
     expect(error).to_contain_text("KeyboardInterrupt")
+    expect(cell.locator("sub")).to_have_count(0)  # stopped mid-answer: no footer came
     expect(notebook.page.locator("#jp-main-statusbar")).to_contain_text("Lily | Idle")
     after = notebook.run("Say hello.", CHAT_STEP_MS)  # the next cell runs, and chats
     expect(notebook.outputs(after).last.locator("sub")).to_contain_text(
