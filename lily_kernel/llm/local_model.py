@@ -43,8 +43,14 @@ class _StoppedError(Exception):
     """The person pressed stop; the worker thread gives up at the next check."""
 
 
-def _threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+def default_threads() -> int:
+    """One core fewer than the machine has (at least 1, at most 4).
+
+    llama.cpp's threads wait for each other at every step of the graph: when another
+    process (the notebook server, the browser, another kernel) takes a core away, the
+    others spin, and two threads on two busy cores ran 2-4x slower than one (measured,
+    docs/benchmarks.md). The core left over keeps the notebook responsive too."""
+    return max(1, min(4, (os.cpu_count() or 1) - 1))
 
 
 def _common_prefix(held: Sequence[int], tokens: Sequence[int]) -> int:
@@ -69,12 +75,14 @@ class LocalModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
         prefix_cache: Path | None = None,
+        threads: int | None = None,
     ) -> None:
         self.name = file.name
         self.file = file
         self.temperature = 0.2 if temperature is None else temperature
         self.max_tokens = max_tokens
         self.prefix_cache = prefix_cache
+        self.threads = threads or default_threads()
         self._requested_window = context_window
         self._llama: Any = None
         self._format: Any = None
@@ -109,8 +117,8 @@ class LocalModel:
                 model_path=str(path),
                 n_ctx=self._requested_window or 0,  # 0: the context the model was trained for
                 n_batch=512,
-                n_threads=_threads(),
-                n_threads_batch=_threads(),
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
                 seed=0,
                 use_mmap=True,
                 verbose=False,

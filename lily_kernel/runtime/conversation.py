@@ -250,8 +250,9 @@ class _Conversation:
             log.emit("skill_invoked", name=skill.name, mode="auto")
             log.emit("skill_loaded", name=skill.name, path=skill.path, digest=skill.digest)
             self.sink.notice(f"Skill: {skill.name} (selected by the model)")
-            turn.messages += [{"role": "assistant", "content": response.text.strip()},
-                              skill_body_message(skill.name, skill.body)]
+            # Only the body follows the shared prefix: the declaration's question and
+            # answer are dropped (a small model would otherwise echo the JSON).
+            turn.messages.append(skill_body_message(skill.name, skill.body))
         elif selection.outcome != "none":
             self.sink.notice(f"Skill selection refused: {selection.detail}; answering "
                              "without a skill.")

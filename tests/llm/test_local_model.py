@@ -139,7 +139,7 @@ def test_stop_during_generation_ends_the_cell_and_the_next_one_works(kernel: Lil
 
 def test_stop_during_prompt_evaluation(kernel: LilyProcess) -> None:
     long_message = "Summarise these notes. " + " ".join(
-        f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(300))
+        f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(150))
     content, _ = _interrupt_when(kernel, long_message, "sent")
     assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
     assert kernel.execute("/skills").status == "ok"
