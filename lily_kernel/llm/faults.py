@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Mapping
-
 from lily_kernel.errors import ModelError
+from lily_kernel.redaction import redact, secret_values
 
 __all__ = ["TRANSIENT_KINDS", "model_error", "redact", "secret_values"]
 
 TRANSIENT_KINDS = frozenset({"rate_limit", "timeout", "connection", "server"})
-# Variables whose values are credentials: the word anywhere in the name
-# (OPENAI_API_KEY, OPENAI_API_KEY_2, AZURE_AD_TOKEN, DB_PASSWORD_FILE, ...).
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
-# Key-shaped strings, for keys the environment does not know (e.g. echoed by a proxy).
-_KEY_SHAPED = re.compile(r"\b(sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}")
-# Credentials inside URLs (an api_base like https://user:pass@host/?api-key=...).
-_URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
-_URL_KEY_PARAM = re.compile(
-    r"((?:api[-_]?key|key|token|access_token|sig|signature|code)=)[^&\s'\"]+", re.IGNORECASE)
-
 _ADVICE = {
     "auth": "authentication failed: the provider rejected the API key. Check the "
             "provider's key variable (e.g. OPENAI_API_KEY) and restart the kernel.",
@@ -40,21 +27,6 @@ _ADVICE = {
                  "LILY_MODEL / model in lily.yaml.",
     "bad_request": "bad request: the provider refused the request.",
 }
-
-
-def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of variables that look like credentials, longest first."""
-    environ = os.environ if environ is None else environ
-    values = {v for k, v in environ.items() if _SECRET_NAME.search(k) and len(v) >= 6}
-    return sorted(values, key=lambda v: (-len(v), v))  # longest first, then stable
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-    text = _URL_USERINFO.sub("[redacted]@", text)
-    text = _URL_KEY_PARAM.sub(r"\1[redacted]", text)
-    return _KEY_SHAPED.sub("[redacted]", text)
 
 
 def model_error(kind: str, detail: str, secrets: list[str], attempts: int = 1) -> ModelError:
