@@ -25,11 +25,13 @@ _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ToolsConfig(BaseModel):
-    """Tool policy: `allow` is `*` or a list of names; `deny` always wins."""
+    """Tool policy: `allow` is `*` or a list of names; `ask` needs the person's yes for
+    each call; `deny` always wins."""
 
     model_config = ConfigDict(extra="forbid")
 
     allow: Literal["*"] | list[str] = "*"
+    ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
 
 
@@ -75,7 +77,7 @@ class LilyConfig(BaseModel):
 
 # Scalar keys readable from the environment as LILY_<KEY>; tools.* has its own pair.
 _ENV_KEYS = [name for name in LilyConfig.model_fields if name != "tools"]
-_ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_DENY": "deny"}
+_ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_DENY": "deny"}
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -9,16 +9,26 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["Tool", "ToolContext", "ToolRegistry"]
+__all__ = ["ActiveSkill", "Tool", "ToolContext", "ToolRegistry"]
+
+
+@dataclass(frozen=True)
+class ActiveSkill:
+    """The skill active in the current request: the folder its own tools work in."""
+
+    name: str
+    folder: Path
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a handler may use: the workspace it is confined to, and the paths in it
-    that are Lily's own (configuration, skills, persona), which no tool may write."""
+    """What a handler may use: the workspace it is confined to, the paths in it that
+    are Lily's own (configuration, skills, persona), which no tool may write, and the
+    active skill (None outside a skill)."""
 
     workspace: Path
     protected: tuple[Path, ...] = ()
+    skill: ActiveSkill | None = None
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,10 @@ class Tool:
 
     `text_argument` names the argument that receives the raw request text when the
     tool is a skill's `command_tool`; a tool without one cannot be dispatched.
+    `needs_skill`: offered to the model only while a skill is active (the skill's own
+    tools). `explicit`: `allow: "*"` does not cover it; the policy must name it.
+    `kept_by`: lower-case `allowed-tools` names that keep the tool when a skill narrows
+    the tools (its own name always does); `None` means narrowing never removes it.
     """
 
     name: str
@@ -35,6 +49,9 @@ class Tool:
     handler: Callable[[Any, ToolContext], str]
     owner_only: bool = False
     text_argument: str | None = None
+    needs_skill: bool = False
+    explicit: bool = False
+    kept_by: frozenset[str] | None = frozenset()
 
     def json_schema(self) -> dict[str, Any]:
         """The OpenAI-style function description the model is offered."""
