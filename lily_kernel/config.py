@@ -61,6 +61,8 @@ class LilyConfig(BaseModel):
     stream: bool = True
     max_steps: int = Field(8, ge=1, le=100)
     catalog_max_chars: int = Field(30_000, gt=0)
+    # A skill script's time limit, in seconds.
+    script_timeout: float = Field(120.0, gt=0, le=86_400)
 
     @field_validator("model", "api_base")
     @classmethod

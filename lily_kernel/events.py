@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Callable
 from typing import IO, Any, Literal
 
 from pydantic import BaseModel
+
+from lily_kernel.redaction import redact_value
 
 __all__ = ["EVENT_KINDS", "Event", "EventLog", "session_log_path"]
 
@@ -20,6 +23,11 @@ EventKind = Literal[
     "command",
     "model_call",
     "tool_call",
+    "cell",
+    "cell_finished",
+    "approval",
+    "skill_file_read",
+    "skill_script_run",
 ]
 EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 
@@ -42,12 +50,17 @@ class EventLog:
     """Appends events to one file (or nowhere when `path` is None).
 
     A log that cannot be written (read-only folder, full disk) turns itself off and
-    keeps the reason in `problem`: the session goes on without it.
+    keeps the reason in `problem`: the session goes on without it. Every string in an
+    event is redacted (`secrets` and credential shapes) before it goes anywhere;
+    `listener` receives each event too (replay collects them this way).
     """
 
-    def __init__(self, path: Path | None, session_id: str) -> None:
+    def __init__(self, path: Path | None, session_id: str, secrets: list[str] | None = None,
+                 listener: Callable[[Event], None] | None = None) -> None:
         self.path = path
         self.session_id = session_id
+        self.secrets = list(secrets or [])
+        self.listener = listener
         self.problem: str | None = None
         self._seq = 0
         self._handle: IO[str] | None = None
@@ -63,10 +76,12 @@ class EventLog:
             ts=datetime.now(UTC).isoformat(timespec="milliseconds"),
             session_id=self.session_id,
             event=event,
-            data=data,
+            data=redact_value(data, self.secrets),
         )
         if self.enabled:
             self._write(record)
+        if self.listener is not None:
+            self.listener(record)
         return record
 
     def _write(self, record: Event) -> None:

@@ -122,7 +122,7 @@ def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) 
             command, f"{skill.name} ({tool.name})", (Preformatted(outcome.output),),
             skill=skill.name,
         ))
-    tools = ctx.policy.model_tools(ctx.registry, skill.allowed_tools)
+    tools = ctx.policy.model_tools(ctx.registry, skill.allowed_tools, skill_active=True)
     request_obj = build_model_request(
         persona=ctx.session.persona,
         snapshot=ctx.session.skill_snapshot,

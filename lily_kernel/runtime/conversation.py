@@ -14,9 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import ModelError, ModelNotConfiguredError
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall
-from lily_kernel.prompting import LOAD_SKILL, ModelRequest, build_model_request, load_skill_tool
+from lily_kernel.prompting import (
+    LOAD_SKILL,
+    SKILL_FILES_NOTE,
+    ModelRequest,
+    build_model_request,
+    load_skill_tool,
+)
+from lily_kernel.runtime.replay_records import error_record, response_record
+from lily_kernel.runtime.tool_calls import run_model_tool
 from lily_kernel.skills import Skill
-from lily_kernel.tools import run_tool
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.runtime import CellSink, LilyRuntime
@@ -44,6 +51,12 @@ class _Turn:
     @property
     def manual(self) -> bool:
         return self.request.forced_skill is not None
+
+    def active_skill(self, runtime: LilyRuntime) -> Skill | None:
+        """The skill this request follows: forced by the person, or loaded by the model."""
+        if self.request.forced_skill is not None:
+            return runtime.session.skill_snapshot.get(self.request.forced_skill)
+        return self.loaded
 
 
 class _StreamView:
@@ -87,7 +100,8 @@ class _Conversation:
         if turn.loaded is None:
             schemas = list(turn.request.tools)
         else:
-            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.allowed_tools)
+            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.allowed_tools,
+                                                skill_active=True)
             # load_skill stays offered after a load, so a second one can be refused.
             schemas = [load_skill_tool(), *(t.json_schema() for t in tools)]
         names = [s["function"]["name"] for s in schemas]
@@ -114,9 +128,10 @@ class _Conversation:
         log.emit("skill_invoked", name=skill.name, mode="auto")
         log.emit("skill_loaded", name=skill.name, path=skill.path, digest=skill.digest)
         self.sink.notice(f"Skill: {skill.name} (selected by the model)")
-        return f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n"
+        return f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n\n({SKILL_FILES_NOTE})\n"
 
-    def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str], step: int) -> str:
+    async def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str],
+                        step: int) -> str:
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
             if not isinstance(args, dict):
@@ -129,14 +144,15 @@ class _Conversation:
             output = self._load_skill(turn, call, args)
             refused = output.startswith("Refused")
             self.runtime.log.emit("tool_call", name=call.name, allowed=not refused, step=step,
-                                  arguments=args)
+                                  arguments=args, result=output)
             if refused:
                 self.sink.notice(f"load_skill {args.get('name')!r}: {output}")
             return output
-        outcome = run_tool(self.env.registry, self.env.policy, call.name, args,
-                           self.env.tool_context, caller="model", offered=offered)
+        outcome = await run_model_tool(self.runtime, self.sink, call.name, args, offered,
+                                       turn.active_skill(self.runtime))
         self.runtime.log.emit("tool_call", name=call.name, allowed=outcome.allowed, step=step,
-                              arguments=args, error=outcome.detail or None)
+                              arguments=args, error=outcome.detail or None,
+                              result=outcome.output)
         status = "ran" if not outcome.error else outcome.detail.rstrip(".")
         self.sink.notice(f"Tool {call.name}: {status}")
         return outcome.output
@@ -152,19 +168,24 @@ class _Conversation:
             view = _StreamView(self.sink, config.stream, "\n\n".join(turn.texts + [""]))
             started = time.perf_counter()
             outcome = "cancelled"
+            recorded: dict[str, Any] = {}
             try:
                 response = await model.complete(ChatRequest(base + turn.messages, schemas), view)
                 outcome = "ok"
+                recorded = {"response": response_record(response)}
             except ModelError as exc:
                 outcome = exc.kind
+                recorded = {"error": error_record(exc)}
                 raise
             finally:
+                # `response` / `error` are what replay feeds back instead of a model.
                 self.runtime.log.emit(
                     "model_call", model=model.name, step=step, outcome=outcome,
                     latency_ms=round((time.perf_counter() - started) * 1000, 1),
                     **({"prompt_tokens": response.usage.prompt_tokens,
                         "completion_tokens": response.usage.completion_tokens,
-                        "finish_reason": response.finish_reason} if outcome == "ok" else {}))
+                        "finish_reason": response.finish_reason} if outcome == "ok" else {}),
+                    **recorded)
             turn.messages.append(_assistant_message(response))
             if response.text:
                 turn.texts.append(response.text)
@@ -175,7 +196,7 @@ class _Conversation:
                 # Recomputed per call: a skill loaded earlier in this same message
                 # narrows the tools for the calls after it.
                 offered = self._tools(turn)[1]
-                output = self._run_call(turn, call, offered, step)
+                output = await self._run_call(turn, call, offered, step)
                 turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
         raise ModelError(
             "step_limit",

@@ -19,7 +19,6 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -62,7 +61,6 @@ class Sandbox:
         return self.bwrap is not None
 
 
-@lru_cache(maxsize=8)
 def _probe(bwrap: str) -> str:
     """"" when bwrap can build the sandbox here; else why not (it may lack permission
     for namespaces inside a container)."""
