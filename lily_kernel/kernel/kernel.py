@@ -27,7 +27,8 @@ from lily_kernel import __version__
 from lily_kernel.errors import LilyError
 from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
-from lily_kernel.kernel.output import CellError, KernelSink, command_bundle
+from lily_kernel.kernel.output import CellError, KernelSink, command_bundle, no_answer
+from lily_kernel.kernel.stdin import request_input
 
 if TYPE_CHECKING:
     from lily_kernel.runtime import LilyRuntime
@@ -160,6 +161,9 @@ class LilyKernel(Kernel):
         cell_meta: dict[str, Any] | None = None,
         cell_id: str | None = None,
     ) -> dict[str, Any]:
+        # Recorded as IPython's kernel does (the base class does not): whether this
+        # request's frontend answers input requests (approvals ask through it).
+        self._allow_stdin = allow_stdin
         if store_history and not silent:
             self.history.add(self.execution_count, code)
         error = await self._run_cell(code, silent)
@@ -172,7 +176,8 @@ class LilyKernel(Kernel):
 
     async def _run_cell(self, code: str, silent: bool) -> CellError | None:
         """Run the cell as a task the stop button can cancel; None when it succeeded."""
-        sink = KernelSink(self._publish if not silent else _discard)
+        sink = (KernelSink(self._publish, self._ask) if not silent
+                else KernelSink(_discard, no_answer))
         task = asyncio.ensure_future(self._run_in_session(code, sink))
         with cancel_on_sigint(task) as interrupted:
             try:
@@ -195,6 +200,9 @@ class LilyKernel(Kernel):
         if runtime is None:
             raise _NoSession(self._start_error())
         await runtime.run_cell(code, sink)
+
+    async def _ask(self, prompt: str) -> str | None:
+        return await request_input(self, prompt)
 
     def _publish(self, msg_type: str, content: dict[str, Any]) -> None:
         self.send_response(self.iopub_socket, msg_type, content)

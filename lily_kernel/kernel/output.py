@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -25,12 +25,21 @@ __all__ = [
     "KernelSink",
     "Send",
     "command_bundle",
+    "no_answer",
     "markdown_bundle",
     "notice_bundle",
 ]
 
 Send = Callable[[str, dict[str, Any]], None]
 """Publish one iopub message: `send(msg_type, content)`."""
+
+Ask = Callable[[str], Awaitable[str | None]]
+"""Ask the person a question through the stdin channel; None when no one can answer."""
+
+
+async def no_answer(prompt: str) -> None:
+    """The ask of a cell no one can answer (a silent execution)."""
+    return None
 
 
 def command_bundle(result: CommandResult) -> dict[str, str]:
@@ -65,9 +74,13 @@ class KernelSink:
     under a display id fresh for this cell, later calls and the final `reply` update it.
     """
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, ask: Ask = no_answer) -> None:
         self._send = send
+        self._ask = ask
         self._display_id: str | None = None
+
+    async def ask(self, prompt: str) -> str | None:
+        return await self._ask(prompt)
 
     def show(self, result: CommandResult) -> None:
         self._display(command_bundle(result))

@@ -139,12 +139,18 @@ def _interpreter(path: Path, relative: str, environ: Mapping[str, str]) -> list[
     return [found, *words[1:]]
 
 
-def _sandboxed(bwrap: str, command: list[str], workspace: Path,
+def _sandboxed(bwrap: str, command: list[str], workspace: Path, visible: Sequence[Path],
                read_only: Sequence[Path]) -> list[str]:
     """`command` inside bubblewrap: no network, the file system read-only except the
-    workspace (Lily's own files in it stay read-only) and a private /tmp."""
+    workspace (Lily's own files in it stay read-only) and a private, empty /tmp.
+    `visible` are shown again (read-only) over that /tmp when they live there (the skill
+    folder, the interpreter's installation)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--bind", str(workspace), str(workspace)]
+            "--tmpfs", "/tmp"]
+    for path in visible:
+        if path.is_relative_to("/tmp") and path.exists():
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--bind", str(workspace), str(workspace)]
     for path in read_only:
         if path.exists():
             argv += ["--ro-bind", str(path), str(path)]
@@ -188,8 +194,10 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
     command = [*_interpreter(target, relative, environ), str(target), *arguments]
     workspace = ctx.workspace.resolve()
     if sandbox.bwrap is not None:
+        visible = [skill.folder.resolve(), Path(sys.prefix).resolve(),
+                   Path(sys.base_prefix).resolve()]
         read_only = [*ctx.protected, workspace / ".lily"]
-        command = _sandboxed(sandbox.bwrap, command, workspace, read_only)
+        command = _sandboxed(sandbox.bwrap, command, workspace, visible, read_only)
     return ScriptPlan(
         skill=skill.name, script=relative, sha256=digest, arguments=tuple(arguments),
         argv=tuple(command), cwd=workspace, env=script_environment(environ),
