@@ -86,6 +86,9 @@ class ToolPolicy:
         if caller == "model" and tool.owner_only:
             return f"tool '{name}' is owner-only: only the person can run it, with a command"
         if caller == "model" and offered is not None and name not in set(offered):
+            if tool.needs_skill:
+                return (f"tool '{name}' works only while a skill is active (and its "
+                        "allowed-tools permit it)")
             return f"tool '{name}' is not available while the active skill narrows the tools"
         return None
 
