@@ -20,7 +20,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 __all__ = ["KERNEL_NAME", "install_kernelspec", "kernelspec_source"]
 
 KERNEL_NAME = "lily"
-_CHECKOUT = Path(__file__).resolve().parents[3] / "kernelspec"
+_CHECKOUT = Path(__file__).resolve().parents[2] / "kernelspec"
 
 
 def kernelspec_source() -> Path:

@@ -17,7 +17,7 @@ def bundled_dir(name: str) -> Path:
     packaged = _PACKAGE / "_bundled" / name
     if packaged.is_dir():
         return packaged
-    return _PACKAGE.parent.parent / name
+    return _PACKAGE.parent / name
 
 
 def lily_home(config: LilyConfig) -> Path:
