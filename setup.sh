@@ -9,4 +9,17 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[test]"
+# Skill scripts run inside bubblewrap when the machine has it (no network, files read-only
+# but the workspace). Install it where this script may (root with apt, e.g. CI); never
+# fatal: without it, scripts run unsandboxed and the approval question says so.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } \
+      || echo "setup.sh: could not install bubblewrap; skill scripts will run unsandboxed." >&2
+  else
+    echo "setup.sh: bubblewrap (bwrap) is not installed; skill scripts will run unsandboxed" \
+         "(install the bubblewrap package to sandbox them)." >&2
+  fi
+fi
 echo "Lily is installed in .venv (kernel: $(.venv/bin/jupyter kernelspec list | grep -c lily) 'lily' kernelspec)."

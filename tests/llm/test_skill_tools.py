@@ -241,3 +241,31 @@ def test_the_time_limit_is_reported_to_the_model(workspace, environ) -> None:
     assert tool_result(model, 2).startswith(
         "[stopped: it ran longer than the time limit (1 s)]")
     assert [e["outcome"] for e in events(runtime, "skill_script_run")] == ["timeout"]
+
+
+def test_without_bubblewrap_the_question_says_not_sandboxed(workspace, environ,
+                                                             tmp_path) -> None:
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script", PATH=str(empty))
+    sink = Sink("y")
+    run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
+    assert sink.questions == [
+        QUESTION + " NOT sandboxed (bubblewrap (bwrap) is not installed): it runs with your "
+        "permissions, network and files. [y/N] "]
+    assert [e["sandboxed"] for e in events(runtime, "skill_script_run")] == [False]
+    assert (workspace / "filled.txt").exists()
+
+
+def test_with_bubblewrap_the_run_is_sandboxed(workspace, environ) -> None:
+    runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script",
+                    PATH="/usr/local/bin:/usr/bin:/bin")
+    if not runtime.sandbox().available:
+        if __import__("os").environ.get("CI"):
+            pytest.fail(f"CI must test the sandbox: {runtime.sandbox().reason}")
+        pytest.skip(runtime.sandbox().reason)
+    sink = Sink("y")
+    run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
+    assert sink.questions == [QUESTION + " [y/N] "]
+    assert [e["sandboxed"] for e in events(runtime, "skill_script_run")] == [True]
+    assert (workspace / "filled.txt").exists()  # the workspace stays writable
