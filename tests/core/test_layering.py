@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
 CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "config.py",
-        "errors.py", "events.py"]
+        "errors.py", "events.py", "redaction.py"]
 FORBIDDEN = ("ipykernel", "jupyter_client", "litellm", "lily_kernel.kernel", "lily_kernel.llm",
              "lily_kernel.runtime", "lily_kernel.cli")
 
