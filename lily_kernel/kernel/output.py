@@ -11,9 +11,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from html import escape
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import LilyError
 
@@ -25,8 +23,8 @@ __all__ = [
     "KernelSink",
     "Send",
     "command_bundle",
-    "no_answer",
     "markdown_bundle",
+    "no_answer",
     "notice_bundle",
 ]
 
@@ -39,7 +37,7 @@ Ask = Callable[[str], Awaitable[str | None]]
 
 async def no_answer(prompt: str) -> None:
     """The ask of a cell no one can answer (a silent execution)."""
-    return None
+    return
 
 
 def command_bundle(result: CommandResult) -> dict[str, str]:

@@ -14,6 +14,7 @@ is compared with the recorded one, event by event, after dropping what always di
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections import deque
@@ -201,12 +202,10 @@ async def _run_cells(runtime: LilyRuntime, cells: list[str], sink: ReplaySink,
     for index, code in enumerate(cells):
         if before_cell is not None:
             before_cell(index)
-        try:
+        # How the cell ended is in its cell_finished event, compared with the recording;
+        # a bug (any other exception) shows up there as a divergence too.
+        with contextlib.suppress(Exception, asyncio.CancelledError):
             await runtime.run_cell(code, sink)
-        except (LilyError, asyncio.CancelledError):
-            pass  # recorded in cell_finished, compared there
-        except Exception:  # noqa: BLE001 - a bug shows up as a divergent cell_finished
-            pass
 
 
 def replay_session(path: Path, before_cell: Callable[[int], None] | None = None

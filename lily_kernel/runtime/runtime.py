@@ -224,7 +224,9 @@ class LilyRuntime:
             sink.show(result)
 
     async def _converse(self, text: str, request: ModelRequest | None, sink: CellSink) -> None:
-        from lily_kernel.runtime.conversation import converse  # the model path, on demand
+        from lily_kernel.runtime.conversation import (
+            converse,  # the model path, on demand
+        )
 
         await converse(self, text, request, sink)
 

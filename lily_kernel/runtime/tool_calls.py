@@ -14,11 +14,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import ToolError
-from lily_kernel.runtime.approval import Approval, ask_person, script_question, tool_question
+from lily_kernel.runtime.approval import (
+    Approval,
+    ask_person,
+    script_question,
+    tool_question,
+)
 from lily_kernel.skills import Skill
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolOutcome, run_tool
 from lily_kernel.tools.policy import check_call, refused
-from lily_kernel.tools.scripts import RUN_SKILL_SCRIPT, ScriptPlan, ScriptResult, plan_script
+from lily_kernel.tools.scripts import (
+    RUN_SKILL_SCRIPT,
+    ScriptPlan,
+    ScriptResult,
+    plan_script,
+)
 from lily_kernel.tools.skill_files import READ_SKILL_FILE, active_skill, read_skill_file
 
 if TYPE_CHECKING:

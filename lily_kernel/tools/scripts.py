@@ -251,12 +251,13 @@ async def run_script(plan: ScriptPlan, timeout: float,
             start_new_session=True)  # its own process group: killed as a whole
     except OSError as exc:
         raise ToolError(f"cannot start '{plan.script}': {exc.strerror or exc}.") from None
-    assert process.stdout is not None
+    stdout = process.stdout
+    assert stdout is not None
     timed_out = False
     code: int | None
 
     async def finish() -> tuple[bytes, int, int]:
-        data, total = await _collect(process.stdout, max_chars * 4)
+        data, total = await _collect(stdout, max_chars * 4)
         return data, total, await process.wait()
 
     try:

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from lily_kernel.errors import ToolError
-from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry, run_tool
+from lily_kernel.tools import (
+    ActiveSkill,
+    ToolContext,
+    ToolPolicy,
+    default_registry,
+    run_tool,
+)
 from lily_kernel.tools.files import MAX_READ_CHARS
 from lily_kernel.tools.skill_files import read_skill_file, resolve_in_skill
 from tests.conftest import FIXTURES

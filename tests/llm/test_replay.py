@@ -96,7 +96,7 @@ def test_bad_logs_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ReplayError, match="line 1: not a JSON event"):
         replay_session(bad)
     done = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "replay", str(bad)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("lily: ") and "not a JSON event" in done.stderr
     other = tmp_path / "other.jsonl"

@@ -161,14 +161,14 @@ def test_ask_policy_runs_the_script_after_yes(workspace, environ) -> None:
     assert ran["duration_ms"] > 0
 
 
-@pytest.mark.parametrize("answer, expected", [
-    ("n", "Refused: the person declined: running scripts/fill_form.py of skill 'formfill' "
-          "was not run."),
-    ("", "Refused: the person declined: running scripts/fill_form.py of skill 'formfill' "
-         "was not run."),
-    (None, "Refused: running scripts/fill_form.py of skill 'formfill' needs the person's "
-           "approval (tools.ask in lily.yaml), and no one can answer here"),
-])
+DECLINED = ("Refused: the person declined: running scripts/fill_form.py of skill "
+            "'formfill' was not run.")
+UNANSWERABLE = ("Refused: running scripts/fill_form.py of skill 'formfill' needs the "
+                "person's approval (tools.ask in lily.yaml), and no one can answer here")
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("n", DECLINED), ("", DECLINED), (None, UNANSWERABLE)])
 def test_no_yes_no_run(workspace, environ, answer: str | None, expected: str) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script")
     sink = Sink(answer)
