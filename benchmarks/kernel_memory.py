@@ -18,14 +18,14 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_common import bench_env, generate_workspace, median, started  # noqa: E402
+from kernel_common import bench_env, generate_workspace, median, started
 
 
 def idle_rss(kernel_name: str, code: str, workspace: Path, env: dict[str, str]) -> float:
     with started(kernel_name, workspace, env) as kernel:
         kernel.execute(code)
         time.sleep(1.0)
-        return psutil.Process(kernel.pid).memory_info().rss / 2**20
+        return float(psutil.Process(kernel.pid).memory_info().rss) / 2**20
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_common import Kernel, bench_env, generate_workspace, median, started  # noqa: E402
+from kernel_common import Kernel, bench_env, generate_workspace, median, started
 
 
 def round_trips(kernel: Kernel, code: str, runs: int) -> list[float]:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_common import (  # noqa: E402
+from kernel_common import (
     TIMEOUT,
     bench_env,
     generate_workspace,

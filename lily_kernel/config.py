@@ -1,44 +1,86 @@
 """Lily's configuration: optional `<workspace>/lily.yaml` overlaid by LILY_* variables.
 
-Precedence, highest first: environment variable > lily.yaml > default. Every value is
-validated by pydantic; an unknown key or a bad value raises `ConfigError` naming the
-file (or variable), the key and the problem.
+Precedence, highest first: environment variable > lily.yaml > default. The dataclasses
+below are the one description of every key (name, type, bounds, default); `load_config`
+validates against them with plain code (`validation.build`). An unknown key or a bad
+value raises `ConfigError` naming the file (or variable), the key and the problem.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lily_kernel.errors import ConfigError
+from lily_kernel.validation import ShapeError, build, field_keys, parse_text, spec
 
-__all__ = ["CONFIG_FILE", "LilyConfig", "ToolsConfig", "load_config"]
+__all__ = [
+    "CONFIG_FILE",
+    "EMBEDDED_MODEL",
+    "LOCAL_MODEL",
+    "LilyConfig",
+    "ModelConfig",
+    "ToolsConfig",
+    "is_local_model",
+    "load_config",
+]
 
 CONFIG_FILE = "lily.yaml"
+# `model: local` is the embedded model (the `local` extra); `model: local/<file.gguf>`
+# runs any GGUF file in-process. Every other name is a litellm model name.
+LOCAL_MODEL = "local"
+EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
+
+
+def is_local_model(name: str | None) -> bool:
+    return name is not None and (name == LOCAL_MODEL or name.startswith(LOCAL_MODEL + "/"))
 
 _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class ToolsConfig(BaseModel):
+@dataclass(frozen=True)
+class ToolsConfig:
     """Tool policy: `allow` is `*` or a list of names; `ask` needs the person's yes for
     each call; `deny` always wins."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    allow: Literal["*"] | list[str] = "*"
-    ask: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    allow: Literal["*"] | tuple[str, ...] = "*"
+    ask: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
 
 
-class LilyConfig(BaseModel):
+@dataclass(frozen=True)
+class ModelConfig:
+    """How to reach the model; `model` None means none is configured. These keys sit at
+    the top level of lily.yaml; the session holds this very object."""
+
+    model: str | None = None
+    api_base: str | None = None
+    temperature: float | None = field(default=None, metadata=spec(ge=0, le=2))
+    max_tokens: int | None = field(default=None, metadata=spec(gt=0))
+    request_timeout: float = field(default=60.0, metadata=spec(gt=0))
+    retries: int = field(default=2, metadata=spec(ge=0, le=10))
+    retry_backoff: float = field(default=0.5, metadata=spec(ge=0, le=60))
+    stream: bool = True
+    max_steps: int = field(default=8, metadata=spec(ge=1, le=100))
+    # Tokens the model reads at most (None: the model's own, where known).
+    context_window: int | None = field(default=None, metadata=spec(ge=256))
+    # A one-line footer under each answer: model, tokens, share of the window, cost.
+    footer: bool = True
+
+    @property
+    def is_local(self) -> bool:
+        """Run in-process by llama.cpp (it cannot call tools), not through litellm."""
+        return is_local_model(self.model)
+
+
+@dataclass(frozen=True)
+class LilyConfig:
     """Every setting Lily reads; the field names are the lily.yaml keys."""
-
-    model_config = ConfigDict(extra="forbid")
 
     # Skills roots (None = the default for that root).
     skills_workspace_dir: Path | None = None
@@ -47,42 +89,26 @@ class LilyConfig(BaseModel):
     # The user's own Lily folder (user skills and persona default under it).
     home: Path | None = None
     agent: str = "default"
-    persona_max_chars: int = Field(20_000, gt=0)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    persona_max_chars: int = field(default=20_000, metadata=spec(gt=0))
+    tools: ToolsConfig = ToolsConfig()
     event_log: bool = True
-    # Model.
-    model: str | None = None
-    api_base: str | None = None
-    temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, gt=0)
-    request_timeout: float = Field(60.0, gt=0)
-    retries: int = Field(2, ge=0, le=10)
-    retry_backoff: float = Field(0.5, ge=0, le=60)
-    stream: bool = True
-    max_steps: int = Field(8, ge=1, le=100)
-    catalog_max_chars: int = Field(30_000, gt=0)
+    catalog_max_chars: int = field(default=30_000, metadata=spec(gt=0))
     # A skill script's time limit, in seconds.
-    script_timeout: float = Field(120.0, gt=0, le=86_400)
-
-    @field_validator("model", "api_base")
-    @classmethod
-    def _blank_is_unset(cls, value: str | None) -> str | None:
-        return value.strip() or None if value is not None else None
-
-    @field_validator("agent")
-    @classmethod
-    def _agent_name(cls, value: str) -> str:
-        if not value or "/" in value or value.startswith("."):
-            raise ValueError("must be a plain folder name")
-        return value
+    script_timeout: float = field(default=120.0, metadata=spec(gt=0, le=86_400))
+    # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
+    llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 
 
-# Scalar keys readable from the environment as LILY_<KEY>; tools.* has its own pair.
-_ENV_KEYS = [name for name in LilyConfig.model_fields if name != "tools"]
+_PATH_KEYS = ("skills_workspace_dir", "skills_user_dir", "skills_bundled_dir", "home")
 _ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_DENY": "deny"}
+_MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():  # never open a FIFO (it would block) or a folder
+        what = ("a folder" if path.is_dir() else "not a regular file" if path.exists()
+                else "a link that leads nowhere")
+        raise ConfigError(f"{path}: cannot read the file (it is {what}).")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -103,13 +129,18 @@ def _split_list(value: str) -> list[str]:
 
 
 def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The settings found in the environment, and which variable set each key."""
+    """The settings found in the environment, and which variable set each key.
+
+    Every scalar key is readable as LILY_<KEY>; `tools.*` has its own pair of variables.
+    """
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
-    for key in _ENV_KEYS:
+    owners = {key: (ModelConfig if key in _MODEL_KEYS else LilyConfig, attr)
+              for attr, key, _ in field_keys(LilyConfig)}
+    for key, (owner, attr) in owners.items():
         var = f"LILY_{key.upper()}"
-        if var in environ:
-            values[key] = environ[var]
+        if var in environ and key != "tools":
+            values[key] = parse_text(owner, attr, environ[var])
             origin[key] = var
     tools: dict[str, Any] = {}
     for var, key in _ENV_TOOLS.items():
@@ -122,15 +153,17 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
     return values, origin
 
 
-def _describe(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc)
+def _blank_is_unset(value: str | None) -> str | None:
+    return (value.strip() or None) if value is not None else None
 
 
 def load_config(workspace: Path, environ: Mapping[str, str] | None = None) -> LilyConfig:
     """Read `<workspace>/lily.yaml` (if present) and the LILY_* variables."""
     environ = os.environ if environ is None else environ
     path = workspace / CONFIG_FILE
-    data = _read_yaml(path) if path.is_file() else {}
+    # Anything at that name but nothing at all is read (a folder, a dangling link, a
+    # FIFO are reported by _read_yaml like any broken lily.yaml, never ignored).
+    data = _read_yaml(path) if os.path.lexists(path) else {}
     env_values, env_origin = _env_overrides(environ)
     merged = dict(data)
     for key, value in env_values.items():
@@ -139,25 +172,32 @@ def load_config(workspace: Path, environ: Mapping[str, str] | None = None) -> Li
         else:
             merged[key] = value
     try:
-        config = LilyConfig.model_validate(merged)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            key = _describe(error["loc"])
-            top = str(error["loc"][0]) if error["loc"] else ""
-            where = env_origin.get(key) or env_origin.get(top) or str(path)
-            message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-            problems.append(f"{where}: key '{key}': {message}.")
-        raise ConfigError(" ".join(problems)) from exc
-    return _resolve_paths(config, workspace)
+        config = build(LilyConfig, merged, forbid_unknown=True)
+    except ShapeError as exc:
+        top = exc.key.split(".")[0]
+        where = env_origin.get(exc.key) or env_origin.get(top) or str(path)
+        problem = exc.problem
+        if where.startswith("LILY_") and not exc.unknown and isinstance(exc.value, str):
+            problem = f"expected {exc.expected} (got {exc.value!r})"
+        raise ConfigError(f"{where}: key '{exc.key}': {problem}.") from None
+    if not config.agent or "/" in config.agent or config.agent.startswith("."):
+        where = env_origin.get("agent") or str(path)
+        raise ConfigError(f"{where}: key 'agent': must be a plain folder name.")
+    llm = replace(config.llm, model=_blank_is_unset(config.llm.model),
+                  api_base=_blank_is_unset(config.llm.api_base))
+    paths = _resolved_paths(config, workspace)
+    return replace(config, llm=llm, skills_workspace_dir=paths["skills_workspace_dir"],
+                   skills_user_dir=paths["skills_user_dir"],
+                   skills_bundled_dir=paths["skills_bundled_dir"], home=paths["home"])
 
 
-def _resolve_paths(config: LilyConfig, workspace: Path) -> LilyConfig:
+def _resolved_paths(config: LilyConfig, workspace: Path) -> dict[str, Path | None]:
     """Relative paths in the config are relative to the workspace; `~` is expanded."""
-    updates = {}
-    for key in ("skills_workspace_dir", "skills_user_dir", "skills_bundled_dir", "home"):
+    updates: dict[str, Path | None] = {}
+    for key in _PATH_KEYS:
         value = getattr(config, key)
         if value is not None:
             value = value.expanduser()
-            updates[key] = value if value.is_absolute() else workspace / value
-    return config.model_copy(update=updates)
+            value = value if value.is_absolute() else workspace / value
+        updates[key] = value
+    return updates

@@ -6,9 +6,11 @@
     ├── CommandError               a `/` command was used wrongly (message shown as is)
     ├── ToolError                  a tool refused or failed (becomes a tool result)
     ├── ModelNotConfiguredError    a chat cell with no model configured
+    ├── StepLimitError             the model did not finish within max_steps (Lily's bound)
+    ├── UsageError                 bad input to the `lily` command (a missing notebook, ...)
     └── ModelError                 a provider fault, with its `kind`
         (auth, rate_limit, timeout, connection, server, bad_response, context_window,
-         bad_request, step_limit)
+         not_found, bad_request)
 
 User-facing code shows `str(error)`; only errors outside this tree are bugs that keep
 their traceback.
@@ -23,7 +25,9 @@ __all__ = [
     "ModelError",
     "ModelNotConfiguredError",
     "SkillRootError",
+    "StepLimitError",
     "ToolError",
+    "UsageError",
 ]
 
 
@@ -51,9 +55,17 @@ class ModelNotConfiguredError(LilyError):
     """A conversational cell ran while no model is configured."""
 
 
+class StepLimitError(LilyError):
+    """A conversational turn reached `max_steps` model calls; not a provider fault."""
+
+
 class ModelError(LilyError):
     """The model provider failed; `kind` names the fault for people and logs."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class UsageError(LilyError):
+    """The `lily` command was given something it cannot use; shown as `lily: <message>`."""

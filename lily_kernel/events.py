@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
-
-from pydantic import BaseModel
-
-from lily_kernel.redaction import redact_value
 
 __all__ = ["EVENT_KINDS", "Event", "EventLog", "session_log_path"]
 
@@ -22,6 +20,7 @@ EventKind = Literal[
     "skill_warning",
     "command",
     "model_call",
+    "skill_selection",
     "tool_call",
     "cell",
     "cell_finished",
@@ -32,14 +31,18 @@ EventKind = Literal[
 EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 
 
-class Event(BaseModel):
-    """One line of the log."""
+@dataclass(frozen=True)
+class Event:
+    """One line of the log, written as a JSON object with these keys."""
 
     seq: int
     ts: str
     session_id: str
     event: EventKind
     data: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def session_log_path(workspace: Path, session_id: str) -> Path:
@@ -50,16 +53,17 @@ class EventLog:
     """Appends events to one file (or nowhere when `path` is None).
 
     A log that cannot be written (read-only folder, full disk) turns itself off and
-    keeps the reason in `problem`: the session goes on without it. Every string in an
-    event is redacted (`secrets` and credential shapes) before it goes anywhere;
-    `listener` receives each event too (replay collects them this way).
+    keeps the reason in `problem`: the session goes on without it. `redact` is applied
+    to the data of every event before it is written (no credential reaches the log).
+    `listener` receives each event too, redacted (replay collects them this way).
     """
 
-    def __init__(self, path: Path | None, session_id: str, secrets: list[str] | None = None,
+    def __init__(self, path: Path | None, session_id: str,
+                 redact: Callable[[Any], Any] | None = None,
                  listener: Callable[[Event], None] | None = None) -> None:
         self.path = path
         self.session_id = session_id
-        self.secrets = list(secrets or [])
+        self.redact = redact
         self.listener = listener
         self.problem: str | None = None
         self._seq = 0
@@ -76,7 +80,7 @@ class EventLog:
             ts=datetime.now(UTC).isoformat(timespec="milliseconds"),
             session_id=self.session_id,
             event=event,
-            data=redact_value(data, self.secrets),
+            data=self.redact(data) if self.redact is not None else data,
         )
         if self.enabled:
             self._write(record)
@@ -90,7 +94,7 @@ class EventLog:
             if self._handle is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-            line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False, default=str)
+            line = json.dumps(record.as_dict(), ensure_ascii=False, default=str)
             self._handle.write(line + "\n")
             self._handle.flush()
         except OSError as exc:
@@ -99,8 +103,6 @@ class EventLog:
 
     def close(self) -> None:
         if self._handle is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._handle.close()
-            except OSError:
-                pass
             self._handle = None

@@ -1,18 +1,21 @@
-"""Secrets out of everything Lily shows or writes: which values are secret, and hiding them.
+"""Keep credentials out of everything Lily shows or logs.
 
-One rule for every place that needs it: provider faults, the event log, and the
-environment a skill's script runs in (which gets none of these variables).
+What is hidden, as `[redacted]`: the value of every environment variable whose name
+looks like a credential, and any run of `MIN_FRAGMENT` or more consecutive characters
+of such a value (a provider may echo a key without its prefix, or only its tail);
+key-shaped strings (`sk-…`) the environment does not know; credentials inside URLs.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["is_secret_name", "redact", "redact_value", "secret_values"]
+__all__ = ["MIN_FRAGMENT", "Redactor", "is_secret_name", "redact", "secret_values"]
 
+MIN_FRAGMENT = 8
 # Variables whose values are credentials: the word anywhere in the name
 # (OPENAI_API_KEY, OPENAI_API_KEY_2, AZURE_AD_TOKEN, DB_PASSWORD_FILE, ...).
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
@@ -22,10 +25,12 @@ _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}")
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
 _URL_KEY_PARAM = re.compile(
     r"((?:api[-_]?key|key|token|access_token|sig|signature|code)=)[^&\s'\"]+", re.IGNORECASE)
+_MASK = "[redacted]"
 
 
 def is_secret_name(name: str) -> bool:
-    """True for a variable whose value Lily treats as a credential."""
+    """True for a variable whose value Lily treats as a credential (a skill script's
+    environment gets none of them)."""
     return bool(_SECRET_NAME.search(name))
 
 
@@ -36,20 +41,67 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(values, key=lambda v: (-len(v), v))  # longest first, then stable
 
 
+def _has_fragments(value: str) -> bool:
+    """Whether any 8-character run of `value` is secret. Not for a path or URL held
+    in a credential-named variable (GOOGLE_APPLICATION_CREDENTIALS=/home/...,
+    TOKEN_URL=https://...): their runs ("/home/us", "https://") are everyday text.
+    Such a value is still hidden whole."""
+    return (len(value) >= MIN_FRAGMENT and not value.startswith(("/", "~", "."))
+            and "://" not in value and not any(c.isspace() for c in value))
+
+
+class Redactor:
+    """Applies the rules above to text (and to the strings inside event data)."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self.secrets = sorted(set(secrets), key=lambda v: (-len(v), v))
+        runs = sorted({
+            value[i : i + MIN_FRAGMENT]
+            for value in self.secrets if _has_fragments(value)
+            for i in range(len(value) - MIN_FRAGMENT + 1)
+        })
+        # A lookahead finds every start position, overlapping ones included, in C.
+        self._runs = re.compile(
+            "(?=(?:" + "|".join(map(re.escape, runs)) + "))") if runs else None
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, _MASK)
+        if self._runs is not None:
+            text = self._mask_runs(self._runs, text)
+        text = _URL_USERINFO.sub(_MASK + "@", text)
+        text = _URL_KEY_PARAM.sub(r"\1" + _MASK, text)
+        return _KEY_SHAPED.sub(_MASK, text)
+
+    @staticmethod
+    def _mask_runs(runs: re.Pattern[str], text: str) -> str:
+        """Every stretch of text covered by 8-character runs of a secret, masked once."""
+        spans: list[list[int]] = []
+        for match in runs.finditer(text):
+            start = match.start()
+            if spans and start <= spans[-1][1]:
+                spans[-1][1] = start + MIN_FRAGMENT
+            else:
+                spans.append([start, start + MIN_FRAGMENT])
+        if not spans:
+            return text
+        parts, last = [], 0
+        for start, end in spans:
+            parts += [text[last:start], _MASK]
+            last = end
+        parts.append(text[last:])
+        return "".join(parts)
+
+    def data(self, value: Any) -> Any:
+        """`value` with every string inside it (keys included) redacted."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {self.data(k): self.data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.data(v) for v in value]
+        return value
+
+
 def redact(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-    text = _URL_USERINFO.sub("[redacted]@", text)
-    text = _URL_KEY_PARAM.sub(r"\1[redacted]", text)
-    return _KEY_SHAPED.sub("[redacted]", text)
-
-
-def redact_value(value: Any, secrets: list[str]) -> Any:
-    """`value` with every string inside it (keys included) redacted."""
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, dict):
-        return {redact_value(k, secrets): redact_value(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact_value(v, secrets) for v in value]
-    return value
+    return Redactor(secrets)(text)

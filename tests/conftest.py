@@ -58,6 +58,22 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "embedded: the test may use the embedded local model when installed")
+
+
+@pytest.fixture(autouse=True)
+def _embedded_model_hidden(request: pytest.FixtureRequest,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process sessions see no embedded model unless the test is marked `embedded`:
+    with nothing configured they report "no model configured", as without the extra.
+    (Kernel processes are not affected; tests/support/hide_local_model does that.)"""
+    if request.node.get_closest_marker("embedded") is None:
+        monkeypatch.setattr("lily_kernel.runtime.environment.find_embedded_model",
+                            lambda: None)
+
+
 def write_skill(root: Path, name: str, text: str) -> Path:
     """Create `root/name/SKILL.md` with `text`; return the file."""
     folder = root / name

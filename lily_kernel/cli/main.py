@@ -8,17 +8,28 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from lily_kernel.cli.replay import add_replay_parser
 from lily_kernel.commands import render_plain, skills_result
-from lily_kernel.errors import LilyError
+from lily_kernel.errors import LilyError, UsageError
 from lily_kernel.runtime import LilyEnvironment
-from lily_kernel.skills import SkillRoot, check_skill_directory
+from lily_kernel.skills import Diagnostic, SkillRoot, check_skill_directory, drop_shared_aliases
 
 __all__ = ["main"]
+
+
+def _folder(option: str, value: str) -> Path:
+    """A folder named on the command line: it must exist (a typo is not an empty root)."""
+    path = Path(value)
+    if not path.exists():
+        raise UsageError(f"{option} {value}: does not exist.")
+    if not path.is_dir():
+        raise UsageError(f"{option} {value}: not a folder.")
+    return path
 
 
 def _override_roots(env: LilyEnvironment, args: argparse.Namespace) -> LilyEnvironment:
@@ -35,9 +46,16 @@ def _override_roots(env: LilyEnvironment, args: argparse.Namespace) -> LilyEnvir
 def _cmd_skills(args: argparse.Namespace) -> int:
     from lily_kernel.cli.snapshot_json import render_snapshot_json
 
-    env = _override_roots(LilyEnvironment.load(Path(args.workspace)), args)
+    workspace = _folder("--workspace", args.workspace)
+    for option, value in (("--user-dir", args.user_dir), ("--bundled-dir", args.bundled_dir)):
+        if value:
+            _folder(option, value)
+    env = _override_roots(LilyEnvironment.load(workspace), args)
     snap = env.load_snapshot(1)
-    out = render_snapshot_json(snap) if args.json else render_plain(skills_result(snap)) + "\n"
+    if args.json:  # the stable interface: always whole
+        out = render_snapshot_json(snap)
+    else:
+        out = render_plain(skills_result(snap), width=shutil.get_terminal_size().columns) + "\n"
     sys.stdout.write(out)
     return 0
 
@@ -55,23 +73,41 @@ def _skill_dirs(path: Path) -> list[Path]:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    missing = [raw for raw in args.paths if not os.path.lexists(raw)]
+    if missing:  # checked before anything is validated: bad input, not a bad skill
+        raise UsageError(f"{missing[0]}: does not exist.")
     env = LilyEnvironment.load(Path.cwd())
     rules, failed = env.load_rules(), False
+    skills, seen = [], set()
     for raw in args.paths:
         dirs = _skill_dirs(Path(raw))
         if not dirs:
             print(f"error       {raw}: no SKILL.md here (not a skill folder or a root of them)")
             failed = True
         for directory in dirs:
+            if os.path.realpath(directory) in seen:
+                continue
+            seen.add(os.path.realpath(directory))
             skill, diagnostics = check_skill_directory(str(directory), rules, env.host)
-            for diag in diagnostics:
-                label = {"malformed": "error", "policy": "error"}.get(diag.kind.value,
-                                                                       diag.kind.value)
-                failed |= label == "error"
-                print(f"{label:<11} {diag.skill}: {diag.reason}")
+            failed |= _print_diagnostics(diagnostics)
             if skill is not None:
+                skills.append(skill)
                 print(f"{'ok':<11} {skill.name} ({skill.invocation_mode})")
+    # Aliases are checked across the folders validated together, as a root would be.
+    shared: list[Diagnostic] = []
+    drop_shared_aliases(skills, shared)
+    failed |= _print_diagnostics(shared)
     return 1 if failed else 0
+
+
+def _print_diagnostics(diagnostics: list[Diagnostic]) -> bool:
+    """Print one line per diagnostic; True when one of them is an error."""
+    failed = False
+    for diag in diagnostics:
+        label = {"malformed": "error", "policy": "error"}.get(diag.kind.value, diag.kind.value)
+        failed |= label == "error"
+        print(f"{label:<11} {diag.skill}: {diag.reason}")
+    return failed
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -82,7 +118,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_install(args: argparse.Namespace) -> int:
-    from lily_kernel.kernel.install import install_kernelspec
+    from lily_kernel.cli.install import install_kernelspec
 
     path = install_kernelspec(user=args.user, sys_prefix=args.sys_prefix, prefix=args.prefix)
     print(f"Installed the Lily kernelspec in {path}")

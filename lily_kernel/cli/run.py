@@ -10,24 +10,58 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from lily_kernel.errors import UsageError
+
 __all__ = ["run_notebook"]
+
+
+def _error_text(ename: str, evalue: str) -> str:
+    """`Error: …` as Lily says it; the exception name only where it adds something."""
+    return evalue if evalue.startswith("Error") else f"{ename}: {evalue}"
 
 
 def _output_text(output: Any) -> str:
     if output.output_type == "error":
-        return f"{output.ename}: {output.evalue}"
+        return _error_text(output.ename, output.evalue)
     if output.output_type == "stream":
         return str(output.text).rstrip("\n")
     data = output.get("data", {})
     return str(data.get("text/plain") or data.get("text/markdown") or "").rstrip("\n")
 
 
+def _read_notebook(path: Path) -> Any:
+    """The notebook at `path`, or a UsageError saying why there is none."""
+    import nbformat
+
+    if not path.exists():
+        raise UsageError(f"{path}: no such file.")
+    if not path.is_file():
+        raise UsageError(f"{path}: not a file.")
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds for a non-notebook
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise UsageError(f"{path}: not a Jupyter notebook ({reason}).") from None
+
+
+def _check_output(output: Path) -> None:
+    """Before any cell runs: the executed notebook must have somewhere to go."""
+    if output.is_dir():
+        raise UsageError(f"--output {output}: is a folder; give a file name.")
+    if not output.parent.is_dir():
+        raise UsageError(f"--output {output}: the folder {output.parent} does not exist.")
+
+
 def run_notebook(path: Path, output: Path | None = None, out: TextIO = sys.stdout) -> int:
+    """Run every cell; 0 when all ran (tagged failures allowed), 1 when one stopped the
+    run. Bad arguments raise UsageError before anything runs."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    nb = nbformat.read(path, as_version=4)
+    nb = _read_notebook(path)
+    if output is not None:
+        _check_output(output)
     client = NotebookClient(nb, kernel_name="lily", timeout=300, record_timing=False,
                             resources={"metadata": {"path": str(path.resolve().parent)}})
     status = 0
@@ -35,7 +69,7 @@ def run_notebook(path: Path, output: Path | None = None, out: TextIO = sys.stdou
         client.execute()
     except CellExecutionError as exc:
         status = 1
-        print(f"lily: {path} stopped at a failing cell: {exc.ename}: {exc.evalue}",
+        print(f"lily: {path} stopped at a failing cell: {_error_text(exc.ename, exc.evalue)}",
               file=sys.stderr)
     for cell in nb.cells:
         if cell.cell_type != "code" or cell.execution_count is None:

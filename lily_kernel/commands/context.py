@@ -25,7 +25,6 @@ class CommandContext:
     registry: ToolRegistry
     policy: ToolPolicy
     tool_context: ToolContext
-    catalog_max_chars: int
     load_snapshot: Callable[[int], SkillSnapshot]
     load_persona: Callable[[str], Persona]
     list_agents: Callable[[], list[str]]

@@ -8,7 +8,6 @@ from html import escape
 from lily_kernel.commands.results import (
     Block,
     CommandResult,
-    Details,
     Fields,
     Preformatted,
     Table,
@@ -104,29 +103,59 @@ def render_markdown(result: CommandResult) -> str:
 # --- Plain text --------------------------------------------------------------------
 
 
-def _plain_table(headers: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> str:
+MIN_COLUMN = 8  # a column is never cut narrower than this (or its header)
+
+
+def _fit(widths: list[int], floors: list[int], width: int) -> list[int]:
+    """Column widths that fit `width` (with 2-space gaps): the widest column gives way
+    first, never below its floor. May still exceed `width` when every column is at it."""
+    widths = list(widths)
+    while (excess := sum(widths) + 2 * (len(widths) - 1) - width) > 0:
+        shrinkable = [i for i, w in enumerate(widths) if w > floors[i]]
+        if not shrinkable:
+            break
+        widest = max(shrinkable, key=lambda i: widths[i])
+        others = [widths[i] for i in shrinkable if i != widest]
+        # Down to the next widest column (or as far as needed), then share the rest.
+        target = max(floors[widest], widths[widest] - excess, max(others, default=0))
+        widths[widest] = target if target < widths[widest] else widths[widest] - 1
+    return widths
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _plain_table(headers: tuple[str, ...], rows: tuple[tuple[str, ...], ...],
+                 width: int | None = None) -> str:
     cells = [[" ".join(c.split()) for c in row] for row in (headers, *rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    if width is not None:
+        floors = [min(w, max(MIN_COLUMN, len(h))) for w, h in zip(widths, headers, strict=True)]
+        widths = _fit(widths, floors, width)
+        cells = [[_cut(c, w) for c, w in zip(row, widths, strict=True)] for row in cells]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
              for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def _plain_block(block: Block) -> str:
+def _plain_block(block: Block, width: int | None = None) -> str:
     if isinstance(block, Text | Preformatted):
         return block.text
     if isinstance(block, Fields):
-        width = max((len(k) for k, _ in block.items), default=0)
-        return "\n".join(f"{k.ljust(width)}  {v}" for k, v in block.items)
+        keys = max((len(k) for k, _ in block.items), default=0)
+        return "\n".join(f"{k.ljust(keys)}  {v}" for k, v in block.items)
     if isinstance(block, Table):
-        return _plain_table(block.headers, block.rows)
-    inner = "\n\n".join(_plain_block(b) for b in block.blocks)
+        return _plain_table(block.headers, block.rows, width)
+    inner = "\n\n".join(_plain_block(b, width) for b in block.blocks)
     return f"{block.summary}\n\n{inner}"
 
 
-def render_plain(result: CommandResult) -> str:
+def render_plain(result: CommandResult, width: int | None = None) -> str:
+    """Plain text; with `width` (a terminal's), tables are cut to fit it, long cells
+    ending in an ellipsis. Without it, everything is whole (notebooks, consoles)."""
     parts = [result.title] if result.title else []
-    parts.extend(_plain_block(b) for b in result.blocks)
+    parts.extend(_plain_block(b, width) for b in result.blocks)
     parts.extend(result.notices)
     return "\n\n".join(parts)

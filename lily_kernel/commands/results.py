@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from lily_kernel.prompting import ModelRequest
 
 __all__ = [
     "Block",
@@ -14,6 +10,7 @@ __all__ = [
     "Details",
     "Fields",
     "Preformatted",
+    "SkillInvocation",
     "Table",
     "Text",
 ]
@@ -54,6 +51,15 @@ Block = Text | Preformatted | Fields | Table | Details
 
 
 @dataclass(frozen=True)
+class SkillInvocation:
+    """A command's intent for the runtime: answer `request` with the skill forced (a
+    prompt_rewrite invocation). The runtime builds the model request, not the command."""
+
+    skill: str
+    request: str
+
+
+@dataclass(frozen=True)
 class CommandResult:
     """What a command produced. `error` set means it failed and changed nothing."""
 
@@ -61,7 +67,7 @@ class CommandResult:
     title: str = ""
     blocks: tuple[Block, ...] = ()
     error: str | None = None
-    model_request: ModelRequest | None = None
+    invocation: SkillInvocation | None = None
     skill: str | None = None
     notices: tuple[str, ...] = field(default=())
 

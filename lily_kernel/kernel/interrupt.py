@@ -14,12 +14,13 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 __all__ = ["cancel_on_sigint"]
 
 
 @contextmanager
-def cancel_on_sigint(task: asyncio.Future[object]) -> Iterator[Callable[[], bool]]:
+def cancel_on_sigint(task: asyncio.Future[Any]) -> Iterator[Callable[[], bool]]:
     """While inside, SIGINT cancels `task`; yields a function telling whether it did."""
     interrupted = False
     if threading.current_thread() is not threading.main_thread():

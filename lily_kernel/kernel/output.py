@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lily_kernel.errors import LilyError
 
 if TYPE_CHECKING:
-    from lily_kernel.commands import CommandResult
+    from lily_kernel.runtime import CommandResult
 
 __all__ = [
     "CellError",
@@ -43,18 +43,20 @@ async def no_answer(prompt: str) -> None:
 def command_bundle(result: CommandResult) -> dict[str, str]:
     """A command result in the three formats every frontend can pick from."""
     # Imported here: the kernel loads the command layer off its start-up path.
-    from lily_kernel.commands import render_html, render_markdown, render_plain
+    from lily_kernel.runtime import render_result
 
+    return render_result(result)
+
+
+def markdown_bundle(markdown: str, footer: str | None = None) -> dict[str, str]:
+    """A model reply: Markdown rendered by the notebook, the same text for consoles;
+    the footer as a small line under it."""
+    if footer is None:
+        return {"text/markdown": markdown, "text/plain": markdown}
     return {
-        "text/html": render_html(result),
-        "text/markdown": render_markdown(result),
-        "text/plain": render_plain(result),
+        "text/markdown": f"{markdown}\n\n<sub>{escape(footer)}</sub>",
+        "text/plain": f"{markdown}\n\n-- {footer}",
     }
-
-
-def markdown_bundle(markdown: str) -> dict[str, str]:
-    """A model reply: Markdown rendered by the notebook, the same text for consoles."""
-    return {"text/markdown": markdown, "text/plain": markdown}
 
 
 def notice_bundle(text: str) -> dict[str, str]:
@@ -86,8 +88,8 @@ class KernelSink:
     def stream(self, markdown: str) -> None:
         self._update_or_create(markdown)
 
-    def reply(self, markdown: str) -> None:
-        self._update_or_create(markdown)
+    def reply(self, markdown: str, footer: str | None = None) -> None:
+        self._update_or_create(markdown, footer)
 
     def notice(self, text: str) -> None:
         self._display(notice_bundle(text))
@@ -95,8 +97,8 @@ class KernelSink:
     def _display(self, data: dict[str, str], transient: dict[str, str] | None = None) -> None:
         self._send("display_data", {"data": data, "metadata": {}, "transient": transient or {}})
 
-    def _update_or_create(self, markdown: str) -> None:
-        data = markdown_bundle(markdown)
+    def _update_or_create(self, markdown: str, footer: str | None = None) -> None:
+        data = markdown_bundle(markdown, footer)
         if self._display_id is None:
             self._display_id = f"lily-{uuid.uuid4().hex}"
             self._display(data, {"display_id": self._display_id})

@@ -30,6 +30,9 @@ class Usage:
 class ChatRequest:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] = field(default_factory=list)
+    # A JSON schema the answer must follow (structured skill selection), or None.
+    json_schema: dict[str, Any] | None = None
+    max_tokens: int | None = None  # for this call only; the model's setting otherwise
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,22 @@ class ChatResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
     finish_reason: str | None = None
+    cost: float | None = None  # in USD, where known (0.0 for a local model)
 
 
 class ChatModel(Protocol):
-    """One model call. `on_text` receives each text delta as it arrives (streaming)."""
+    """One model call. `on_text` receives each text delta as it arrives (streaming).
+
+    `supports_tools`: whether the model can call tools; when it cannot, a skill is
+    selected by a structured declaration instead (`ChatRequest.json_schema`).
+    `context_window`: tokens the model reads at most, None when unknown.
+    """
 
     name: str
+    supports_tools: bool
+
+    @property
+    def context_window(self) -> int | None: ...
 
     async def complete(
         self, request: ChatRequest, on_text: Callable[[str], None]

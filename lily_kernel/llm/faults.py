@@ -9,8 +9,9 @@ __all__ = ["TRANSIENT_KINDS", "model_error", "redact", "secret_values"]
 
 TRANSIENT_KINDS = frozenset({"rate_limit", "timeout", "connection", "server"})
 _ADVICE = {
-    "auth": "authentication failed: the provider rejected the API key. Check the "
-            "provider's key variable (e.g. OPENAI_API_KEY) and restart the kernel.",
+    "auth": "authentication failed: the provider rejected the API key (or refused it "
+            "this model). Check the provider's key variable (e.g. OPENAI_API_KEY) and "
+            "restart the kernel.",
     "rate_limit": "rate limit: the provider refused more requests for now. Wait a "
                   "moment and run the cell again.",
     "timeout": "timeout: the provider did not answer in time (request_timeout). Run "
@@ -29,13 +30,15 @@ _ADVICE = {
 }
 
 
-def model_error(kind: str, detail: str, secrets: list[str], attempts: int = 1) -> ModelError:
-    """A ModelError whose message names the fault and what to do; never a secret."""
+def model_error(kind: str, detail: str, secrets: list[str], attempts: int = 1,
+                by_provider: bool = True) -> ModelError:
+    """A ModelError whose message names the fault and what to do; never a secret.
+    `detail` is the provider's text, or Lily's own account when not `by_provider`."""
     tried = f" (after {attempts} attempts)" if attempts > 1 else ""
     detail = redact(" ".join(detail.split()), secrets)
     if len(detail) > 300:
         detail = detail[:300] + "..."
     message = f"Error: model call failed{tried}: {_ADVICE[kind]}"
     if detail:
-        message += f" Provider said: {detail}"
+        message += f" {'Provider said' if by_provider else 'What happened'}: {detail}"
     return ModelError(kind, message)

@@ -15,8 +15,16 @@ __all__ = ["ScriptedModel"]
 class ScriptedModel:
     """Replies in order; each may be a ChatResponse or an exception to raise."""
 
-    def __init__(self, *replies: ChatResponse | BaseException, name: str = "scripted") -> None:
+    def __init__(
+        self,
+        *replies: ChatResponse | BaseException,
+        name: str = "scripted",
+        supports_tools: bool = True,
+        context_window: int | None = None,
+    ) -> None:
         self.name = name
+        self.supports_tools = supports_tools
+        self.context_window = context_window
         self.replies: deque[ChatResponse | BaseException] = deque(replies)
         self.requests: list[ChatRequest] = []
 

@@ -44,8 +44,12 @@ def build_model_request(
     tool_schemas: list[dict[str, Any]],
     catalog_max_chars: int,
     forced_skill: Skill | None = None,
+    tool_calls: bool = True,
 ) -> ModelRequest:
-    """A conversational turn (catalog + load_skill) or a forced-skill turn (body injected)."""
+    """A conversational turn (catalog + load_skill) or a forced-skill turn (body injected).
+
+    `tool_calls` False: a model that cannot call tools gets no tools and the rules of
+    a structured declaration instead of `load_skill`."""
     text = user_text.strip() or (EMPTY_REQUEST_TEXT if forced_skill else "")
     user_message = {"role": "user", "content": text}
     if forced_skill is not None:
@@ -54,7 +58,10 @@ def build_model_request(
     else:
         catalog = build_catalog(snapshot.skills, catalog_max_chars)
         tools = (load_skill_tool(), *tool_schemas)
-    system = {"role": "system", "content": build_system_prompt(persona, catalog, forced_skill)}
+    if not tool_calls:
+        tools = ()
+    system = {"role": "system",
+              "content": build_system_prompt(persona, catalog, forced_skill, tool_calls)}
     return ModelRequest(
         messages=(system, *history, user_message),
         tools=tools,

@@ -27,6 +27,13 @@ name; its SKILL.md is returned to you. Never follow a skill you have not loaded.
 - Only the skills listed in <available_skills> exist. Do not guess names.
 - When no skill clearly applies, answer directly without loading one."""
 
+DECLARATION_RULES = """\
+- Select at most one skill per request. Skills cannot be combined or chained.
+- You will be asked which skill applies, and answer with its exact name or none; its \
+SKILL.md is then given to you. Never follow a skill you have not been given.
+- Only the skills listed in <available_skills> exist. Do not guess names.
+- When no skill clearly applies, answer directly."""
+
 FORCED_RULES = """\
 - The person invoked the skill `{name}` explicitly for this request. Follow its \
 SKILL.md below; do not switch to another skill."""
@@ -87,8 +94,12 @@ def build_system_prompt(
     persona: Persona,
     catalog: Catalog | None,
     forced_skill: Skill | None = None,
+    tool_calls: bool = True,
 ) -> str:
-    """Persona sections, then either the catalog and selection rules or a forced skill."""
+    """Persona sections, then either the catalog and selection rules or a forced skill.
+
+    `tool_calls`: the model declares its skill with `load_skill`; otherwise it is asked
+    for a structured declaration (prompting/selection.py)."""
     parts = []
     sections = _persona_sections(persona)
     if sections:
@@ -99,7 +110,7 @@ def build_system_prompt(
         parts.append(f"# Skill: {forced_skill.name}\n\n{forced_skill.body.strip()}")
     elif catalog is not None:
         parts.append("# Skills\n\n" + catalog.text)
-        parts.append("# Rules\n\n" + SELECTION_RULES)
+        parts.append("# Rules\n\n" + (SELECTION_RULES if tool_calls else DECLARATION_RULES))
     return "\n\n".join(parts) + "\n"
 
 

@@ -1,6 +1,35 @@
-"""Runtime: route a cell to the command layer or the conversation, and log events."""
+"""Runtime: route a cell to the command layer or the conversation, and log events.
 
-from lily_kernel.runtime.environment import LilyEnvironment
-from lily_kernel.runtime.runtime import CellSink, LilyRuntime
+Names are loaded on first use (PEP 562): the kernel imports `BackgroundRuntime` at
+start, and the rest of Lily loads in its background thread, not on the main one.
+"""
 
-__all__ = ["CellSink", "LilyEnvironment", "LilyRuntime"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lily_kernel.runtime.display import CommandResult, render_result
+    from lily_kernel.runtime.environment import LilyEnvironment
+    from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
+    from lily_kernel.runtime.runtime import CellSink, LilyRuntime
+
+__all__ = ["BackgroundRuntime", "CellSink", "CommandResult", "LilyEnvironment", "LilyRuntime",
+           "render_result", "workspace_from_environment"]
+
+_HOMES = {
+    "BackgroundRuntime": "lifecycle",
+    "workspace_from_environment": "lifecycle",
+    "CellSink": "runtime",
+    "LilyRuntime": "runtime",
+    "LilyEnvironment": "environment",
+    "render_result": "display",
+    "CommandResult": "display",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'lily_kernel.runtime' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"lily_kernel.runtime.{_HOMES[name]}"), name)

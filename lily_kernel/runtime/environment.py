@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from lily_kernel.commands import BUILTIN_COMMANDS
-from lily_kernel.config import CONFIG_FILE, LilyConfig, load_config
+from lily_kernel.config import CONFIG_FILE, LOCAL_MODEL, LilyConfig, ModelConfig, load_config
 from lily_kernel.errors import ConfigError
+from lily_kernel.llm.local_files import find_embedded_model
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
-from lily_kernel.session import ModelConfig, Session
+from lily_kernel.session import Session
 from lily_kernel.skills import (
     Host,
     LoadRules,
@@ -38,7 +40,7 @@ def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
     tools; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
     by_lower = {name.lower(): name for name in registry.names()}
 
-    def resolve(key: str, names: list[str]) -> tuple[str, ...]:
+    def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
         found = []
         for name in names:
             if name.lower() not in by_lower:
@@ -49,7 +51,8 @@ def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
         return tuple(found)
 
     tools = config.tools
-    allow = "*" if tools.allow == "*" else resolve("allow", tools.allow)
+    allow: tuple[str, ...] | Literal["*"] = (
+        "*" if tools.allow == "*" else resolve("allow", tools.allow))
     return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny),
                       ask=resolve("ask", tools.ask),
                       explicit=frozenset(t.name for t in registry if t.explicit))
@@ -106,15 +109,19 @@ class LilyEnvironment:
 
     @cached_property
     def tool_context(self) -> ToolContext:
-        """The workspace the tools are confined to, and Lily's own files in it (fixed
-        for this environment: resolved once, not on every tool call)."""
-        workspace_root = next(r for r in self.skill_roots if r.source == "workspace")
+        """The workspace the tools are confined to, and Lily's own folders and files,
+        which no tool may write wherever they are configured: every skills root, every
+        persona folder, the Lily home (user skills and persona), lily.yaml and .lily/.
+        Kept as configured; the write tool resolves them (links included) per write."""
+        roots = self.persona_roots
         return ToolContext(
             workspace=self.workspace,
             protected=(
-                (self.workspace / CONFIG_FILE).resolve(),
-                Path(workspace_root.path).resolve(),
-                self.persona_roots.workspace.resolve(),
+                self.workspace / CONFIG_FILE,
+                self.workspace / ".lily",
+                lily_home(self.config),
+                *(Path(r.path) for r in self.skill_roots),
+                roots.workspace, roots.user, roots.bundled,
             ),
         )
 
@@ -124,6 +131,12 @@ class LilyEnvironment:
     def list_agents(self) -> list[str]:
         return list_agents(self.persona_roots)
 
+    def session_model(self) -> ModelConfig:
+        """The configured model; with none configured, the embedded one when installed."""
+        if self.config.llm.model is None and find_embedded_model() is not None:
+            return replace(self.config.llm, model=LOCAL_MODEL)
+        return self.config.llm
+
     def new_session(self, session_id: str, created_at: str) -> Session:
         agent = self.config.agent
         agents = self.list_agents()
@@ -131,11 +144,13 @@ class LilyEnvironment:
             raise ConfigError(
                 f"key 'agent' (lily.yaml or LILY_AGENT): no agent named '{agent}'; "
                 f"available: {', '.join(agents)}.")
+        model = self.session_model()
         return Session(
             session_id=session_id,
             created_at=created_at,
             active_agent=agent,
             persona=self.load_persona(agent),
             skill_snapshot=self.load_snapshot(1),
-            model_config=ModelConfig.from_config(self.config),
+            model_config=model,
+            embedded_default=model is not self.config.llm,
         )

@@ -130,7 +130,17 @@ class ReplayModel:
 
     def __init__(self, calls: list[dict[str, Any]]) -> None:
         self.calls = deque(calls)
-        self.name = str(calls[0].get("model")) if calls else "replay"
+        first = calls[0] if calls else {}
+        self.name = str(first.get("model", "replay"))
+        # As the recorded model: whether it called tools (else a selection step runs),
+        # and its context window (the catalog budget and history trimming follow it).
+        self.supports_tools = bool(first.get("supports_tools", True))
+        windows = [c["context_window"] for c in calls if c.get("context_window")]
+        self._context_window: int | None = int(windows[0]) if windows else None
+
+    @property
+    def context_window(self) -> int | None:
+        return self._context_window
 
     async def complete(self, request: ChatRequest,
                        on_text: Callable[[str], None]) -> ChatResponse:
@@ -138,6 +148,7 @@ class ReplayModel:
             raise ReplayError("the replay asked the model for more answers than were recorded.")
         call = self.calls.popleft()
         self.name = str(call.get("model"))
+        self.supports_tools = bool(call.get("supports_tools", self.supports_tools))
         if "response" in call:
             response = response_from_record(call["response"])
             if response.text:
@@ -158,7 +169,7 @@ class ReplaySink:
 
     def stream(self, markdown: str) -> None: ...
 
-    def reply(self, markdown: str) -> None: ...
+    def reply(self, markdown: str, footer: str | None = None) -> None: ...
 
     def notice(self, text: str) -> None: ...
 
@@ -231,7 +242,7 @@ def replay_session(path: Path, before_cell: Callable[[int], None] | None = None
     finally:
         runtime.close()
     expected = [normalise(e) for e in recorded]
-    produced = [normalise(e.model_dump(mode="json")) for e in actual]
+    produced = [normalise(e.as_dict()) for e in actual]
     return ReplayReport(path, len(expected), len(cells), _first_divergence(expected, produced))
 
 

@@ -22,6 +22,7 @@ def response_record(response: ChatResponse) -> dict[str, Any]:
                        for c in response.tool_calls],
         "finish_reason": response.finish_reason,
         "usage": [response.usage.prompt_tokens, response.usage.completion_tokens],
+        "cost": response.cost,
     }
 
 
@@ -33,6 +34,7 @@ def response_from_record(record: dict[str, Any]) -> ChatResponse:
                          for c in record.get("tool_calls") or ()),
         usage=Usage(int(prompt), int(completion)),
         finish_reason=record.get("finish_reason"),
+        cost=record.get("cost"),
     )
 
 

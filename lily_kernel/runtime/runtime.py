@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,10 @@ from lily_kernel.commands import (
     CommandContext,
     CommandOutcome,
     CommandResult,
+    Completion,
     ParsedCommand,
+    complete,
+    inspect,
     parse_command,
     render_plain,
     run_command,
@@ -28,11 +32,10 @@ from lily_kernel.errors import CommandError, LilyError
 from lily_kernel.events import Event, EventLog, session_log_path
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.persona import Persona
-from lily_kernel.prompting import ModelRequest
-from lily_kernel.redaction import is_secret_name, secret_values
+from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 from lily_kernel.runtime.environment import LilyEnvironment
 from lily_kernel.session import Session
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ToolRegistry
 from lily_kernel.tools.scripts import Sandbox, find_sandbox, run_script
 
@@ -47,8 +50,8 @@ class CellSink(Protocol):
     def stream(self, markdown: str) -> None:
         """The reply so far, while it streams."""
 
-    def reply(self, markdown: str) -> None:
-        """The finished reply."""
+    def reply(self, markdown: str, footer: str | None = None) -> None:
+        """The finished reply, and a quiet one-line footer under it (None: none)."""
 
     def notice(self, text: str) -> None: ...
 
@@ -74,6 +77,8 @@ class LilyRuntime:
     model: ChatModel | None = None  # created on the first conversational cell
     persona_told: Persona | None = None  # whose notices the person has seen
     log_problem_told: bool = False
+    model_told: bool = False  # the person was told the embedded model answers
+    _model_loading: asyncio.Future[ChatModel] | None = None
     # Runs an approved skill script; replay swaps in the recorded results.
     script_runner: Callable[..., Any] = field(default=run_script)
     _sandbox: Sandbox | None = None
@@ -84,13 +89,40 @@ class LilyRuntime:
             self._sandbox = find_sandbox(self.env.host.environ)
         return self._sandbox
 
-    def get_model(self) -> ChatModel:
-        """The session's model; the real one (and litellm) is created on first use."""
-        if self.model is None:
+    async def get_model(self) -> ChatModel:
+        """The session's model, created (litellm imported, or a local model loaded) on
+        first use, in a worker thread: the event loop, and so the stop button, stay
+        free. An interrupted cell stops waiting; the load goes on for the next cell."""
+        if self.model is not None:
+            return self.model
+        if self._model_loading is None:
             from lily_kernel.llm import create_model
 
-            self.model = create_model(self.session.model_config)
+            cache = lily_home(self.env.config) / "cache" / "local-model"
+            self._model_loading = asyncio.ensure_future(
+                asyncio.to_thread(create_model, self.session.model_config, cache))
+        loading = self._model_loading
+        try:
+            model = await asyncio.shield(loading)
+        finally:
+            if loading.done() and (loading.cancelled() or loading.exception() is not None):
+                self._model_loading = None  # failed: the next cell tries again
+        if self.model is None:  # a test may have put its own model in meanwhile
+            self.model = model
         return self.model
+
+    def wants_warm_up(self) -> bool:
+        """Whether the model path is worth importing ahead of the first chat cell: a
+        model is configured (not a scripted one) and it is reached through litellm."""
+        from lily_kernel.llm import uses_litellm
+
+        return self.model is None and uses_litellm(self.session.model_config)
+
+    def warm_up(self) -> None:
+        """Import what the first model call needs (blocking; call it off the loop)."""
+        from lily_kernel.llm import warm_up
+
+        warm_up(self.session.model_config)
 
     @classmethod
     def start(
@@ -111,7 +143,9 @@ class LilyRuntime:
         session = env.new_session(session_id, created)
         path = (session_log_path(env.workspace, session_id)
                 if env.config.event_log and write_log else None)
-        log = EventLog(path, session_id, secret_values(env.host.environ), listener)
+        # Credentials of the process and of the settings' environment never reach the log.
+        secrets = secret_values(os.environ) + secret_values(environ or {})
+        log = EventLog(path, session_id, redact=Redactor(secrets).data, listener=listener)
         runtime = cls(env=env, session=session, log=log)
         runtime.log.emit(
             "session_started",
@@ -147,7 +181,6 @@ class LilyRuntime:
             registry=self.env.registry,
             policy=self.env.policy,
             tool_context=self.env.tool_context,
-            catalog_max_chars=self.env.config.catalog_max_chars,
             load_snapshot=self.env.load_snapshot,
             load_persona=self.env.load_persona,
             list_agents=self.env.list_agents,
@@ -162,7 +195,7 @@ class LilyRuntime:
         result = outcome.result
         # What the person was shown, as a digest: replay compares it without the log
         # holding every listing.
-        shown = render_plain(result) if result.ok and result.model_request is None else ""
+        shown = render_plain(result) if result.ok and result.invocation is None else ""
         output = ({"output_sha256": hashlib.sha256(shown.encode()).hexdigest(),
                    "output_chars": len(shown)} if shown else {})
         self.log.emit("command", name=parsed.name, argument=parsed.argument,
@@ -207,6 +240,8 @@ class LilyRuntime:
                 self.log_problem_told = True
 
     async def _run_cell(self, code: str, sink: CellSink) -> None:
+        if not code.strip():
+            return  # a blank cell does nothing, as in Python kernels
         parsed = parse_command(code)
         if parsed is None:
             await self._converse(code, None, sink)
@@ -218,17 +253,27 @@ class LilyRuntime:
         result = self._finish_command(parsed, outcome)
         if result.error is not None:
             raise CommandError(result.error)
-        if result.model_request is not None:
-            await self._converse(parsed.argument, result.model_request, sink)
+        if result.invocation is not None:
+            forced = self.session.skill_snapshot.get(result.invocation.skill)
+            assert forced is not None  # the command found it in this very snapshot
+            await self._converse(result.invocation.request, forced, sink)
         else:
             sink.show(result)
 
-    async def _converse(self, text: str, request: ModelRequest | None, sink: CellSink) -> None:
-        from lily_kernel.runtime.conversation import (
-            converse,  # the model path, on demand
-        )
+    async def _converse(self, text: str, forced: Skill | None, sink: CellSink) -> None:
+        from lily_kernel.runtime.conversation import converse  # the model path, on demand
 
-        await converse(self, text, request, sink)
+        await converse(self, text, forced, sink)
+
+    # --- completion and inspection -----------------------------------------------
+
+    def complete(self, code: str, cursor: int) -> Completion:
+        """Tab completion of a command cell, from this session's snapshot and agents."""
+        return complete(code, cursor, self.session.skill_snapshot, self.env.list_agents())
+
+    def inspect(self, code: str, cursor: int) -> CommandResult | None:
+        """Shift-Tab: the help of the skill under the cursor, if any."""
+        return inspect(code, cursor, self.session.skill_snapshot)
 
     def close(self) -> None:
         self.log.close()

@@ -22,7 +22,7 @@ from lily_kernel.runtime.approval import (
 )
 from lily_kernel.skills import Skill
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolOutcome, run_tool
-from lily_kernel.tools.policy import check_call, refused
+from lily_kernel.tools.policy import check_call
 from lily_kernel.tools.scripts import (
     RUN_SKILL_SCRIPT,
     ScriptPlan,
@@ -69,14 +69,17 @@ def _script_event(plan: ScriptPlan, **outcome: Any) -> dict[str, Any]:
 
 
 async def _run_script(runtime: LilyRuntime, sink: CellSink, ctx: ToolContext, script: str,
-                      arguments: list[str], ask: bool) -> ToolOutcome:
-    plan = plan_script(active_skill(ctx), script, arguments, ctx, runtime.env.host.environ,
-                       runtime.sandbox())
+                      arguments: tuple[str, ...], ask: bool) -> ToolOutcome:
+    # Off the event loop (hashing the script, probing bubblewrap once): the kernel
+    # stays responsive and interruptible.
+    plan = await asyncio.to_thread(lambda: plan_script(
+        active_skill(ctx), script, arguments, ctx, runtime.env.host.environ,
+        runtime.sandbox()))
     what = f"{plan.script} of skill '{plan.skill}'"
     if ask:
         approval = await _approve(runtime, sink, RUN_SKILL_SCRIPT, script_question(plan))
         if not approval.approved:
-            return refused(RUN_SKILL_SCRIPT, _refusal(approval, f"running {what}",
+            return ToolOutcome.refused(RUN_SKILL_SCRIPT, _refusal(approval, f"running {what}",
                                                       RUN_SKILL_SCRIPT))
     timeout = runtime.env.config.script_timeout
     try:
@@ -108,14 +111,17 @@ async def run_model_tool(runtime: LilyRuntime, sink: CellSink, name: str,
         if ask:
             approval = await _approve(runtime, sink, name, tool_question(name, arguments))
             if not approval.approved:
-                return refused(name, _refusal(approval, f"the call of '{name}'", name))
+                return ToolOutcome.refused(
+                    name, _refusal(approval, f"the call of '{name}'", name))
         if name == READ_SKILL_FILE:
-            found = read_skill_file(active_skill(ctx), args.path)
+            found = await asyncio.to_thread(read_skill_file, active_skill(ctx), args.path)
             runtime.log.emit("skill_file_read", skill=found.skill, path=found.path,
                              sha256=found.sha256, size=found.size)
             return ToolOutcome(name, allowed=True, output=found.text)
     except ToolError as exc:
         return ToolOutcome(name, allowed=True, output=f"Error: {exc}", error=True,
                            detail=str(exc))
-    return run_tool(env.registry, env.policy, name, arguments, ctx, caller="model",
-                    offered=offered)
+    # Off the event loop: a tool does file-system work (a large read, a slow disk), and
+    # the kernel must stay responsive (and interruptible) meanwhile.
+    return await asyncio.to_thread(run_tool, env.registry, env.policy, name, arguments, ctx,
+                                   caller="model", offered=offered)

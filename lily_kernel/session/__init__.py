@@ -1,5 +1,5 @@
 """Session: the deterministic state container of one notebook."""
 
-from lily_kernel.session.session import ConversationState, ModelConfig, Session
+from lily_kernel.session.session import ConversationState, Session
 
-__all__ = ["ConversationState", "ModelConfig", "Session"]
+__all__ = ["ConversationState", "Session"]

@@ -5,33 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from lily_kernel.config import LilyConfig
+from lily_kernel.config import ModelConfig
 from lily_kernel.persona import Persona
 from lily_kernel.skills import SkillSnapshot
 
-__all__ = ["ConversationState", "ModelConfig", "Session"]
-
-
-class ModelConfig(BaseModel):
-    """How to reach the model; `model` None means none is configured."""
-
-    model_config = ConfigDict(frozen=True)
-
-    model: str | None = None
-    api_base: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    request_timeout: float = 60.0
-    retries: int = 2
-    retry_backoff: float = 0.5
-    stream: bool = True
-    max_steps: int = 8
-
-    @classmethod
-    def from_config(cls, config: LilyConfig) -> ModelConfig:
-        return cls(**{name: getattr(config, name) for name in cls.model_fields})
+__all__ = ["ConversationState", "Session"]
 
 
 @dataclass
@@ -43,7 +21,12 @@ class ConversationState:
 
 @dataclass
 class Session:
-    """One notebook's state. Fields are replaced only by commands that succeed."""
+    """One notebook's state. Fields are replaced only by commands that succeed.
+
+    `model_config` is the configuration's own `ModelConfig` (not a copy of its keys),
+    with `model` set to the embedded model when nothing is configured and it is
+    installed; `embedded_default` then says so.
+    """
 
     session_id: str
     created_at: str
@@ -52,3 +35,4 @@ class Session:
     skill_snapshot: SkillSnapshot
     model_config: ModelConfig
     conversation_state: ConversationState = field(default_factory=ConversationState)
+    embedded_default: bool = False

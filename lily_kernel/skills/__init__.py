@@ -1,8 +1,14 @@
 """Skills: parse SKILL.md files, load them from ordered roots, snapshot the result."""
 
 from lily_kernel.skills.eligibility import Host, check_eligibility
+from lily_kernel.skills.fields import Frontmatter, shown_fields
 from lily_kernel.skills.frontmatter import MAX_SKILL_BYTES, SkillFormatError, parse_skill_document
-from lily_kernel.skills.loader import LoadRules, check_skill_directory, load_snapshot
+from lily_kernel.skills.loader import (
+    LoadRules,
+    check_skill_directory,
+    drop_shared_aliases,
+    load_snapshot,
+)
 from lily_kernel.skills.models import (
     Diagnostic,
     DiagnosticKind,
@@ -20,6 +26,7 @@ __all__ = [
     "Diagnostic",
     "DiagnosticKind",
     "Eligibility",
+    "Frontmatter",
     "Host",
     "LoadRules",
     "Skill",
@@ -28,11 +35,13 @@ __all__ = [
     "SkillSnapshot",
     "SnapshotDiff",
     "bundled_dir",
-    "check_skill_directory",
     "check_eligibility",
+    "check_skill_directory",
     "diff_snapshots",
+    "drop_shared_aliases",
     "lily_home",
     "load_snapshot",
     "parse_skill_document",
     "resolve_skill_roots",
+    "shown_fields",
 ]

@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lily_kernel.skills.models import Eligibility
 
@@ -23,10 +23,15 @@ class Host:
     _found: dict[str, bool] = field(default_factory=dict, repr=False)
 
     def has_binary(self, name: str) -> bool:
-        # PATH lookups are cached per Host: one load asks for each binary once.
+        # Cached for one load only (see `for_one_load`): a load asks for each binary once,
+        # and a binary installed since is found by the next /reload_skills.
         if name not in self._found:
             self._found[name] = self.which(name) is not None
         return self._found[name]
+
+    def for_one_load(self) -> Host:
+        """This host with an empty PATH-lookup cache, for one load."""
+        return replace(self, _found={})
 
 
 def check_eligibility(conditions: Eligibility, host: Host) -> str | None:

@@ -2,7 +2,8 @@
 
 The frontmatter is YAML between `---` lines at the very top (CRLF and a UTF-8 BOM are
 accepted) and is read with `yaml.safe_load`'s C loader when available. Recognised keys
-are validated strictly by pydantic; unknown keys are kept for `/help`.
+are validated strictly against their one description (`fields.Frontmatter`) by plain
+code; unknown keys are kept for `/help`.
 """
 
 from __future__ import annotations
@@ -12,23 +13,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lily_kernel.skills.fields import (
+    INVOCATION_MODES,
+    EligibilityBlock,
+    Frontmatter,
+    OpenClawBlock,
+    parse_allowed_tools,
+)
 from lily_kernel.skills.models import Eligibility
+from lily_kernel.validation import ShapeError, build, field_keys
 
 __all__ = [
     "KNOWN_OS",
     "MAX_SKILL_BYTES",
     "SkillDocument",
     "SkillFormatError",
-    "SkillFrontmatter",
     "parse_allowed_tools",
     "parse_skill_document",
+    "size_problem",
 ]
 
 MAX_SKILL_BYTES = 256 * 1024
 KNOWN_OS = ("darwin", "linux", "win32")
-INVOCATION_MODES = ("prompt_rewrite", "tool_dispatch")
 
 _NO_CONDITIONS = Eligibility()
 _BOM = b"\xef\xbb\xbf"
@@ -70,69 +77,22 @@ class _SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
         return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
 
 _CLOSING_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
-# A tool entry in `allowed-tools`: a name, optionally followed by `(pattern)`.
-_TOOL_ENTRY = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
 
 
 class SkillFormatError(ValueError):
     """The SKILL.md cannot be used; the message is the human reason."""
 
 
-class _EligibilityBlock(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    os: list[str] = Field(default_factory=list)
-    env: list[str] = Field(default_factory=list)
-    binaries: list[str] = Field(default_factory=list)
-
-
-class SkillFrontmatter(BaseModel):
-    """The recognised keys of a SKILL.md frontmatter, strictly typed."""
-
-    model_config = ConfigDict(strict=True, extra="ignore", populate_by_name=True)
-
-    summary: str | None = None
-    description: str | None = None
-    name: str | None = None
-    invocation_mode: str = "prompt_rewrite"
-    command: str | None = None
-    command_tool: str | None = None
-    requires_tools: list[str] = Field(default_factory=list)
-    eligibility: _EligibilityBlock | None = None
-    allowed_tools: str | list[str] | None = Field(None, alias="allowed-tools")
-    license: str | None = None
-    compatibility: str | None = None
-    metadata: dict[str, Any] | None = None
-    disable_model_invocation: bool = Field(False, alias="disable-model-invocation")
-
-
 assert None not in _SafeLoader.yaml_implicit_resolvers and not _SafeLoader.yaml_path_resolvers
 
-_KNOWN_KEYS = frozenset(
-    (f.alias or name) for name, f in SkillFrontmatter.model_fields.items()
-)
-
-
-class _OpenClawRequires(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-
-    bins: list[str] = Field(default_factory=list)
-    anyBins: list[str] = Field(default_factory=list)  # noqa: N815 - OpenClaw's key
-    env: list[str] = Field(default_factory=list)
-
-
-class _OpenClawBlock(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-
-    os: list[str] = Field(default_factory=list)
-    requires: _OpenClawRequires = Field(default_factory=_OpenClawRequires)
+_KNOWN_KEYS = frozenset(key for _, key, _ in field_keys(Frontmatter))
 
 
 @dataclass(frozen=True)
 class SkillDocument:
     """A parsed SKILL.md: validated frontmatter, unknown keys, derived eligibility, body."""
 
-    frontmatter: SkillFrontmatter
+    frontmatter: Frontmatter
     eligibility: Eligibility
     allowed_tools: tuple[str, ...] | None
     body: str
@@ -170,25 +130,18 @@ def _load_yaml(source: str) -> dict[str, Any]:
     return data
 
 
-def _type_problem(exc: ValidationError, prefix: str = "") -> SkillFormatError:
-    error = exc.errors()[0]
-    key = prefix + ".".join(str(part) for part in error["loc"])
-    got = type(error.get("input")).__name__
-    return SkillFormatError(f"key '{key}' has the wrong type: {error['msg']} (got {got})")
+def _type_problem(exc: ShapeError) -> SkillFormatError:
+    if exc.unknown:
+        return SkillFormatError(f"key '{exc.key}' is not a known key")
+    return SkillFormatError(f"key '{exc.key}' has the wrong type: {exc.problem}")
 
 
-def parse_allowed_tools(value: str | list[str] | None) -> tuple[str, ...] | None:
-    """`allowed-tools` as tool names: space- or comma-separated string, or a list.
-
-    `Bash(git:*)`-style argument patterns are kept whole; matching uses the name part.
-    """
-    if value is None:
-        return None
-    items = [value] if isinstance(value, str) else value
-    return tuple(entry for item in items for entry in _TOOL_ENTRY.findall(item))
+def size_problem(size: int) -> str:
+    """The one message for a SKILL.md over the size limit (parser and loader use it)."""
+    return f"SKILL.md is {size:,} bytes, over the {MAX_SKILL_BYTES // 1024} KiB limit"
 
 
-def _check_os(values: list[str], key: str) -> None:
+def _check_os(values: tuple[str, ...], key: str) -> None:
     for value in values:
         if value not in KNOWN_OS:
             raise SkillFormatError(
@@ -197,21 +150,22 @@ def _check_os(values: list[str], key: str) -> None:
             )
 
 
-def _eligibility(front: SkillFrontmatter) -> Eligibility:
+def _eligibility(front: Frontmatter) -> Eligibility:
     """Lily's `eligibility` merged with OpenClaw's `metadata.openclaw` conditions."""
     raw = (front.metadata or {}).get("openclaw")
     if front.eligibility is None and raw is None:
         return _NO_CONDITIONS
-    block = front.eligibility or _EligibilityBlock()
+    block = front.eligibility or EligibilityBlock()
     _check_os(block.os, "eligibility.os")
-    os_list, env, bins, any_bins = list(block.os), list(block.env), list(block.binaries), []
+    os_list, env, bins = list(block.os), list(block.env), list(block.binaries)
+    any_bins: list[str] = []
     if raw is not None:
         if not isinstance(raw, dict):
             raise SkillFormatError("key 'metadata.openclaw' must be a mapping")
         try:
-            claw = _OpenClawBlock.model_validate(raw)
-        except ValidationError as exc:
-            raise _type_problem(exc, "metadata.openclaw.") from None
+            claw = build(OpenClawBlock, raw, prefix="metadata.openclaw.")
+        except ShapeError as exc:
+            raise _type_problem(exc) from None
         _check_os(claw.os, "metadata.openclaw.os")
         os_list += claw.os
         env += claw.requires.env
@@ -228,9 +182,7 @@ def _eligibility(front: SkillFrontmatter) -> Eligibility:
 def parse_skill_document(data: bytes) -> SkillDocument:
     """Parse SKILL.md bytes; raise SkillFormatError with the reason when unusable."""
     if len(data) > MAX_SKILL_BYTES:
-        raise SkillFormatError(
-            f"SKILL.md is {len(data):,} bytes, over the {MAX_SKILL_BYTES // 1024} KiB limit"
-        )
+        raise SkillFormatError(size_problem(len(data)))
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     try:
@@ -243,8 +195,8 @@ def parse_skill_document(data: bytes) -> SkillDocument:
     front_text, body = _split(text)
     raw = _load_yaml(front_text) if front_text is not None else {}
     try:
-        front = SkillFrontmatter.model_validate(raw)
-    except ValidationError as exc:
+        front = build(Frontmatter, raw)
+    except ShapeError as exc:
         raise _type_problem(exc) from None
     if front.invocation_mode not in INVOCATION_MODES:
         raise SkillFormatError(

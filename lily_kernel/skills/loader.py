@@ -21,6 +21,7 @@ from lily_kernel.skills.frontmatter import (
     SkillDocument,
     SkillFormatError,
     parse_skill_document,
+    size_problem,
 )
 from lily_kernel.skills.models import (
     Diagnostic,
@@ -30,10 +31,20 @@ from lily_kernel.skills.models import (
     SkillSnapshot,
 )
 
-__all__ = ["LoadRules", "check_skill_directory", "discover_candidates", "load_snapshot"]
+__all__ = [
+    "STANDARD_LIMITS",
+    "LoadRules",
+    "check_skill_directory",
+    "discover_candidates",
+    "drop_shared_aliases",
+    "load_snapshot",
+]
 
 SKILL_FILE = "SKILL.md"
 COMMAND_PATTERN = re.compile(r"[a-z0-9_-]+")  # used with fullmatch
+# The Agent Skills standard's length limits (characters): over them is a warning, since
+# Lily loads the skill but other agents may not.
+STANDARD_LIMITS = {"name": 64, "description": 1024, "compatibility": 500}
 
 
 @dataclass(frozen=True)
@@ -49,18 +60,28 @@ class LoadRules:
     reserved_commands: frozenset[str] = frozenset()
 
 
+def _unreadable(root: SkillRoot, exc: OSError) -> SkillRootError:
+    return SkillRootError(
+        f"Cannot read the {root.source} skills root {root.path}: {exc.strerror or exc}.")
+
+
 def _list_root(root: SkillRoot) -> list[str]:
     """Immediate, non-hidden child directories of a root (SKILL.md checked later)."""
     if not root.exists:
+        # Missing, or a link that leads nowhere: empty. A link loop is no missing root
+        # but a broken one (os.path.exists says False for both): report it.
+        try:
+            os.stat(root.path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _unreadable(root, exc) from exc
         return []
     try:
         entries = list(os.scandir(root.path))
     except FileNotFoundError:
         return []  # removed since it was looked at: a missing root is empty
     except OSError as exc:
-        raise SkillRootError(
-            f"Cannot read the {root.source} skills root {root.path}: {exc.strerror or exc}."
-        ) from exc
+        raise _unreadable(root, exc) from exc
     names = []
     for entry in entries:
         if entry.name.startswith("."):
@@ -167,24 +188,16 @@ def _skill(name: str, root: SkillRoot, path: str, doc: SkillDocument, digest: st
         path=path,
         digest=digest,
         summary=_one_line(front.summary or front.description),
-        description=front.description,
-        declared_name=front.name,
-        invocation_mode=front.invocation_mode,  # type: ignore[arg-type]
+        front=front,
         command=front.command,
-        command_tool=front.command_tool,
-        requires_tools=tuple(front.requires_tools),
         eligibility=doc.eligibility,
         allowed_tools=doc.allowed_tools,
-        disable_model_invocation=front.disable_model_invocation,
-        license=front.license,
-        compatibility=front.compatibility,
-        metadata=front.metadata,
         extra=doc.extra,
         body=doc.body,
     )
 
 
-def _drop_shared_aliases(skills: list[Skill], diagnostics: list[Diagnostic]) -> list[Skill]:
+def drop_shared_aliases(skills: list[Skill], diagnostics: list[Diagnostic]) -> list[Skill]:
     """Two skills claiming one alias lose it both; both stay callable by /skill."""
     claimants: dict[str, list[str]] = defaultdict(list)
     for skill in skills:
@@ -274,8 +287,7 @@ def _check_winner(
         overall.update(f"{digest}\n".encode())
     try:
         if size > MAX_SKILL_BYTES:  # only the start was read: report the size on disk
-            raise SkillFormatError(
-                f"SKILL.md is {size:,} bytes, over the {MAX_SKILL_BYTES // 1024} KiB limit")
+            raise SkillFormatError(size_problem(size))
         doc = parse_skill_document(data)
         excluded = _exclusion(doc, rules, host)
     except SkillFormatError as exc:
@@ -283,13 +295,23 @@ def _check_winner(
     if excluded is not None:
         diagnostics.append(Diagnostic(excluded[0], name, root.source, path, excluded[1]))
         return None
-    declared = doc.frontmatter.name
+    front = doc.frontmatter
+    declared = front.name
     if declared is not None and declared != name:
         reason = (
             f"frontmatter name '{declared}' differs from the directory name; "
             f"the skill is called '{name}'"
         )
         diagnostics.append(Diagnostic(DiagnosticKind.WARNING, name, root.source, path, reason))
+    values = {"name": declared, "description": front.description,
+              "compatibility": front.compatibility}
+    for key, limit in STANDARD_LIMITS.items():
+        value = values[key]
+        if value is not None and len(value) > limit:
+            reason = (f"{key} is {len(value):,} characters, over the Agent Skills "
+                      f"standard's limit of {limit:,} (other agents may refuse it)")
+            diagnostics.append(
+                Diagnostic(DiagnosticKind.WARNING, name, root.source, path, reason))
     return _skill(name, root, path, doc, digest)
 
 
@@ -306,7 +328,8 @@ def check_skill_directory(
     except OSError as exc:
         read = exc
     diagnostics: list[Diagnostic] = []
-    skill = _check_winner(name, root, path, read, rules, host or Host(), diagnostics)
+    skill = _check_winner(name, root, path, read, rules, (host or Host()).for_one_load(),
+                          diagnostics)
     return skill, diagnostics
 
 
@@ -317,7 +340,7 @@ def load_snapshot(
     version: int = 1,
 ) -> SkillSnapshot:
     """Discover, resolve precedence, check and index the skills under `roots`."""
-    host = host or Host()
+    host = (host or Host()).for_one_load()
     # Whether a root exists is decided now, at every load: a folder created or removed
     # since the session started counts at the next /reload_skills.
     roots = tuple(replace(r, exists=os.path.exists(r.path)) for r in roots)
@@ -350,7 +373,7 @@ def load_snapshot(
         skill = _check_winner(name, root, path, data, rules, host, diagnostics, overall)
         if skill is not None:
             skills.append(skill)
-    skills = _drop_shared_aliases(skills, diagnostics)
+    skills = drop_shared_aliases(skills, diagnostics)
     return SkillSnapshot(
         version=version,
         digest=overall.hexdigest(),

@@ -1,8 +1,9 @@
 """The values the skills package produces: Skill, Diagnostic, SkillRoot, SkillSnapshot.
 
-They are frozen dataclasses, not pydantic models: every field comes from frontmatter
-that pydantic has already validated, and building 1,000 of them per load must be cheap
-(see docs/benchmarks.md).
+They are frozen dataclasses: building 1,000 of them per load must be cheap (see
+docs/benchmarks.md). A Skill keeps its validated `Frontmatter` whole rather than copying
+its keys; only what the loader derives (one-line summary, merged eligibility, parsed
+`allowed-tools`, the alias after collisions) is a field of its own.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from lily_kernel.skills.fields import Frontmatter, InvocationMode, allowed_tool_names
+
 __all__ = [
+    "AliasChange",
     "Diagnostic",
     "DiagnosticKind",
     "Eligibility",
@@ -25,7 +29,6 @@ __all__ = [
 ]
 
 SkillSource = Literal["workspace", "user", "bundled"]
-InvocationMode = Literal["prompt_rewrite", "tool_dispatch"]
 
 
 class DiagnosticKind(StrEnum):
@@ -80,38 +83,62 @@ class Skill:
     source: SkillSource
     path: str
     digest: str
-    summary: str
-    description: str | None = None
-    declared_name: str | None = None
-    invocation_mode: InvocationMode = "prompt_rewrite"
-    command: str | None = None
-    command_tool: str | None = None
-    requires_tools: tuple[str, ...] = ()
-    eligibility: Eligibility = Eligibility()
-    allowed_tools: tuple[str, ...] | None = None
-    disable_model_invocation: bool = False
-    license: str | None = None
-    compatibility: str | None = None
-    metadata: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    summary: str  # one line: the frontmatter's summary, else its description
+    front: Frontmatter = field(default_factory=Frontmatter)
+    command: str | None = None  # the alias; None also when two skills claimed it
+    eligibility: Eligibility = Eligibility()  # Lily's and OpenClaw's conditions merged
+    allowed_tools: tuple[str, ...] | None = None  # `allowed-tools` as tool entries
+    extra: dict[str, Any] = field(default_factory=dict)  # keys Lily does not use
     body: str = field(default="", repr=False)
 
     @property
+    def invocation_mode(self) -> InvocationMode:
+        return self.front.invocation_mode  # type: ignore[return-value]  # checked by the parser
+
+    @property
+    def command_tool(self) -> str | None:
+        return self.front.command_tool
+
+    @property
+    def requires_tools(self) -> tuple[str, ...]:
+        return self.front.requires_tools
+
+    @property
     def model_visible(self) -> bool:
-        return not self.disable_model_invocation
+        return not self.front.disable_model_invocation
+
+    @property
+    def narrowed_tools(self) -> frozenset[str] | None:
+        """The lower-case tool names `allowed-tools` narrows the model to while this skill
+        is active; None when it has no `allowed-tools`."""
+        return None if self.allowed_tools is None else allowed_tool_names(self.allowed_tools)
+
+
+@dataclass(frozen=True, slots=True)
+class AliasChange:
+    """An alias that appeared, moved or went away in a reload; `why` when it is known."""
+
+    command: str
+    before: str | None  # the skill it called, None when it is new
+    after: str | None  # the skill it calls now, None when it is gone
+    why: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class SnapshotDiff:
-    """What a reload changed, by skill name (each tuple sorted)."""
+    """What a reload changed: skills by name (each tuple sorted), the exclusions that
+    are new (with their reasons) and every alias added, moved or dropped."""
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
+    newly_excluded: tuple[Diagnostic, ...] = ()
+    aliases: tuple[AliasChange, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed)
+        return not (self.added or self.removed or self.changed or self.newly_excluded
+                    or self.aliases)
 
 
 @dataclass(frozen=True)
@@ -155,11 +182,41 @@ class SkillSnapshot:
 
 
 def diff_snapshots(old: SkillSnapshot, new: SkillSnapshot) -> SnapshotDiff:
-    """Added, removed and changed (other source or other bytes) available skills."""
+    """Added, removed and changed (other source or other bytes) available skills; the
+    exclusions the old snapshot did not have; the aliases that differ."""
     before = {s.name: (s.source, s.digest) for s in old.skills}
     after = {s.name: (s.source, s.digest) for s in new.skills}
+    known = set(old.excluded)
     return SnapshotDiff(
         added=tuple(sorted(after.keys() - before.keys())),
         removed=tuple(sorted(before.keys() - after.keys())),
         changed=tuple(sorted(n for n in after.keys() & before.keys() if after[n] != before[n])),
+        newly_excluded=tuple(d for d in new.excluded if d not in known),
+        aliases=_alias_changes(old, new),
     )
+
+
+def _alias_changes(old: SkillSnapshot, new: SkillSnapshot) -> tuple[AliasChange, ...]:
+    was = {s.command: s.name for s in old.skills if s.command}
+    now = {s.command: s.name for s in new.skills if s.command}
+    changes = []
+    for command in sorted(was.keys() | now.keys()):
+        before, after = was.get(command), now.get(command)
+        if before == after:
+            continue
+        why = ""
+        if after is None and before is not None:
+            why = _why_alias_gone(new, command, before)
+        changes.append(AliasChange(command, before, after, why))
+    return tuple(changes)
+
+
+def _why_alias_gone(new: SkillSnapshot, command: str, skill: str) -> str:
+    """Why `skill` no longer answers to `/command`, from the new snapshot's diagnostics."""
+    for diag in new.diagnostics:
+        if diag.skill == skill and f"alias /{command} " in diag.reason:
+            return diag.reason
+    if new.get(skill) is None:
+        excluded = new.excluded_reason(skill)
+        return f"{skill} is excluded: {excluded.reason}" if excluded else f"{skill} is gone"
+    return f"{skill} no longer declares it"

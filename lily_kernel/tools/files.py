@@ -11,13 +11,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
-
 from lily_kernel.errors import ToolError
-from lily_kernel.tools.registry import Tool, ToolContext
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolContext
 
 __all__ = ["MAX_READ_CHARS", "file_tools", "resolve_in_workspace"]
 
@@ -49,6 +48,14 @@ def resolve_in_workspace(workspace: Path, relative: str) -> Path:
     return target
 
 
+def _resolved(path: Path) -> Path:
+    """`path` with its links followed; as written when they loop (still protected)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
 def _hidden(parts: tuple[str, ...]) -> bool:
     return any(part.startswith(".") and part not in (".", "..") for part in parts)
 
@@ -70,17 +77,30 @@ def _filesystem_errors(handler: Handler) -> Handler:
     return guarded  # type: ignore[return-value]
 
 
-class ReadArgs(BaseModel):
-    path: str = Field(description="File path relative to the workspace.")
+@dataclass(frozen=True)
+class ReadArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    path: str
+    """File path relative to the workspace."""
 
 
-class ListArgs(BaseModel):
-    path: str = Field(".", description="Folder path relative to the workspace.")
+@dataclass(frozen=True)
+class ListArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    path: str = "."
+    """Folder path relative to the workspace."""
 
 
-class WriteArgs(BaseModel):
-    path: str = Field(description="File path relative to the workspace.")
-    content: str = Field(description="The complete new content of the file.")
+@dataclass(frozen=True)
+class WriteArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    path: str
+    """File path relative to the workspace."""
+    content: str
+    """The complete new content of the file."""
 
 
 @_filesystem_errors
@@ -89,7 +109,10 @@ def _read(args: ReadArgs, ctx: ToolContext) -> str:
     if not target.is_file():
         raise ToolError(f"no file '{args.path}' in the workspace.")
     try:
-        text = target.read_text(encoding="utf-8")
+        # At most one character past what is returned (enough to know it was cut): a
+        # multi-GB file must not be loaded whole to show its first 100,000 characters.
+        with target.open(encoding="utf-8") as handle:
+            text = handle.read(MAX_READ_CHARS + 1)
     except UnicodeDecodeError:
         raise ToolError(f"'{args.path}' is not a UTF-8 text file.") from None
     except OSError as exc:
@@ -131,7 +154,8 @@ def _list(args: ListArgs, ctx: ToolContext) -> str:
 @_filesystem_errors
 def _write(args: WriteArgs, ctx: ToolContext) -> str:
     target = resolve_in_workspace(ctx.workspace, args.path)
-    for own in ctx.protected:
+    # Resolved now, not when the session started: a link created since then counts.
+    for own in map(_resolved, ctx.protected):
         if target == own or target.is_relative_to(own):
             raise ToolError(f"'{args.path}' is one of Lily's own files (configuration, "
                             "skills or persona); tools may not change it.")

@@ -11,15 +11,13 @@ refused and never run.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from lily_kernel.errors import ToolError
 from lily_kernel.tools.registry import Tool, ToolContext, ToolRegistry
+from lily_kernel.validation import ShapeError
 
 __all__ = [
     "Caller",
@@ -28,18 +26,16 @@ __all__ = [
     "ToolPolicy",
     "allowed_tool_names",
     "check_call",
-    "refused",
     "run_tool",
 ]
 
 Caller = Literal["model", "owner"]
 Decision = Literal["allow", "ask", "deny"]
-_ENTRY_NAME = re.compile(r"^[^(]+")
 
 
 @dataclass(frozen=True)
 class ToolPolicy:
-    """allow/deny as configured; `allows` is the only place the rule is applied."""
+    """allow/ask/deny as configured; `decision` is the only place the rule is applied."""
 
     allow: tuple[str, ...] | Literal["*"] = "*"
     deny: tuple[str, ...] = ()
@@ -47,7 +43,7 @@ class ToolPolicy:
     explicit: frozenset[str] = frozenset()  # tools "*" does not cover
 
     def decision(self, name: str) -> Decision:
-        """The one place the rule is applied: deny > ask > allow."""
+        """deny > ask > allow; an explicit tool needs its name in `allow` or `ask`."""
         if name in self.deny:  # deny wins over everything, including "*"
             return "deny"
         if name in self.ask:
@@ -61,12 +57,12 @@ class ToolPolicy:
         return self.decision(name) != "deny"
 
     def model_tools(
-        self, registry: ToolRegistry, narrow_to: Iterable[str] | None = None,
+        self, registry: ToolRegistry, narrowed: frozenset[str] | None = None,
         skill_active: bool = False,
     ) -> list[Tool]:
-        """Tools the model is offered: allowed, not owner-only, within `narrow_to`; the
+        """Tools the model is offered: allowed, not owner-only, and (when a skill's
+        `allowed-tools` narrows them) named in `narrowed` (lower-case names); the
         skill's own tools only while a skill is active."""
-        narrowed = _names_from_allowed_tools(narrow_to) if narrow_to is not None else None
         return [
             tool
             for tool in registry
@@ -99,16 +95,6 @@ def _kept(tool: Tool, narrowed: frozenset[str]) -> bool:
     return tool.name.lower() in narrowed or bool(tool.kept_by & narrowed)
 
 
-def _names_from_allowed_tools(entries: Iterable[str]) -> frozenset[str]:
-    """`allowed-tools` entries to lower-case tool names (`Bash(git:*)` → `bash`)."""
-    names = set()
-    for entry in entries:
-        match = _ENTRY_NAME.match(entry)
-        if match:
-            names.add(match.group(0).strip().lower())
-    return frozenset(names)
-
-
 def allowed_tool_names(registry: ToolRegistry, policy: ToolPolicy) -> frozenset[str]:
     """Registered tools the policy allows (what `requires_tools` is checked against)."""
     return frozenset(name for name in registry.names() if policy.allows(name))
@@ -124,11 +110,12 @@ class ToolOutcome:
     error: bool = False
     detail: str = ""  # the bare reason of a refusal or failure, for people
 
-
-def refused(name: str, reason: str) -> ToolOutcome:
-    """The outcome of a call that must not run."""
-    return ToolOutcome(name, allowed=False, output=f"Refused: {reason}.", error=True,
-                       detail=f"refused: {reason}.")
+    @classmethod
+    def refused(cls, name: str, reason: str) -> ToolOutcome:
+        """A call that must not run; the one wording of a refusal, for the model and
+        for people (`allowed` False is how everyone tells a refusal)."""
+        return cls(name, allowed=False, output=f"Refused: {reason}.", error=True,
+                   detail=f"refused: {reason}.")
 
 
 def check_call(
@@ -144,14 +131,11 @@ def check_call(
     tool = registry.get(name)
     refusal = policy.refusal(tool, name, caller, offered)
     if refusal is not None or tool is None:
-        return refused(name, str(refusal))
+        return ToolOutcome.refused(name, refusal or "")
     try:
-        return tool, tool.args_model.model_validate(arguments)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-        )
-        detail = f"bad arguments: {problems}."
+        return tool, tool.parse_arguments(arguments)
+    except ShapeError as exc:
+        detail = f"bad arguments: {exc.key}: {exc.problem}."
         return ToolOutcome(name, allowed=True, output=f"Error: {detail}", error=True,
                            detail=detail)
 

@@ -21,11 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from lily_kernel.errors import ToolError
 from lily_kernel.redaction import is_secret_name, secret_values
-from lily_kernel.tools.registry import ActiveSkill, Tool, ToolContext
+from lily_kernel.tools.registry import ARGS_CONFIG, ActiveSkill, Tool, ToolContext
 from lily_kernel.tools.skill_files import resolve_in_skill
 
 __all__ = [
@@ -280,11 +278,14 @@ async def run_script(plan: ScriptPlan, timeout: float,
                         timed_out)
 
 
-class RunSkillScriptArgs(BaseModel):
-    script: str = Field(description="Path of the script relative to the active skill's "
-                                    "folder, e.g. scripts/fill_form.py.")
-    args: list[str] = Field(default_factory=list,
-                            description="Command-line arguments, one string each.")
+@dataclass(frozen=True)
+class RunSkillScriptArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    script: str
+    """Path of the script relative to the active skill's folder, e.g. scripts/fill.py."""
+    args: tuple[str, ...] = ()
+    """Command-line arguments, one string each."""
 
 
 def _only_in_conversation(args: RunSkillScriptArgs, ctx: ToolContext) -> str:

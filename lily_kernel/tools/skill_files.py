@@ -12,11 +12,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, Field
-
 from lily_kernel.errors import ToolError
 from lily_kernel.tools.files import MAX_READ_CHARS
-from lily_kernel.tools.registry import ActiveSkill, Tool, ToolContext
+from lily_kernel.tools.registry import ARGS_CONFIG, ActiveSkill, Tool, ToolContext
 
 __all__ = [
     "READ_SKILL_FILE",
@@ -116,9 +114,12 @@ def read_skill_file(skill: ActiveSkill, path: str) -> SkillFile:
     return SkillFile(skill.name, relative, digest.hexdigest(), size, text)
 
 
-class ReadSkillFileArgs(BaseModel):
-    path: str = Field(description="File path relative to the active skill's folder, "
-                                  "e.g. references/forms.md.")
+@dataclass(frozen=True)
+class ReadSkillFileArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    path: str
+    """File path relative to the active skill's folder, e.g. references/forms.md."""
 
 
 def _read_skill_file(args: ReadSkillFileArgs, ctx: ToolContext) -> str:

@@ -12,9 +12,9 @@ this module. By hand in JupyterLab, create that folder yourself at that point.
 from __future__ import annotations
 
 import configparser
+import os
 import re
 import shutil
-import os
 import sys
 from pathlib import Path
 from typing import Any

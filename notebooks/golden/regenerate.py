@@ -26,12 +26,17 @@ from golden_harness import (
 )
 from nbclient import NotebookClient
 
+HIDE_LOCAL_MODEL = HERE.parents[1] / "tests" / "support" / "hide_local_model"
+
 
 def golden_env() -> dict[str, str]:
     """This environment without LILY_* variables (they would override lily.yaml), except
-    the scripted model server's address, which the harness sets."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith("LILY_") or k == "LILY_API_BASE"}
+    the scripted model server's address, which the harness sets; and as without the
+    `local` extra, so a chat cell with no model configured shows the same error anywhere."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LILY_") or k == "LILY_API_BASE"}
+    env["PYTHONPATH"] = str(HIDE_LOCAL_MODEL)
+    return env
 
 
 def _sanitize_output(output: Any) -> None:

@@ -112,5 +112,70 @@ def test_validate_exit_codes(tmp_path: Path, env: dict[str, str]) -> None:
     whole_root = lily("validate", str(rules), env=env, cwd=tmp_path)
     assert whole_root.returncode == 1
     assert "error       python_tag:" in whole_root.stdout
-    nothing = lily("validate", str(tmp_path / "nowhere"), env=env, cwd=tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = lily("validate", str(empty), env=env, cwd=tmp_path)
     assert nothing.returncode == 1 and "no SKILL.md here" in nothing.stdout
+
+
+def test_validate_a_missing_path_is_bad_input(tmp_path: Path, env: dict[str, str]) -> None:
+    rules = FIXTURES / "rules"
+    done = lily("validate", str(rules / "ok_minimal"), str(tmp_path / "nowhere"), env=env,
+                cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")  # checked before anything is validated
+    assert done.stderr == f"lily: {tmp_path / 'nowhere'}: does not exist.\n"
+
+
+def test_validate_reports_alias_conflicts_and_standard_limits(tmp_path: Path,
+                                                              env: dict[str, str]) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "haiku", skill_text("Haiku", command="haiku"))
+    write_skill(root, "limerick", skill_text("A copy of haiku", command="haiku"))
+    write_skill(root, "wordy", f"---\nname: wordy\ndescription: {'d' * 1068}\n"
+                               f"compatibility: {'c' * 501}\n---\nBody.\n")
+    write_skill(root, "long", f"---\nname: {'n' * 65}\ndescription: fine\n---\nBody.\n")
+    done = lily("validate", str(root), env=env, cwd=tmp_path)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout  # warnings: the skills still load
+    assert "warning     wordy: description is 1,068 characters, over the Agent Skills " \
+           "standard's limit of 1,024 (other agents may refuse it)" in lines
+    assert any(line.startswith("warning     wordy: compatibility is 501 characters")
+               for line in lines)
+    assert any(line.startswith("warning     long: name is 65 characters") for line in lines)
+    assert any(line.startswith("warning     long: frontmatter name") for line in lines)
+    for name, other in (("haiku", "limerick"), ("limerick", "haiku")):
+        assert (f"warning     {name}: alias /haiku is also claimed by {other}; dropped for all "
+                f"of them (use /skill {name})") in lines
+    # The same findings as `lily skills` on that root.
+    skills = json.loads(lily("skills", "--workspace", str(tmp_path), "--json", env=env).stdout)
+    reasons = {(d["skill"], d["reason"]) for d in skills["diagnostics"]}
+    assert {(line.split()[1].rstrip(":"), line.split(": ", 1)[1])
+            for line in lines if line.startswith("warning")} == reasons
+
+
+@pytest.mark.parametrize("option", ["--workspace", "--user-dir", "--bundled-dir"])
+def test_skills_folders_that_do_not_exist_are_bad_input(tmp_path: Path, env: dict[str, str],
+                                                        option: str) -> None:
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    base = ["skills", "--workspace", str(tmp_path)]
+    for value, said in ((tmp_path / "missing", "does not exist"), (a_file, "not a folder")):
+        done = lily(*base, option, str(value), env=env)
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr == f"lily: {option} {value}: {said}.\n"
+
+
+def test_skills_text_fits_the_terminal_and_json_stays_whole(workspace: Path,
+                                                           env: dict[str, str]) -> None:
+    long = "A summary that goes on and on " * 18  # ~540 characters
+    write_skill(workspace / "skills", "wordy", skill_text(long.strip(), command="wordy"))
+    write_skill(workspace / "skills", "bad", "---\nsummary: [x\n---\n")
+    for columns in (100, 60):
+        done = lily("skills", "--workspace", str(workspace), env={**env, "COLUMNS": str(columns)})
+        table = done.stdout.split("\n\n")[1].splitlines()
+        assert max(len(line) for line in table) <= columns, done.stdout
+        row = next(line for line in table if line.startswith("wordy"))
+        assert "…" in row and row.endswith("/wordy")  # the summary gives way, not the alias
+    doc = json.loads(lily("skills", "--workspace", str(workspace), "--json",
+                          env={**env, "COLUMNS": "60"}).stdout)
+    assert doc["skills"][0]["summary"] == long.strip()

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from lily_kernel.commands import CommandResult, parse_command, render_html, render_markdown, render_plain
+from lily_kernel.commands import (
+    CommandResult,
+    SkillInvocation,
+    parse_command,
+    render_html,
+    render_markdown,
+    render_plain,
+)
+from lily_kernel.commands.results import Table
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
@@ -26,7 +34,7 @@ class Recorder:
     def stream(self, markdown: str) -> None:
         raise AssertionError("commands do not stream")
 
-    def reply(self, markdown: str) -> None:
+    def reply(self, markdown: str, footer: str | None = None) -> None:
         raise AssertionError("commands do not reply")
 
     def notice(self, text: str) -> None:
@@ -95,7 +103,8 @@ def test_excluded_skill_says_why(runtime: LilyRuntime) -> None:
 
 
 def test_non_command_cells_go_to_the_model_path(runtime: LilyRuntime) -> None:
-    with pytest.raises(ModelNotConfiguredError, match="no model configured. Set LILY_MODEL"):
+    with pytest.raises(ModelNotConfiguredError,
+                       match=r"no model configured(.|\n)*install the local model(.|\n)*set LILY_MODEL"):
         run(runtime, "  hello /skills")
 
 
@@ -117,13 +126,10 @@ def test_tool_dispatch_runs_the_tool_without_a_model(runtime: LilyRuntime) -> No
     assert render_plain(same).endswith("data.txt  (5 bytes)")
 
 
-def test_prompt_rewrite_builds_a_request_then_needs_a_model(runtime: LilyRuntime) -> None:
-    outcome = runtime.run_command(parse_command("/a summarise this")) 
-    request = outcome.model_request
-    assert request is not None and request.forced_skill == "alpha"
-    assert "# Skill: alpha\n\nBody of First skill" in request.system
-    assert request.user_message == {"role": "user", "content": "summarise this"}
-    assert all(t["function"]["name"] != "load_skill" for t in request.tools)
+def test_prompt_rewrite_returns_an_intent_then_needs_a_model(runtime: LilyRuntime) -> None:
+    """The command says what to do (skill and request); the runtime builds the request."""
+    outcome = runtime.run_command(parse_command("/a summarise this"))  # type: ignore[arg-type]
+    assert outcome.invocation == SkillInvocation("alpha", "summarise this")
     with pytest.raises(ModelNotConfiguredError):
         run(runtime, "/skill alpha summarise this")
 
@@ -143,6 +149,35 @@ def test_snapshot_is_stable_until_reload(runtime: LilyRuntime, workspace: Path) 
     assert "gamma" in render_plain(run(runtime, "/skills").shown[0])
     again = render_plain(run(runtime, "/reload_skills").shown[0])
     assert "snapshot 3 (was 2)" in again and "No changes." in again
+
+
+def test_reload_names_what_broke_and_every_alias_that_moved(runtime: LilyRuntime,
+                                                            workspace: Path) -> None:
+    skills = workspace / "skills"
+    write_skill(skills, "bad_yaml", "---\nsummary: [never closed\n---\n")
+    write_skill(skills, "bad_mode", "---\nsummary: x\ninvocation_mode: telepathy\n---\n")
+    result = run(runtime, "/reload_skills").shown[0]
+    text = render_plain(result)
+    assert "No changes." not in text  # "excluded 3" alone hid which and why
+    newly = next(b for b in result.blocks
+                 if isinstance(b, Table) and b.headers[:1] == ("newly excluded",))
+    assert [(row[0], row[1]) for row in newly.rows] == [("bad_mode", "malformed"),
+                                                        ("bad_yaml", "malformed")]
+    assert "telepathy" in newly.rows[0][3]  # the reason itself, not a count
+
+    # The quickstart's suggestion: copy a skill, alias and all.
+    (skills / "alpha_copy").mkdir()
+    (skills / "alpha_copy" / "SKILL.md").write_text((skills / "alpha" / "SKILL.md").read_text())
+    text = render_plain(run(runtime, "/reload_skills").shown[0])
+    assert re.search(r"^added\s+alpha_copy$", text, re.M)
+    assert re.search(r"^/a\s+alpha\s+\(dropped\)\s+alias /a is also claimed by alpha_copy; "
+                     r"dropped for all of them \(use /skill alpha\)$", text, re.M), text
+    assert "newly excluded" not in text  # the broken ones were reported already
+    assert error_of(runtime, "/a hello") == "Error: unknown command /a."
+
+    (skills / "alpha_copy" / "SKILL.md").unlink()
+    text = render_plain(run(runtime, "/reload_skills").shown[0])
+    assert re.search(r"^/a\s+\(none\)\s+alpha\s*$", text, re.M), text  # back again
 
 
 def test_reload_with_unreadable_root_fails_and_keeps_the_snapshot(
@@ -174,6 +209,7 @@ def test_agent_switch_rebuilds_persona_only(runtime: LilyRuntime, workspace: Pat
     snapshot = runtime.session.skill_snapshot
     shown = render_plain(run(runtime, "/agent").shown[0])
     assert re.search(r"^critic\s*$", shown, re.M) and re.search(r"^default\s+active$", shown, re.M)
+    assert re.search(r"^agent\s+status$", shown, re.M)  # every column has a header
     switched = render_plain(run(runtime, "/agent critic").shown[0])
     assert "Switched to agent critic" in switched
     assert runtime.session.active_agent == "critic"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,8 @@ from lily_kernel.errors import ConfigError
 
 def test_defaults_without_file_or_env(workspace: Path) -> None:
     config = load_config(workspace, {})
-    assert (config.model, config.stream, config.tools.allow, config.tools.deny) == (
-        None, True, "*", [])
+    assert (config.llm.model, config.llm.stream, config.tools.allow, config.tools.deny) == (
+        None, True, "*", ())
 
 
 def test_file_values_and_env_precedence(workspace: Path) -> None:
@@ -22,10 +23,10 @@ def test_file_values_and_env_precedence(workspace: Path) -> None:
         "skills_user_dir: my-skills\n")
     config = load_config(workspace, {"LILY_MODEL": "openai/from-env", "LILY_STREAM": "0",
                                      "LILY_TOOLS_ALLOW": "read, list"})
-    assert config.model == "openai/from-env"
-    assert config.temperature == 0.2
-    assert config.stream is False
-    assert (config.tools.allow, config.tools.deny) == (["read", "list"], ["write"])
+    assert config.llm.model == "openai/from-env"
+    assert config.llm.temperature == 0.2
+    assert config.llm.stream is False
+    assert (config.tools.allow, config.tools.deny) == (("read", "list"), ("write",))
     assert config.skills_user_dir == workspace / "my-skills"
 
 
@@ -38,13 +39,37 @@ def test_unknown_key_names_file_and_key(workspace: Path) -> None:
 
 def test_bad_value_names_file_key_and_problem(workspace: Path) -> None:
     (workspace / "lily.yaml").write_text("temperature: hot\n")
-    with pytest.raises(ConfigError, match=r"lily\.yaml: key 'temperature': Input should be"):
+    with pytest.raises(ConfigError) as err:
+        load_config(workspace, {})
+    assert str(err.value) == (f"{workspace / 'lily.yaml'}: key 'temperature': expected a "
+                              "number (got str).")
+    (workspace / "lily.yaml").write_text("temperature: 3\nretries: 1\n")
+    with pytest.raises(ConfigError, match=r"key 'temperature': expected a value of at most 2 "):
         load_config(workspace, {})
 
 
 def test_bad_env_value_names_the_variable(workspace: Path) -> None:
-    with pytest.raises(ConfigError, match=r"^LILY_RETRIES: key 'retries': "):
+    with pytest.raises(ConfigError) as err:
         load_config(workspace, {"LILY_RETRIES": "many"})
+    assert str(err.value) == "LILY_RETRIES: key 'retries': expected an integer (got 'many')."
+
+
+def test_env_text_converts_to_each_key_type(workspace: Path) -> None:
+    config = load_config(workspace, {"LILY_RETRIES": "3", "LILY_TEMPERATURE": "0.5",
+                                     "LILY_EVENT_LOG": "off", "LILY_MODEL": "  ",
+                                     "LILY_HOME": "~/lily-home"})
+    assert (config.llm.retries, config.llm.temperature, config.event_log) == (3, 0.5, False)
+    assert config.llm.model is None  # blank is unset
+    assert config.home == Path("~/lily-home").expanduser()
+
+
+def test_nested_unknown_key_and_wrong_item_type(workspace: Path) -> None:
+    (workspace / "lily.yaml").write_text("tools:\n  alow: [read]\n")
+    with pytest.raises(ConfigError, match=r"key 'tools\.alow': unknown key\.$"):
+        load_config(workspace, {})
+    (workspace / "lily.yaml").write_text("tools:\n  deny: [read, 3]\n")
+    with pytest.raises(ConfigError, match=r"key 'tools\.deny\.1': expected a string \(got int\)"):
+        load_config(workspace, {})
 
 
 def test_invalid_yaml_and_non_mapping(workspace: Path) -> None:
@@ -84,4 +109,18 @@ def test_an_unknown_tool_in_the_policy_is_a_clear_error(workspace: Path,
     with pytest.raises(ConfigError) as err:
         LilyEnvironment.load(workspace, environ)
     assert str(err.value) == ("key 'tools.deny' (lily.yaml or LILY_TOOLS_DENY): unknown tool "
-                              "'wirte'; the tools are: list, read, read_skill_file, run_skill_script, write.")
+                              "'wirte'; the tools are: list, read, read_skill_file, run_skill_script, "
+                              "write.")
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    (lambda p: p.mkdir(), "it is a folder"),
+    (lambda p: os.symlink("missing.yaml", p), "it is a link that leads nowhere"),
+    (lambda p: os.mkfifo(p), "it is not a regular file"),
+])
+def test_a_lily_yaml_that_is_no_file_is_reported_not_ignored(workspace: Path, make,
+                                                             said: str) -> None:  # type: ignore[no-untyped-def]
+    make(workspace / "lily.yaml")
+    with pytest.raises(ConfigError) as err:
+        load_config(workspace, {})
+    assert str(err.value) == f"{workspace / 'lily.yaml'}: cannot read the file ({said})."

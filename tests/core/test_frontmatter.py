@@ -30,7 +30,7 @@ TRICKY = [
 def _load_both(doc: str) -> tuple[object, object]:
     def attempt(loader: type) -> object:
         try:
-            return yaml.load(doc, Loader=loader)  # noqa: S506 - both are safe loaders
+            return yaml.load(doc, Loader=loader)
         except yaml.YAMLError as exc:
             return ("error", type(exc).__name__)
     return attempt(yaml.SafeLoader), attempt(_SafeLoader)
@@ -61,6 +61,12 @@ def test_split_variants() -> None:
         _split("---\na: 1\n")
 
 
+def test_allowed_tool_names_take_the_name_part_in_lower_case() -> None:
+    from lily_kernel.skills.fields import allowed_tool_names
+
+    assert allowed_tool_names(("Read", "Bash(git add:*)", "LIST")) == {"read", "bash", "list"}
+
+
 def test_allowed_tools_forms() -> None:
     assert parse_allowed_tools("Read Grep  Bash(git add:*)") == ("Read", "Grep", "Bash(git add:*)")
     assert parse_allowed_tools("Read, Grep, Glob") == ("Read", "Grep", "Glob")
@@ -71,3 +77,28 @@ def test_allowed_tools_forms() -> None:
 def test_empty_frontmatter_and_body_only() -> None:
     doc = parse_skill_document(b"---\n---\nJust a body.\n")
     assert doc.frontmatter.summary is None and doc.body == "Just a body.\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("summary: 3", "key 'summary' has the wrong type: expected a string (got int)"),
+    ("requires_tools: [read, 2]",
+     "key 'requires_tools.1' has the wrong type: expected a string (got int)"),
+    ("allowed-tools: {a: 1}", "key 'allowed-tools' has the wrong type: expected a string or a "
+     "list of strings (got dict)"),
+    ("disable-model-invocation: 'yes'",
+     "key 'disable-model-invocation' has the wrong type: expected true or false (got str)"),
+    ("eligibility: {oss: [linux]}", "key 'eligibility.oss' is not a known key"),
+    ("metadata: {openclaw: {requires: {bins: x}}}",
+     "key 'metadata.openclaw.requires.bins' has the wrong type: expected a list of strings "
+     "(got str)"),
+])
+def test_type_problems_name_the_key_and_the_types(text: str, message: str) -> None:
+    with pytest.raises(SkillFormatError) as err:
+        parse_skill_document(f"---\n{text}\n---\n".encode())
+    assert str(err.value) == message
+
+
+def test_unknown_keys_are_kept_and_known_ones_typed() -> None:
+    doc = parse_skill_document(b"---\nrequires_tools: [read]\nx-custom: 1\n---\n")
+    assert doc.frontmatter.requires_tools == ("read",)
+    assert doc.extra == {"x-custom": 1}

@@ -1,4 +1,5 @@
-"""SPEC §1: the deterministic core imports neither ipykernel nor litellm."""
+"""SPEC §1: the deterministic core imports neither ipykernel nor litellm, and each layer
+imports only the layers below it (the table below is docs/architecture.md's)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,31 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
 CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "config.py",
-        "errors.py", "events.py", "redaction.py"]
+        "errors.py", "events.py", "redaction.py", "validation.py"]
+
+# What each part of lily_kernel may import from lily_kernel (besides itself). No sideways
+# edges: the kernel goes through the runtime only, commands hand the runtime an intent
+# instead of building prompts, llm knows the model settings but not the session.
+ALLOWED = {
+    "errors": set(),
+    "validation": set(),
+    "events": set(),
+    "redaction": set(),
+    "config": {"errors", "validation"},
+    "persona": set(),
+    "skills": {"config", "errors", "validation"},
+    "tools": {"config", "errors", "redaction", "validation"},
+    "session": {"config", "persona", "skills"},
+    "prompting": {"persona", "skills"},
+    "llm": {"config", "errors", "redaction"},
+    "commands": {"config", "errors", "persona", "session", "skills", "tools"},
+    "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
+                "redaction", "session", "skills", "tools"},
+    "kernel": {"__init__", "errors", "redaction", "runtime"},
+    "cli": {"commands", "errors", "runtime", "skills"},
+    "__main__": {"kernel"},
+    "__init__": set(),
+}
 FORBIDDEN = ("ipykernel", "jupyter_client", "litellm", "lily_kernel.kernel", "lily_kernel.llm",
              "lily_kernel.runtime", "lily_kernel.cli")
 
@@ -36,6 +61,29 @@ def test_core_modules_do_not_import_upper_layers(part: str) -> None:
         assert not bad, f"{file.relative_to(PACKAGE)} imports {sorted(bad)}"
 
 
+def _part(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    found: dict[str, set[str]] = {}
+    for file in sorted(PACKAGE.rglob("*.py")):
+        part = _part(file)
+        for name in imports_of(file):
+            if name == "lily_kernel":
+                target = "__init__"
+            elif name.startswith("lily_kernel."):
+                target = name.split(".")[1]
+            else:
+                continue
+            if target != part:
+                found.setdefault(part, set()).add(target)
+    assert set(found) | set(ALLOWED) == set(ALLOWED), "a new part needs its row in ALLOWED"
+    wrong = {part: sorted(targets - ALLOWED[part]) for part, targets in found.items()
+             if targets - ALLOWED[part]}
+    assert wrong == {}
+
+
 def test_skills_layer_does_not_import_tools_or_commands() -> None:
     for file in sorted((PACKAGE / "skills").rglob("*.py")):
         bad = {n for n in imports_of(file)
@@ -47,7 +95,7 @@ def test_skills_layer_does_not_import_tools_or_commands() -> None:
 def test_importing_the_runtime_loads_neither_jupyter_nor_litellm() -> None:
     code = ("import sys, lily_kernel.runtime, lily_kernel.cli.main; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('ipykernel', 'litellm', 'jupyter_client', 'openai')))")
+            "('ipykernel', 'litellm', 'jupyter_client', 'openai', 'pydantic')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60).stdout.strip()
     assert out == "[]"

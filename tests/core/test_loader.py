@@ -98,7 +98,7 @@ def test_name_differing_from_folder_warns_and_folder_name_wins(
     rules_snapshot: SkillSnapshot,
 ) -> None:
     skill = rules_snapshot.get("name_mismatch")
-    assert skill is not None and skill.declared_name == "Some Other Name"
+    assert skill is not None and skill.front.name == "Some Other Name"
     assert "differs from the directory name" in diagnostic(
         rules_snapshot, "name_mismatch", DiagnosticKind.WARNING)
 
@@ -117,10 +117,10 @@ def test_two_skills_claiming_one_alias_lose_it_both(rules_snapshot: SkillSnapsho
 def test_standard_fields_are_parsed(rules_snapshot: SkillSnapshot) -> None:
     skill = rules_snapshot.get("standard_fields")
     assert skill is not None
-    assert skill.license == "Apache-2.0"
-    assert skill.compatibility == "Needs a POSIX shell."
+    assert skill.front.license == "Apache-2.0"
+    assert skill.front.compatibility == "Needs a POSIX shell."
     assert skill.allowed_tools == ("Read", "Bash(git status:*)")
-    assert skill.metadata == {"author": "someone", "version": "1.0"}
+    assert skill.front.metadata == {"author": "someone", "version": "1.0"}
     assert skill.summary == "Uses every Agent Skills standard field."  # from description
 
 
@@ -251,6 +251,16 @@ def test_missing_root_is_empty_and_unreadable_root_is_a_hard_error(tmp_path: Pat
         load_snapshot((SkillRoot("user", str(a_file), True),), RULES, LINUX)
 
 
+def test_a_root_that_is_a_link_loop_is_a_hard_error_a_dangling_link_is_empty(
+        tmp_path: Path) -> None:
+    os.symlink("loop", tmp_path / "loop")
+    with pytest.raises(SkillRootError,
+                       match=r"Cannot read the workspace skills root .*loop: Too many levels"):
+        load_snapshot((root(tmp_path / "loop"),), RULES, LINUX)
+    os.symlink("nowhere", tmp_path / "dangling")
+    assert load_snapshot((root(tmp_path / "dangling"),), RULES, LINUX).skills == ()
+
+
 def test_a_root_listed_twice_is_read_once(tmp_path: Path) -> None:
     write_skill(tmp_path, "one", skill_text("one"))
     snap = load_snapshot((root(tmp_path), root(tmp_path, "bundled")), RULES, LINUX)
@@ -302,3 +312,24 @@ def test_over_size_reports_the_size_on_disk(tmp_path: Path) -> None:
     snap = load_snapshot((root(tmp_path),), RULES, LINUX)
     assert diagnostic(snap, "huge", DiagnosticKind.MALFORMED) == (
         "SKILL.md is 1,000,000 bytes, over the 256 KiB limit")
+
+
+def test_the_bundled_roots_are_the_checkouts_skills_and_persona() -> None:
+    """Found beside the package (flat layout) when not inside a wheel: a wrong parent
+    silently gave every session zero bundled skills and no default persona files."""
+    from lily_kernel.skills import bundled_dir
+
+    assert (bundled_dir("skills") / "workspace_files" / "SKILL.md").is_file()
+    assert (bundled_dir("persona") / "default" / "SOUL.md").is_file()
+
+
+def test_a_binary_installed_after_a_load_counts_at_the_next_load(tmp_path: Path) -> None:
+    """The session keeps one Host; its PATH cache must not outlive a load (bug: after
+    installing a binary, /reload_skills still said it was missing)."""
+    installed: set[str] = set()
+    host = Host(platform="linux", environ={}, which=lambda n: n if n in installed else None)
+    write_skill(tmp_path, "needs_tool", "---\nsummary: s\neligibility:\n  binaries: [mytool]\n---\n")
+    roots = (root(tmp_path),)
+    assert load_snapshot(roots, RULES, host).get("needs_tool") is None
+    installed.add("mytool")
+    assert load_snapshot(roots, RULES, host, version=2).get("needs_tool") is not None

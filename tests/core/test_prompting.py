@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lily_kernel.persona import Persona, PersonaFile
 from lily_kernel.prompting import build_catalog, build_model_request
-from lily_kernel.skills import Skill, SkillSnapshot
+from lily_kernel.skills import Frontmatter, Skill, SkillSnapshot
 
 PERSONA = Persona("default", (PersonaFile("SOUL.md", "bundled", "/p/SOUL.md", "Be kind.\n"),
                               PersonaFile("AGENTS.md", "bundled", "/p/AGENTS.md", "Use tools.")))
@@ -16,7 +16,7 @@ def skill(name: str, summary: str, **kw: object) -> Skill:
 
 
 SNAP = SkillSnapshot(1, "d", (), (skill("alpha", "Does <a> & b"), skill("hidden", "h",
-                     disable_model_invocation=True), skill("beta", "Second")), ())
+                     front=Frontmatter(disable_model_invocation=True)), skill("beta", "Second")), ())
 
 GOLDEN = """\
 # Persona

@@ -231,7 +231,7 @@ def test_policy_scripts_are_denied_by_default_and_star_does_not_cover_them() -> 
     denied = ToolPolicy(allow="*", ask=("run_skill_script",), deny=("run_skill_script",),
                         explicit=explicit)
     assert denied.decision("run_skill_script") == "deny"  # deny wins over everything
-    offered = [t.name for t in asked.model_tools(registry, ("Read", "Bash"), skill_active=True)]
+    offered = [t.name for t in asked.model_tools(registry, frozenset({"read", "bash"}), skill_active=True)]
     assert offered == ["read", "read_skill_file", "run_skill_script"]  # Bash keeps scripts
     assert "run_skill_script" not in [
-        t.name for t in asked.model_tools(registry, ("Read",), skill_active=True)]
+        t.name for t in asked.model_tools(registry, frozenset({"read"}), skill_active=True)]

@@ -90,3 +90,10 @@ def test_manual_invocation_is_logged(workspace: Path, environ: dict[str, str], c
     assert invoked == [{"name": "alpha", "mode": "manual", "command": code.split()[0][1:]}]
     assert loaded[0]["name"] == "alpha" and len(loaded[0]["digest"]) == 64
     asyncio.run(asyncio.sleep(0))
+
+
+def test_bundled_skills_and_persona_are_found_from_the_package() -> None:
+    from lily_kernel.skills import bundled_dir
+
+    assert (bundled_dir("skills") / "echo" / "SKILL.md").is_file()
+    assert (bundled_dir("persona") / "default").is_dir()

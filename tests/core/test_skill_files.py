@@ -108,5 +108,5 @@ def test_skill_tools_are_offered_only_while_a_skill_is_active() -> None:
     assert "read_skill_file" not in [t.name for t in policy.model_tools(registry)]
     active = [t.name for t in policy.model_tools(registry, skill_active=True)]
     assert "read_skill_file" in active
-    narrowed = [t.name for t in policy.model_tools(registry, ("Grep",), skill_active=True)]
+    narrowed = [t.name for t in policy.model_tools(registry, frozenset({"grep"}), skill_active=True)]
     assert narrowed == ["read_skill_file"]  # reading its own files survives narrowing

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
 from lily_kernel.errors import ToolError
 from lily_kernel.tools import (
@@ -20,7 +20,8 @@ from lily_kernel.tools import (
 )
 
 
-class NoArgs(BaseModel):
+@dataclass(frozen=True)
+class NoArgs:
     pass
 
 
@@ -45,7 +46,7 @@ def test_model_sees_only_allowed_non_owner_tools() -> None:
     registry = registry_with_owner_tool()
     policy = ToolPolicy(allow="*", deny=("write",))
     assert [t.name for t in policy.model_tools(registry)] == ["list", "read"]
-    narrowed = policy.model_tools(registry, ("Read", "Bash(git:*)"))
+    narrowed = policy.model_tools(registry, frozenset({"read", "bash"}))
     assert [t.name for t in narrowed] == ["read"]
 
 
@@ -68,7 +69,10 @@ def test_refused_calls_never_run(workspace: Path) -> None:
 def test_bad_arguments_are_reported_not_raised(workspace: Path) -> None:
     outcome = run_tool(default_registry(), ToolPolicy(), "read", {}, ToolContext(workspace),
                        "model")
-    assert outcome.error and outcome.output.startswith("Error: bad arguments: path: Field required")
+    assert outcome.error and outcome.output == "Error: bad arguments: path: required but missing."
+    typed = run_tool(default_registry(), ToolPolicy(), "read", {"path": 3},
+                     ToolContext(workspace), "model")
+    assert typed.output == "Error: bad arguments: path: expected a string (got int)."
 
 
 def test_file_tools_read_list_write(workspace: Path) -> None:
@@ -101,7 +105,13 @@ def test_symlink_escape_is_refused(workspace: Path, tmp_path: Path) -> None:
 def test_json_schema_for_the_model() -> None:
     schema = default_registry().get("write").json_schema()  # type: ignore[union-attr]
     assert schema["function"]["name"] == "write"
-    assert schema["function"]["parameters"]["required"] == ["path", "content"]
+    parameters = schema["function"]["parameters"]
+    assert parameters["required"] == ["path", "content"]
+    # The attribute docstrings of the argument dataclass are what the model reads.
+    assert parameters["properties"]["content"]["description"] == (
+        "The complete new content of the file.")
+    listing = default_registry().get("list").json_schema()  # type: ignore[union-attr]
+    assert listing["function"]["parameters"]["properties"]["path"]["default"] == "."
 
 
 @pytest.mark.parametrize("path", [".env", ".git/config", "sub/.secret", ".lily/sessions/x.jsonl"])
@@ -138,6 +148,54 @@ def test_lily_own_files_cannot_be_written(workspace: Path, environ: dict[str, st
     assert not ok.error
 
 
+def test_every_configured_root_persona_and_home_is_protected(workspace: Path) -> None:
+    """Roots and the Lily home configured inside the workspace (as the golden chat
+    workspace does with `home:`) are Lily's own too, also when reached through a link."""
+    from lily_kernel.runtime import LilyEnvironment
+
+    (workspace / "lily.yaml").write_text(
+        "home: no-user-home\nskills_bundled_dir: shipped/skills\n"
+        "skills_workspace_dir: my-skills\n")
+    (workspace / "no-user-home" / "skills").mkdir(parents=True)
+    (workspace / "shipped" / "skills").mkdir(parents=True)
+    (workspace / "shipped" / "notes").mkdir(parents=True)
+    os.symlink("no-user-home", workspace / "alias")
+    env = LilyEnvironment.load(workspace, {"PATH": "/usr/bin:/bin"})
+    # A link made after the session started still leads to a protected folder.
+    os.symlink("shipped/skills", workspace / "late-link")
+    for path in ("no-user-home/skills/evil/SKILL.md", "no-user-home/persona/default/SOUL.md",
+                 "no-user-home/anything.md", "alias/skills/evil/SKILL.md",
+                 "shipped/skills/evil/SKILL.md", "late-link/evil/SKILL.md",
+                 "my-skills/evil/SKILL.md", "persona/default/SOUL.md", "lily.yaml"):
+        outcome = run_tool(env.registry, ToolPolicy(), "write",
+                           {"path": path, "content": "---\nsummary: evil\n---\n"},
+                           env.tool_context, "model")
+        assert outcome.error and "one of Lily's own files" in outcome.output, path
+    written = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("SKILL.md"))
+    assert written == [] and not (workspace / "no-user-home" / "anything.md").exists()
+    assert not env.load_snapshot(2).skills  # nothing for /reload_skills to pick up
+    ok = run_tool(env.registry, ToolPolicy(), "write",
+                  {"path": "shipped/notes/plan.md", "content": "x"}, env.tool_context, "model")
+    assert not ok.error, ok.output
+
+
+def test_hidden_lily_folder_is_protected_even_when_configured_elsewhere(tmp_path: Path) -> None:
+    from lily_kernel.runtime import LilyEnvironment
+
+    workspace = tmp_path / "ws"
+    (workspace / "persona-link").parent.mkdir(parents=True)
+    os.symlink(tmp_path / "ws" / "persona", workspace / "persona-link")
+    env = LilyEnvironment.load(workspace, {"PATH": "/usr/bin:/bin",
+                                           "LILY_HOME": str(tmp_path / "home")})
+    protected = {p.resolve() for p in env.tool_context.protected}
+    assert (workspace / ".lily").resolve() in protected
+    assert (tmp_path / "home").resolve() in protected
+    outcome = run_tool(env.registry, ToolPolicy(), "write",
+                       {"path": "persona-link/default/SOUL.md", "content": "x"},
+                       env.tool_context, "model")
+    assert outcome.error and "one of Lily's own files" in outcome.output
+
+
 @pytest.mark.parametrize("make,path", [
     (lambda w: os.symlink("loop", w / "loop"), "loop/x"),
     (lambda w: None, "bad\x00name"),
@@ -159,3 +217,24 @@ def test_list_shows_broken_links_instead_of_failing(workspace: Path) -> None:
                        ToolContext(workspace), "owner")
     assert outcome.output.splitlines() == ["dangling  (broken link)", "loop2  (broken link)",
                                            "real.txt  (3 bytes)"]
+
+
+def test_read_never_loads_more_than_it_returns(workspace: Path) -> None:
+    import tracemalloc
+
+    from lily_kernel.tools.files import MAX_READ_CHARS
+
+    big = workspace / "big.log"
+    with big.open("wb") as handle:  # 256 MiB, sparse: cheap on disk, costly if read whole
+        handle.truncate(256 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        outcome = run_tool(default_registry(), ToolPolicy(), "read", {"path": "big.log"},
+                           ToolContext(workspace), "model")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not outcome.error
+    assert outcome.output.endswith(f"[... truncated at {MAX_READ_CHARS:,} characters]")
+    assert outcome.output.count("\0") == MAX_READ_CHARS
+    assert peak < 8 * MAX_READ_CHARS, f"{peak:,} bytes allocated to read 100,000 characters"

@@ -24,6 +24,8 @@ from tests.conftest import write_skill
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30
 HOSTILE = "<img src=x onerror=alert(1)>"
+# Environment for a kernel started as if Lily were installed without its `local` extra.
+WITHOUT_LOCAL_MODEL = {"PYTHONPATH": str(REPO / "tests" / "support" / "hide_local_model")}
 
 
 def kernel_env(home: Path, **extra: str) -> dict[str, str]:
@@ -128,7 +130,8 @@ def make_shared_workspace(root: Path) -> Path:
 @pytest.fixture(scope="session")
 def shared_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LilyProcess]:
     """One kernel for the tests that only read the session (commands that fail change
-    nothing, which the tests check too)."""
+    nothing, which the tests check too). Started without the local extra, so a chat
+    cell reports that no model is configured."""
     root = tmp_path_factory.mktemp("shared")
-    with lily_kernel(make_shared_workspace(root), root / "home") as kernel:
+    with lily_kernel(make_shared_workspace(root), root / "home", **WITHOUT_LOCAL_MODEL) as kernel:
         yield kernel

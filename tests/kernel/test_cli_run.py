@@ -21,7 +21,6 @@ def test_quickstart_runs_and_prints_its_transcript(tmp_path: Path) -> None:
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("In [1]: /help\n    Lily commands\n")
-    assert "In [11]: /skils\n    CommandError: Error: unknown command /skils.\n" in done.stdout
     executed = nbformat.read(out, as_version=4)
     assert all(c.execution_count for c in executed.cells if c.cell_type == "code")
 
@@ -33,5 +32,34 @@ def test_an_unexpected_error_stops_the_run_with_status_1(tmp_path: Path) -> None
     done = subprocess.run([*LILY, str(path)], env=kernel_env(tmp_path / "home"),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
-    assert "stopped at a failing cell: CommandError: Error: unknown command /nope." in done.stderr
-    assert "In [2]: /nope" in done.stdout and "/help" not in done.stdout
+    assert done.stderr.endswith(
+        "stopped at a failing cell: Error: unknown command /nope.\n")  # said once
+    assert "In [2]: /nope\n    Error: unknown command /nope.\n" in done.stdout
+    assert "/help" not in done.stdout
+
+
+def test_bad_arguments_are_one_line_and_exit_2_before_any_cell_runs(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    notebook = workspace / "fine.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("/skills")]), notebook)
+    (workspace / "README.md").write_text("# Not a notebook\n")
+    env = kernel_env(tmp_path / "home", LILY_EVENT_LOG="1")
+    cases = {
+        "missing.ipynb": f"lily: {workspace / 'missing.ipynb'}: no such file.\n",
+        "README.md": f"lily: {workspace / 'README.md'}: not a Jupyter notebook (",
+        "fine.ipynb --output nowhere/out.ipynb": (
+            f"lily: --output {workspace / 'nowhere' / 'out.ipynb'}: the folder "
+            f"{workspace / 'nowhere'} does not exist.\n"),
+        f"fine.ipynb --output {workspace}": f"lily: --output {workspace}: is a folder",
+    }
+    for args, said in cases.items():
+        argv = [str(workspace / args.split()[0]), *args.split()[1:]]
+        if "--output" in argv and not argv[-1].startswith("/"):
+            argv[-1] = str(workspace / argv[-1])
+        done = subprocess.run([*LILY, *argv], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert (done.returncode, done.stdout) == (2, ""), (args, done.stderr)
+        assert done.stderr.startswith(said) and done.stderr.count("\n") == 1, done.stderr
+        assert "Traceback" not in done.stderr
+    assert not (workspace / ".lily").exists(), "a kernel started: a cell could have run"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 
+from lily_kernel.cli.install import kernelspec_source
 from lily_kernel.cli.main import main
-from lily_kernel.kernel.install import kernelspec_source
 
 LOGOS = {"logo-32x32.png": 32, "logo-64x64.png": 64}
 

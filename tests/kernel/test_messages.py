@@ -121,8 +121,9 @@ def test_kernel_info_describes_lily_and_has_no_debugger(shared_kernel: LilyProce
         "name": "lily", "version": __version__, "mimetype": "text/markdown",
         "file_extension": ".md", "codemirror_mode": "markdown", "pygments_lexer": "markdown",
     }
-    assert "debugger" not in info["supported_features"]
+    assert info["supported_features"] == []  # neither debugger nor kernel subshells
     assert "/help" in info["banner"]
+    assert "notebook" not in info["banner"]  # `jupyter console` shows it too
     assert info["help_links"] and all(link["url"].startswith("https://")
                                       for link in info["help_links"])
 
@@ -204,3 +205,16 @@ def test_an_error_aborts_the_cells_queued_behind_it(shared_kernel: LilyProcess) 
     assert replies == {failing: "error", queued: "aborted"}
     shared_kernel.drain_iopub()
     assert shared_kernel.execute("/skills").status == "ok"  # the queue works again
+
+
+def test_a_subshell_cannot_be_created(shared_kernel: LilyProcess) -> None:
+    """ipykernel 7 would run cells of other subshells in threads at once; Lily's session
+    is not made for that, so it neither advertises nor grants one (bug: it advertised)."""
+    kc = shared_kernel.kc
+    msg = kc.session.msg("create_subshell_request", {})
+    kc.control_channel.send(msg)
+    reply = kc.control_channel.get_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    assert reply["content"]["status"] == "error"
+    assert "does not support kernel subshells" in reply["content"]["evalue"]
+    assert shared_kernel.execute("/skills").status == "ok"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import write_skill
 from tests.kernel.conftest import lily_kernel
 
 
-def _events(path: Path) -> list[dict[str, object]]:
+def _events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
@@ -21,7 +22,8 @@ def test_two_kernels_keep_separate_sessions_and_stable_snapshots(tmp_path: Path)
     (workspace / "persona" / "critic" / "SOUL.md").write_text("You are a critic.\n")
     with lily_kernel(workspace, tmp_path / "home", LILY_EVENT_LOG="1") as a, \
             lily_kernel(workspace, tmp_path / "home", LILY_EVENT_LOG="1") as b:
-        assert "first" in a.execute("/skills").plain
+        # Both sessions have started (they start in the background) before the write.
+        assert "first" in a.execute("/skills").plain and "first" in b.execute("/skills").plain
         write_skill(workspace / "skills", "late", "---\nsummary: Added on disk.\n---\n\nB.\n")
 
         # The file is on disk, but neither session sees it until it reloads.
@@ -90,3 +92,26 @@ def test_a_broken_setup_never_kills_the_kernel_and_recovers_once_fixed(tmp_path:
         assert "fixed" in run.plain and "snapshot 1," in run.plain
         assert kernel.request("complete", "/help fi")["matches"] == ["fixed"]
         assert kernel.km.is_alive()
+
+
+def test_a_skills_link_loop_and_a_lily_yaml_folder_are_clear_errors(tmp_path: Path) -> None:
+    """Neither a traceback on every command nor a silently ignored lily.yaml."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "skills").symlink_to("skills")
+    with lily_kernel(workspace, tmp_path / "home") as kernel:
+        for code in ("/skills", "/help", "hello"):
+            run = kernel.execute(code)
+            assert run.reply["ename"] == "SkillRootError", run.reply
+            assert "Cannot read the workspace skills root" in run.reply["evalue"]
+            assert "Too many levels of symbolic links" in run.reply["evalue"]
+            assert run.reply["traceback"] == [run.reply["evalue"]]
+        (workspace / "skills").unlink()
+        (workspace / "lily.yaml").mkdir()
+        run = kernel.execute("/skills")
+        assert run.reply["ename"] == "ConfigError"
+        assert run.reply["evalue"].startswith(
+            f"Error: Lily could not start this notebook's session: {workspace / 'lily.yaml'}: "
+            "cannot read the file (it is a folder).")
+        (workspace / "lily.yaml").rmdir()
+        assert kernel.execute("/skills").status == "ok"

@@ -7,16 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.kernel.conftest import kernel_env
+import pytest
+
+from tests.conftest import write_skill
+from tests.kernel.conftest import kernel_env, lily_kernel
 
 START = """
 import json, sys
 from lily_kernel.kernel.kernel import LilyKernel
 kernel = LilyKernel()
-kernel._starting.result(timeout=60)
+runtime = kernel.lily.wait_started(timeout=60)
 info = kernel.kernel_info
 print(json.dumps({
-    "started": kernel.runtime is not None,
+    "started": runtime is not None,
     "features": info["supported_features"],
     "heavy": sorted({m.split(".")[0] for m in sys.modules} & {"litellm", "openai", "debugpy"}),
 }))
@@ -48,3 +51,73 @@ def test_a_client_that_never_asks_for_kernel_info_still_gets_a_session(tmp_path:
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+# Shared objects that litellm brings: pydantic's core (litellm, openai and Lily's tool
+# schemas all import pydantic) and the tokenizer and JSON parser litellm's import loads.
+HEAVY_LIBRARIES = ("pydantic_core", "_tiktoken", "jiter")
+
+
+def _mapped_libraries(pid: int) -> set[str]:
+    """Names of the shared objects mapped into process `pid` (what it has imported)."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return {Path(line.split()[-1]).name for line in maps.splitlines() if ".so" in line}
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
+def test_the_start_path_loads_neither_pydantic_nor_litellm(tmp_path: Path) -> None:
+    """SPEC §1: start, /skills, /help, /reload_skills, /agent and a tool_dispatch
+    command run in a real kernel process without pydantic or litellm loaded in it.
+
+    Read from the kernel process's own memory map: litellm cannot be imported without
+    pydantic (it imports it at its top), so no pydantic_core there means no litellm."""
+    workspace = tmp_path / "ws"
+    write_skill(workspace / "skills", "lister",
+                "---\nsummary: List.\ninvocation_mode: tool_dispatch\ncommand: files\n"
+                "command_tool: list\n---\n")
+    (workspace / "notes.txt").write_text("hi\n")
+    with lily_kernel(workspace, tmp_path / "home") as kernel:
+        for code in ("/skills", "/help", "/help lister", "/reload_skills", "/agent",
+                     "/agent default", "/files", "/ls"):
+            run = kernel.execute(code)
+            assert run.status == "ok", (code, run.reply)
+        assert "notes.txt" in run.plain  # /ls really ran its tool
+        kernel.request("complete", "/sk", 3)
+        kernel.request("inspect", "/help lister", 10)
+        pid = kernel.km.provisioner.pid  # type: ignore[union-attr]
+        libraries = _mapped_libraries(pid)
+        assert "libzmq" in " ".join(libraries)  # the map is the kernel's, and readable
+        loaded = [lib for lib in libraries if any(h in lib for h in HEAVY_LIBRARIES)]
+        assert loaded == []
+def _kernel_stderr(tmp_path: Path, ip: str) -> str:
+    """Start a kernel listening on `ip` over TCP, run a cell, stop it: its stderr."""
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="lily", ip=ip, transport="tcp")
+    log = tmp_path / f"stderr-{ip}.txt"
+    with log.open("w") as stderr:
+        km.start_kernel(cwd=str(tmp_path), env=kernel_env(tmp_path / "home"), stderr=stderr)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=60)
+            msg_id = kc.execute("/help")
+            reply = kc.get_shell_msg(timeout=60)
+            assert reply["parent_header"]["msg_id"] == msg_id
+            assert reply["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    return log.read_text()
+
+
+def test_no_encryption_warning_on_loopback_but_kept_on_other_addresses(tmp_path: Path) -> None:
+    assert "without encryption" not in _kernel_stderr(tmp_path, "127.0.0.1")
+    assert "Kernel is running over TCP without encryption" in _kernel_stderr(tmp_path, "0.0.0.0")
+
+
+def test_loopback_addresses() -> None:
+    from lily_kernel.kernel.app import is_loopback
+
+    assert all(map(is_loopback, ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "*", "::", "192.168.1.4", "10.0.0.1", ""]))

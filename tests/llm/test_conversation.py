@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lily_kernel.commands import CommandResult
-from lily_kernel.errors import ModelError, ModelNotConfiguredError
+from lily_kernel.errors import ModelError, ModelNotConfiguredError, StepLimitError
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.prompting import SKILL_FILES_NOTE
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.tools import Tool, ToolContext, default_registry
-from pydantic import BaseModel
 from tests.conftest import skill_text, write_skill
 
 
@@ -23,6 +23,7 @@ class Sink:
     def __init__(self) -> None:
         self.streamed: list[str] = []
         self.replies: list[str] = []
+        self.footers: list[str | None] = []
         self.notices: list[str] = []
         self.shown: list[CommandResult] = []
 
@@ -32,14 +33,16 @@ class Sink:
     def stream(self, markdown: str) -> None:
         self.streamed.append(markdown)
 
-    def reply(self, markdown: str) -> None:
+    def reply(self, markdown: str, footer: str | None = None) -> None:
         self.replies.append(markdown)
+        self.footers.append(footer)
 
     def notice(self, text: str) -> None:
         self.notices.append(text)
 
 
-class NoArgs(BaseModel):
+@dataclass(frozen=True)
+class NoArgs:
     pass
 
 
@@ -166,11 +169,11 @@ def test_forced_skill_turn_injects_body_and_offers_no_load_skill(runtime: LilyRu
 
 
 def test_step_limit_stops_with_a_clear_message_and_keeps_history(runtime: LilyRuntime) -> None:
-    runtime.session.model_config = runtime.session.model_config.model_copy(update={"max_steps": 2})
+    runtime.session.model_config = replace(runtime.session.model_config, max_steps=2)
     looping = [reply("", call("list", f"l{i}")) for i in range(2)]
-    with pytest.raises(ModelError) as err:
+    with pytest.raises(StepLimitError) as err:
         run(runtime, "loop forever", *looping)
-    assert err.value.kind == "step_limit"
+    assert not isinstance(err.value, ModelError)  # Lily's bound, not a provider fault
     assert "did not finish within 2 steps" in str(err.value)
     assert runtime.session.conversation_state.messages == []
 
@@ -181,7 +184,7 @@ def test_provider_fault_leaves_session_intact(runtime: LilyRuntime) -> None:
     with pytest.raises(ModelError, match="rate limit"):
         run(runtime, "second", ModelError("rate_limit", "Error: model call failed: rate limit"))
     assert runtime.session.conversation_state.messages == before
-    sink, model = run(runtime, "third", reply("three"))
+    _sink, model = run(runtime, "third", reply("three"))
     assert model.requests[0].messages[1:3] == before  # history sent on the next turn
 
 
@@ -214,8 +217,13 @@ def test_no_model_configured(workspace: Path, environ: dict[str, str]) -> None:
     runtime = LilyRuntime.start(workspace, environ)
     with pytest.raises(ModelNotConfiguredError) as err:
         asyncio.run(runtime.run_cell("hello", Sink()))
-    assert "Set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
+    assert "set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
     assert runtime.model is None
+    # A short first line and a short list, no line long enough to wrap mid-word.
+    lines = str(err.value).splitlines()
+    assert lines[0] == "Error: no model configured."
+    assert max(map(len, lines)) <= 80
+    assert sum(line.startswith("- ") for line in lines) >= 2
 
 
 def test_catalog_over_budget_tells_the_person(workspace: Path, environ: dict[str, str]) -> None:
@@ -279,3 +287,34 @@ def test_a_forced_skill_narrows_the_tools_from_the_first_step(runtime: LilyRunti
     assert [t["function"]["name"] for t in model.requests[0].tools] == ["read", "read_skill_file"]
     assert model.requests[1].messages[-1]["content"] == (
         "Refused: tool 'list' is not available while the active skill narrows the tools.")
+
+
+@pytest.mark.parametrize("code", ["", "   ", "\n\t \n"])
+def test_a_blank_cell_does_nothing(runtime: LilyRuntime, code: str) -> None:
+    """As in Python kernels: no model call, no output, no history (bug: it was sent)."""
+    sink, model = run(runtime, code)
+    assert model.requests == []
+    assert (sink.shown, sink.streamed, sink.replies, sink.notices) == ([], [], [], [])
+    assert runtime.session.conversation_state.messages == []
+def test_arguments_that_are_not_json_are_shown_like_every_call(runtime: LilyRuntime) -> None:
+    sink, _ = run(runtime, "x", reply("", ToolCall("c", "read", "{not json")), reply("sorry"))
+    assert sink.notices == ["Tool read: not run: its arguments are not a JSON object"]
+
+
+def test_tools_run_off_the_event_loop(workspace: Path, environ: dict[str, str]) -> None:
+    seen: list[bool] = []
+
+    def probe(args: NoArgs, ctx: ToolContext) -> str:
+        try:
+            asyncio.get_running_loop()
+            seen.append(True)
+        except RuntimeError:
+            seen.append(False)
+        return "probed"
+
+    registry = default_registry()
+    registry.register(Tool("probe", "Probe.", NoArgs, probe))
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "scripted/test"},
+                                registry=registry)
+    run(runtime, "x", reply("", call("probe")), reply("done"))
+    assert seen == [False]  # no event loop in the thread the tool ran in

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import skill_text, write_skill
-from tests.kernel.conftest import LilyProcess, lily_kernel
+from tests.kernel.conftest import WITHOUT_LOCAL_MODEL, LilyProcess, lily_kernel
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
 SECRET = "sk-kernel-test-SECRET-0987654321"
@@ -39,11 +39,15 @@ def all_text(execution: object) -> str:
 def test_no_model_configured_is_a_clear_error_and_commands_still_work(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    with lily_kernel(workspace, tmp_path / "home") as kernel:
+    with lily_kernel(workspace, tmp_path / "home", **WITHOUT_LOCAL_MODEL) as kernel:
         chat = kernel.execute("What can you do?")
         assert chat.status == "error"
         assert chat.reply["ename"] == "ModelNotConfiguredError"
-        assert chat.reply["evalue"].startswith("Error: no model configured. Set LILY_MODEL")
+        first, second, *_rest = chat.reply["evalue"].split("\n")
+        assert first == "Error: no model configured."
+        assert second.startswith("The embedded local model is not installed.")
+        assert "pip install 'lily-kernel[local]'" in chat.reply["evalue"]
+        assert "set LILY_MODEL" in chat.reply["evalue"]
         assert chat.reply["traceback"] == [chat.reply["evalue"]]
         assert kernel.execute("/skills").status == "ok"
 
@@ -58,7 +62,11 @@ def test_streamed_reply_is_one_display_updated_in_place(chat_kernel: LilyProcess
     assert len(first) == 1 and updates, [m["msg_type"] for m in run.outputs]
     display_id = first[0]["transient"]["display_id"]
     assert all(u["transient"]["display_id"] == display_id for u in updates)
-    assert updates[-1]["data"]["text/markdown"] == "Streaming works in the notebook."
+    # The answer, then the usage footer (the model's name is hidden here: it is part of
+    # the test's key, and no 8 characters of a key reach the notebook).
+    assert updates[-1]["data"]["text/markdown"] == (
+        "Streaming works in the notebook.\n\n<sub>openai/[redacted] · 11 tokens in, 7 out</sub>")
+    assert updates[-1]["data"]["text/plain"].endswith("\n\n-- openai/[redacted] · 11 tokens in, 7 out")
     assert len(first[0]["data"]["text/markdown"]) < len("Streaming works in the notebook.")
     assert server.requests[-1]["messages"][-1] == {"role": "user", "content": "Say something"}
 
@@ -69,7 +77,8 @@ def test_model_selected_skill_is_shown(chat_kernel: LilyProcess, server: OpenAIS
     run = chat_kernel.execute("shout hello")
     assert run.status == "ok"
     assert "Skill: echo (selected by the model)" in run.plain
-    assert run.of_type("update_display_data")[-1]["data"]["text/markdown"] == "HELLO"
+    answer = run.of_type("update_display_data")[-1]["data"]["text/markdown"]
+    assert answer.split("\n\n<sub>")[0] == "HELLO"
     assert "Body of Echo in uppercase" in server.requests[-1]["messages"][-1]["content"]
 
 
@@ -83,6 +92,27 @@ def test_provider_fault_is_named_and_the_key_never_shows(chat_kernel: LilyProces
     log = next((chat_kernel.workspace / ".lily" / "sessions").glob("*.jsonl")).read_text()
     assert SECRET not in log
     assert chat_kernel.execute("/help").status == "ok"
+
+
+def leaked_runs(text: str, secret: str, size: int = 8) -> list[str]:
+    """Every run of `size` consecutive characters of `secret` found in `text`."""
+    return [secret[i:i + size] for i in range(len(secret) - size + 1)
+            if secret[i:i + size] in text]
+
+
+@pytest.mark.parametrize("reply", [
+    Reply(status=401, error_message="Incorrect API key provided:", echo_key_from=3),
+    Reply(status=400, error_message="key ends with", echo_key_from=len(SECRET) - 10),
+    Reply(text="Your key is", echo_key_from=3),
+], ids=["401-without-prefix", "400-tail", "reply-text"])
+def test_partial_key_echoes_never_reach_the_notebook_or_the_log(
+        chat_kernel: LilyProcess, server: OpenAIServer, reply: Reply) -> None:
+    server.script(reply)
+    run = chat_kernel.execute("hello?")
+    assert "[redacted]" in all_text(run)
+    assert leaked_runs(all_text(run), SECRET) == []
+    log = next((chat_kernel.workspace / ".lily" / "sessions").glob("*.jsonl")).read_text()
+    assert leaked_runs(log, SECRET) == []
 
 
 def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServer) -> None:
@@ -113,4 +143,5 @@ def test_golden_style_stream_off(tmp_path: Path, server: OpenAIServer) -> None:
         run = kernel.execute("hi")
         assert run.status == "ok"
         assert run.of_type("update_display_data") == []
-        assert [d["text/markdown"] for d in run.displays] == ["One final display."]
+        assert [d["text/markdown"].split("\n\n<sub>")[0] for d in run.displays] == [
+            "One final display."]

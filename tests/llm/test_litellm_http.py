@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,9 @@ SECRET = "AIzaTEST-do-not-leak-0987654321"
 
 
 @pytest.fixture
-def server() -> OpenAIServer:
+def server() -> Iterator[OpenAIServer]:
     with OpenAIServer() as srv:
-        yield srv  # type: ignore[misc]
+        yield srv
 
 
 @pytest.fixture
@@ -150,6 +151,38 @@ def test_non_transient_faults_are_named_and_not_retried(
     assert SECRET not in log and f'"outcome": "{kind}"' in log
 
 
+HTML = "<html><body><h1>Welcome to nginx!</h1></body></html>"
+
+
+@pytest.mark.parametrize(("stream", "reply", "kind", "words"), [
+    # The HTTP status decides first: 401 and 403 are authentication, whatever the body.
+    (True, Reply(status=403, error_message="Forbidden"), "auth", "authentication failed"),
+    (False, Reply(status=403, error_message="Forbidden"), "auth", "authentication failed"),
+    (True, Reply(status=401, error_message="Invalid API key",
+                 error_type="invalid_request_error"), "auth", "authentication failed"),
+    # What went wrong is said, not "the stream ended before the answer was finished".
+    (True, Reply(body="{not json"), "bad_response", "an application/json body (HTTP 200)"),
+    (True, Reply(body=HTML, content_type="text/html"), "bad_response",
+     "an HTML page (HTTP 200)"),
+    (False, Reply(body=HTML, content_type="text/html"), "bad_response",
+     "Received: '<html>"),
+    (True, Reply(empty=True), "bad_response", "ended without any answer (no choices"),
+    (False, Reply(empty=True), "bad_response", "the response has no choices"),
+    (True, Reply(truncate=True, text="abcdefghijkl", pieces=6), "bad_response",
+     "the stream ended before the answer was finished"),
+])
+def test_faults_say_what_happened(make_runtime, server: OpenAIServer, stream: bool,
+                                  reply: Reply, kind: str, words: str) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime(LILY_STREAM="1" if stream else "0")
+    server.script(reply, Reply(text="a retry would get this"))
+    with pytest.raises(ModelError) as err:
+        run(runtime, "hi")
+    assert err.value.kind == kind, str(err.value)
+    assert words in str(err.value)
+    assert "ended before the answer was finished" not in str(err.value) or reply.truncate
+    assert len(server.requests) == 1  # none of these is retried
+
+
 @pytest.mark.parametrize(("status", "kind"), [(429, "rate_limit"), (500, "server"),
                                               (503, "server")])
 def test_transient_faults_are_retried_then_succeed(make_runtime, server: OpenAIServer,
@@ -218,3 +251,52 @@ def test_slow_stream_is_cancelled_and_the_session_goes_on(make_runtime, server: 
     assert sink.replies == [] and sink.streamed[0].startswith("word")
     assert runtime.session.conversation_state.messages == []
     assert run(runtime, "still there?").replies == ["next"]
+
+
+def test_a_bug_in_lily_is_not_reported_as_a_provider_fault(
+    make_runtime, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """Only exceptions of the provider stack become ModelError; Lily's own keep their
+    type and traceback (bug: 'bad response ... run the cell again', traceback dropped)."""
+    from lily_kernel.llm import litellm_model
+
+    def broken(response: object, finish_reason: object) -> None:
+        raise TypeError("a bug in Lily's response conversion")
+
+    monkeypatch.setattr(litellm_model, "_to_response", broken)
+    runtime = make_runtime(LILY_STREAM="0")
+    server.script(Reply(text="fine"))
+    with pytest.raises(TypeError, match="a bug in Lily"):
+        run(runtime, "hi")
+    assert len(server.requests) == 1  # and not retried as if transient
+
+
+def test_a_provider_fault_keeps_its_cause(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
+    runtime = make_runtime()
+    server.script(Reply(status=404, error_message="The model does not exist"))
+    with pytest.raises(ModelError) as err:
+        run(runtime, "hi")
+    assert err.value.kind == "not_found"
+    assert type(err.value.__cause__).__module__.startswith("litellm")
+
+
+def test_every_litellm_exception_name_lily_relies_on_exists() -> None:
+    """The fault table looks litellm's classes up by name: a pinned name that
+    disappears must fail here, not silently stop classifying."""
+    from lily_kernel.llm.litellm_model import LITELLM_FAULTS, import_litellm
+
+    litellm = import_litellm()
+    missing = [name for name, _ in LITELLM_FAULTS if not isinstance(
+        getattr(litellm.exceptions, name, None), type)]
+    assert missing == []
+
+
+def test_the_warm_up_imports_exist_in_the_pinned_litellm() -> None:
+    """The background warm-up names modules of litellm and its stack; a rename would
+    make the first chat cell slow again without any error."""
+    import sys
+
+    from lily_kernel.llm.litellm_model import warm_up_imports
+
+    warm_up_imports()
+    assert "litellm.litellm_core_utils.default_encoding" in sys.modules

@@ -3,6 +3,7 @@ everything else re-run against the current files; identical or the first diverge
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 from lily_kernel.cli.main import main
 from lily_kernel.errors import ModelError
+from lily_kernel.llm import ScriptedModel
 from lily_kernel.runtime.replay import ReplayError, replay_session
 from tests.conftest import write_skill
 from tests.llm.test_skill_tools import LOAD, SCRIPT_CALL, Sink, call, reply, run, start
@@ -103,3 +105,22 @@ def test_bad_logs_are_clear_errors(tmp_path: Path) -> None:
     other.write_text(json.dumps({"event": "command", "data": {}}) + "\n")
     with pytest.raises(ReplayError, match="not a Lily session log"):
         replay_session(other)
+
+
+def test_a_model_without_tools_replays_its_selection_step(workspace, environ) -> None:
+    """The embedded model cannot call tools: its skill is declared in a structured step
+    (step "select"). Replay feeds that step too, and knows the model had no tools."""
+    runtime = start(workspace, environ)
+    model = ScriptedModel(reply('{"skill": "formfill"}'), reply("Name and date, please."),
+                          name="local/smol.gguf", supports_tools=False, context_window=8192)
+    runtime.model = model
+    asyncio.run(runtime.run_cell("I need a form filled", Sink()))
+    runtime.close()
+    assert runtime.log.path is not None
+    log = runtime.log.path
+    steps = [json.loads(line)["data"].get("step") for line in log.read_text().splitlines()
+             if '"event": "model_call"' in line]
+    assert steps == ["select", 1]
+    assert model.requests[1].tools == []  # no tools were offered to it
+    report = replay_session(log)
+    assert report.identical, report.describe()

@@ -35,7 +35,7 @@ class Sink:
 
     def stream(self, markdown: str) -> None: ...
 
-    def reply(self, markdown: str) -> None:
+    def reply(self, markdown: str, footer: str | None = None) -> None:
         self.replies.append(markdown)
 
     def notice(self, text: str) -> None:

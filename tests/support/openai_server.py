@@ -3,7 +3,10 @@
 Tests (and benchmarks) point litellm at it with `model="openai/<name>"` and
 `api_base=server.base_url`. Every request body is recorded, so tests assert on what
 the model was sent. Replies are scripted in order: text, tool calls, HTTP faults,
-malformed or truncated streams, slow streams. Standard library only; binds 127.0.0.1.
+malformed or truncated streams, slow streams, bodies that are not JSON (or HTML with
+status 200), replies without choices, and echoes of the caller's key (whole or without
+its prefix). `default` answers any request nothing was scripted for. Standard library
+only; binds 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -38,7 +41,10 @@ class Reply:
     pieces: int = 3  # how many chunks the text is split into when streaming
     malformed: bool = False  # a stream chunk that is not JSON
     truncate: bool = False  # stream stops mid-way without finish_reason or [DONE]
-    empty: bool = False  # a 200 response with no choices at all
+    empty: bool = False  # a 200 response with no choices at all (streamed: chunks without)
+    body: str | None = None  # a raw body sent as is with `status` (malformed JSON, HTML)
+    content_type: str = "application/json"  # of `body`
+    echo_key_from: int | None = None  # append the caller's key from this index (4: no `sk-x`)
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
     )
@@ -47,7 +53,8 @@ class Reply:
 class OpenAIServer:
     """Start with `with OpenAIServer() as server:`; script replies with `server.script(...)`."""
 
-    def __init__(self) -> None:
+    def __init__(self, default: Reply | None = None) -> None:
+        self.default = default
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -59,7 +66,7 @@ class OpenAIServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -81,23 +88,32 @@ class OpenAIServer:
             self.headers.append(headers)
             if self.replies:
                 return self.replies.popleft()
+        if self.default is not None:
+            return self.default
         return Reply(status=500, error_message="the test server has no scripted reply left")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output clean
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 reply = server._next(body, {k.lower(): v for k, v in self.headers.items()})
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.echo_key_from is not None:
+                    key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    echoed = key[reply.echo_key_from:]
+                    reply = replace(reply, error_message=f"{reply.error_message} {echoed}",
+                                    text=f"{reply.text} {echoed}" if reply.text else "")
                 try:
-                    if reply.status != 200:
+                    if reply.body is not None:
+                        self._raw(reply)
+                    elif reply.status != 200:
                         self._error(reply)
                     elif body.get("stream"):
                         self._stream(body, reply)
@@ -110,6 +126,14 @@ class OpenAIServer:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _raw(self, reply: Reply) -> None:
+                data = reply.body.encode() if reply.body is not None else b""
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -174,6 +198,8 @@ def _chunks(body: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
+    if reply.empty:  # chunks that carry no choice at all, then the end of the stream
+        return [{**base, "choices": []}, {**base, "choices": [], "usage": reply.usage}]
     out = [chunk({"role": "assistant", "content": ""})]
     out += [chunk({"content": piece}) for piece in _split(reply.text, reply.pieces)]
     for index, call in enumerate(reply.tool_calls):

@@ -1,0 +1,90 @@
+"""Benchmark: `lily skills --json` and `lily validate` as whole processes vs skills-ref.
+
+    .venv/bin/python benchmarks/cli_processes.py [--runs 7]
+
+What a person waits for at the shell: interpreter start, imports and the work, over
+`../shared/corpus` copied into one root of real folders (1,102 skills). The baseline is
+the Agent Skills reference validator (PyPI skills-ref) as a whole process over the same
+folders: its `agentskills validate` command takes one folder, so the baseline process
+runs its validator (`skills_ref.validator.validate`) over every folder. The three
+commands alternate; medians over --runs. Target: Lily >= 4x faster.
+Also printed: one folder each (`lily validate DIR` vs `agentskills validate DIR`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+BIN = Path(sys.executable).parent
+SKILLS_REF = ("import sys, pathlib\n"
+              "from skills_ref.validator import validate\n"
+              "root = pathlib.Path(sys.argv[1])\n"
+              "problems = [validate(p) for p in sorted(root.iterdir())]\n"
+              "print(sum(1 for p in problems if p))\n")
+
+
+def timed(command: list[str], env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    return time.perf_counter() - began
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    if not CORPUS.is_dir():
+        print(f"no corpus at {CORPUS}", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp) / "ws"
+        root = workspace / "skills"
+        root.mkdir(parents=True)
+        for path in sorted(CORPUS.glob("*/*/SKILL.md")):
+            target = root / f"{path.parent.parent.name}__{path.parent.name}"
+            target.mkdir()
+            (target / "SKILL.md").write_bytes(path.read_bytes())
+        empty = Path(tmp) / "empty"
+        empty.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
+        env.update(HOME=str(empty), LILY_EVENT_LOG="0")
+        one = next(root.iterdir())
+        commands = {
+            "lily skills --json": [str(BIN / "lily"), "skills", "--json", "--workspace",
+                                   str(workspace), "--user-dir", str(empty),
+                                   "--bundled-dir", str(empty)],
+            "lily validate ROOT": [str(BIN / "lily"), "validate", str(root)],
+            "skills-ref over ROOT": [sys.executable, "-c", SKILLS_REF, str(root)],
+            "lily validate DIR": [str(BIN / "lily"), "validate", str(one)],
+            "agentskills validate DIR": [str(BIN / "agentskills"), "validate", str(one)],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for command in commands.values():
+            timed(command, env)  # warm the page cache
+        for _ in range(args.runs):
+            for name, command in commands.items():
+                times[name].append(timed(command, env))
+    med = {name: statistics.median(values) for name, values in times.items()}
+    for name, value in med.items():
+        print(f"{name}: median {value * 1000:.0f} ms")
+    ref = med["skills-ref over ROOT"]
+    print(f"ratio skills-ref / lily skills --json: {ref / med['lily skills --json']:.1f}x "
+          "(target >= 4x)")
+    print(f"ratio skills-ref / lily validate: {ref / med['lily validate ROOT']:.1f}x "
+          "(target >= 4x)")
+    print(f"one folder: agentskills / lily validate: "
+          f"{med['agentskills validate DIR'] / med['lily validate DIR']:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""The embedded model, measured as a person meets it: through a real Lily kernel.
+
+    .venv/bin/python benchmarks/local_model.py [--skills 60]
+
+Nothing is configured, so the kernel answers with the embedded SmolLM2-135M (llama.cpp,
+2 cores here). For the quickstart's workspace and for a generated workspace of
+`--skills` skills, it reports:
+
+- time to the first answer token of turn 1 (a fresh kernel; the skill-selection step
+  included), of turn 1 in a second fresh kernel on the same workspace (the system
+  context's saved state restored: "seen before"), and of turn 2;
+- how long the stop button takes during prompt evaluation and during generation;
+- the kernel's RSS after the model is loaded;
+- in-process: load time, prompt and decode tokens per second, and, as the baseline in
+  the same run, raw llama-cpp-python (`Llama.create_chat_completion`, same file, same
+  context and threads) on the same first request: Lily's time to first token / raw's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+from kernel_common import TIMEOUT, bench_env, generate_workspace, started
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lily_kernel.llm.base import ChatRequest  # noqa: E402
+from lily_kernel.llm.local_files import find_embedded_model, local_model_file  # noqa: E402
+from lily_kernel.llm.local_model import LocalModel, _threads  # noqa: E402
+from lily_kernel.runtime import LilyRuntime  # noqa: E402
+
+QUESTION = "Hello! What can you help me with?"
+FOLLOW_UP = "Thanks. Say that again in one sentence."
+LONG_STORY = "Write a very long story about a cat who sails around the world, in many chapters."
+
+
+def _first_token_seconds(kernel: Any, code: str) -> float:
+    """Seconds from sending `code` to the first display of the answer's text."""
+    began = time.perf_counter()
+    msg_id = kernel.kc.execute(code)
+    first = None
+    while True:
+        msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT * 4)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind = msg["msg_type"]
+        if first is None and kind in ("display_data", "update_display_data") and \
+                "text/markdown" in msg["content"]["data"]:
+            first = time.perf_counter() - began
+        if kind == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    reply = kernel.kc.get_shell_msg(timeout=TIMEOUT)
+    if reply["content"]["status"] != "ok" or first is None:
+        raise RuntimeError(f"{code!r} failed: {reply['content']}")
+    return first
+
+
+def _stop_seconds(kernel: Any, code: str, when: str) -> float:
+    """Interrupt `code` during prompt evaluation ("prompt": 0.3 s after sending a
+    long message) or generation ("generation": at the first answer text); seconds
+    from the interrupt to the cell's KeyboardInterrupt reply."""
+    msg_id = kernel.kc.execute(code)
+    if when == "prompt":
+        time.sleep(0.3)
+    else:
+        while True:
+            msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT * 4)
+            if msg["parent_header"].get("msg_id") == msg_id and \
+                    msg["msg_type"] == "update_display_data":
+                break
+    asked = time.perf_counter()
+    kernel.km.interrupt_kernel()
+    reply = kernel.kc.get_shell_msg(timeout=TIMEOUT)
+    took = time.perf_counter() - asked
+    if reply["content"].get("ename") != "KeyboardInterrupt":
+        raise RuntimeError(f"the interrupt did not stop the cell: {reply['content']}")
+    while True:  # let the kernel go idle before the next cell
+        msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" \
+                and msg["content"]["execution_state"] == "idle":
+            return took
+
+
+def measure_kernel(workspace: Path, home: Path) -> dict[str, float]:
+    env = bench_env(home)
+    figures: dict[str, float] = {}
+    with started("lily", workspace, env) as kernel:
+        figures["turn 1 first token"] = _first_token_seconds(kernel, QUESTION)
+        figures["turn 2 first token"] = _first_token_seconds(kernel, FOLLOW_UP)
+        figures["kernel RSS after load (MiB)"] = psutil.Process(kernel.pid).memory_info().rss / 2**20
+        long_message = "Summarise these notes. " + " ".join(
+            f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(300))
+        figures["stop during prompt evaluation"] = _stop_seconds(kernel, long_message, "prompt")
+        figures["stop during generation"] = _stop_seconds(kernel, LONG_STORY, "generation")
+    with started("lily", workspace, env) as kernel:  # same workspace, its prefix saved
+        figures["turn 1 first token, seen before"] = _first_token_seconds(kernel, QUESTION)
+    return figures
+
+
+def first_request(workspace: Path) -> ChatRequest:
+    """The answer request Lily would send for QUESTION there (system context + message)."""
+    runtime = LilyRuntime.start(workspace, {"LILY_EVENT_LOG": "0", "HOME": str(workspace)})
+    from lily_kernel.prompting import build_model_request
+
+    request = build_model_request(
+        persona=runtime.session.persona, snapshot=runtime.session.skill_snapshot,
+        history=[], user_text=QUESTION, tool_schemas=[], catalog_max_chars=30_000,
+        tool_calls=False)
+    return ChatRequest(list(request.messages), max_tokens=64)
+
+
+def measure_in_process(workspace: Path) -> dict[str, float]:
+    import llama_cpp
+
+    file = local_model_file("local")
+    assert file is not None
+    figures: dict[str, float] = {}
+    request = first_request(workspace)
+
+    began = time.perf_counter()
+    raw = llama_cpp.Llama(model_path=str(file.path), n_ctx=0, n_threads=_threads(),
+                          n_threads_batch=_threads(), seed=0, verbose=False)
+    figures["raw llama-cpp-python load"] = time.perf_counter() - began
+    began = time.perf_counter()
+    stream: Any = raw.create_chat_completion(messages=request.messages,  # type: ignore[arg-type]
+                                             max_tokens=64, temperature=0.2, stream=True)
+    for chunk in stream:
+        if chunk["choices"][0]["delta"].get("content"):
+            figures["raw first token (baseline)"] = time.perf_counter() - began
+            break
+    del stream, raw
+
+    model = LocalModel(file, prefix_cache=None)
+    began = time.perf_counter()
+    model.load()
+    figures["Lily load"] = time.perf_counter() - began
+    prompt_tokens = len(model._tokens(request.messages))  # measuring: what the model reads
+    firsts: list[float] = []
+
+    async def answer() -> Any:
+        began = time.perf_counter()
+
+        def on_text(_text: str) -> None:
+            if not firsts:
+                firsts.append(time.perf_counter() - began)
+
+        response = await model.complete(request, on_text)
+        return response, time.perf_counter() - began
+
+    _, _ = asyncio.run(answer())
+    figures["Lily first token"] = firsts[0]
+    figures["prompt tokens"] = prompt_tokens
+    figures["prompt tokens/s"] = prompt_tokens / firsts[0]
+    long = ChatRequest([*request.messages[:-1], {"role": "user", "content": LONG_STORY}],
+                       max_tokens=200)
+    model._llama.reset()  # a cold prompt, then a timed decode
+    firsts.clear()
+
+    async def decode() -> tuple[int, float]:
+        marks: list[float] = []
+        response = await model.complete(long, lambda _t: marks.append(time.perf_counter()))
+        return response.usage.completion_tokens, marks[-1] - marks[0] if len(marks) > 1 else 0.0
+
+    tokens, seconds = asyncio.run(decode())
+    figures["decode tokens"] = tokens
+    figures["decode tokens/s"] = (tokens - 1) / seconds if seconds else float("nan")
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skills", type=int, default=60)
+    args = parser.parse_args()
+    if find_embedded_model() is None:
+        print("the embedded model is not installed (./setup.sh installs it)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        quickstart = root / "quickstart"
+        shutil.copytree(REPO / "notebooks", quickstart,
+                        ignore=shutil.ignore_patterns("golden", ".lily", "*.ipynb"))
+        generated = generate_workspace(root / "generated", args.skills)
+        rows: list[tuple[str, dict[str, float]]] = []
+        for label, workspace in (("quickstart", quickstart),
+                                 (f"{args.skills} skills", generated)):
+            figures = measure_kernel(workspace, root / f"home-{label}")
+            figures.update(measure_in_process(workspace))
+            rows.append((label, figures))
+    for label, figures in rows:
+        print(f"== {label}")
+        for key, value in figures.items():
+            unit = "" if "tokens" in key or "MiB" in key else " s"
+            print(f"  {key:38} {value:9.2f}{unit}")
+        ratio = figures["Lily first token"] / figures["raw first token (baseline)"]
+        print(f"  {'first token, Lily / raw llama-cpp':38} {ratio:9.2f}x")
+    print(f"threads: {_threads()}, load: {statistics.mean([f['Lily load'] for _, f in rows]):.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""The embedded ChatModel: a GGUF file run in-process by llama.cpp (llama-cpp-python).
+
+- Loaded on the first conversational cell (in a worker thread), kept for the session.
+  The weights are memory-mapped (llama.cpp's default), so notebooks share them.
+- Generation runs in a worker thread; text reaches the event loop as it is produced.
+  The stop button sets a flag checked between prompt batches and between tokens, so a
+  cell stops within one batch; a lock makes the next call wait for that batch.
+- The prompt is evaluated in batches on top of what the model already holds (llama.cpp's
+  KV cache): a follow-up turn only reads what is new. The system context's state is
+  also saved under the digest of its tokens, so a new kernel with the same persona and
+  catalog starts from it instead of re-reading it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from lily_kernel.errors import ModelError
+from lily_kernel.llm.base import ChatRequest, ChatResponse, Usage
+from lily_kernel.llm.local_files import LocalModelFile, check_gguf
+
+__all__ = ["LocalModel"]
+
+EVAL_BATCH = 96  # tokens per prompt batch: the stop button waits at most one (~0.3 s here)
+SAVED_PREFIX_MIN = 256  # shorter system contexts are cheaper to read than to restore
+SAVED_PREFIXES_KEPT = 4
+_CHATML = (  # for a GGUF without a chat template
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+class _StoppedError(Exception):
+    """The person pressed stop; the worker thread gives up at the next check."""
+
+
+def _threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _common_prefix(held: Sequence[int], tokens: Sequence[int]) -> int:
+    count = 0
+    for a, b in zip(held, tokens, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+class LocalModel:
+    """A ChatModel backed by llama.cpp. It cannot call tools; it can follow a JSON schema."""
+
+    supports_tools = False
+
+    def __init__(
+        self,
+        file: LocalModelFile,
+        *,
+        context_window: int | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        prefix_cache: Path | None = None,
+    ) -> None:
+        self.name = file.name
+        self.file = file
+        self.temperature = 0.2 if temperature is None else temperature
+        self.max_tokens = max_tokens
+        self.prefix_cache = prefix_cache
+        self._requested_window = context_window
+        self._llama: Any = None
+        self._format: Any = None
+        self._stop_strings: list[str] = []
+        self._lock = threading.Lock()
+        self.load_seconds: float | None = None
+
+    # --- loading -----------------------------------------------------------------
+
+    @property
+    def context_window(self) -> int | None:
+        return self._llama.n_ctx() if self._llama is not None else None
+
+    def load(self) -> None:
+        """Load the file (blocking: call it off the event loop). ModelError if it can't."""
+        with self._lock:
+            self._load()
+
+    def _load(self) -> None:
+        if self._llama is not None:
+            return
+        import time
+
+        started = time.perf_counter()
+        path = self.file.path
+        try:
+            check_gguf(path)
+            import llama_cpp
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=self._requested_window or 0,  # 0: the context the model was trained for
+                n_batch=512,
+                n_threads=_threads(),
+                n_threads_batch=_threads(),
+                seed=0,
+                use_mmap=True,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelError(
+                "local_model",
+                f"Error: the local model could not be loaded from {path}: {exc}. "
+                "Check the file (LILY_MODEL=local/<file.gguf>), or unset LILY_MODEL to use "
+                "the embedded model.",
+            ) from exc
+        model = llama._model
+        eos = llama.token_eos()
+        eos_text = model.token_get_text(eos) if eos != -1 else ""
+        bos = llama.token_bos()
+        template = llama.metadata.get("tokenizer.chat_template") or _CHATML
+        self._format = Jinja2ChatFormatter(
+            template=template, eos_token=eos_text,
+            bos_token=model.token_get_text(bos) if bos != -1 else "",
+        )
+        self._stop_strings = [eos_text] if eos_text else []
+        self._llama = llama
+        self.load_seconds = time.perf_counter() - started
+
+    # --- the seam ------------------------------------------------------------------
+
+    async def complete(self, request: ChatRequest, on_text: Callable[[str], None]) -> ChatResponse:
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+
+        def deliver(text: str) -> None:
+            if not stop.is_set():
+                on_text(text)
+
+        def emit(text: str) -> None:
+            if not stop.is_set():
+                loop.call_soon_threadsafe(deliver, text)
+
+        work = loop.run_in_executor(None, self._generate, request, emit, stop)
+        try:
+            return await work
+        except asyncio.CancelledError:
+            stop.set()  # the thread stops at its next check; the next call waits for it
+            raise
+        except _StoppedError:  # pragma: no cover - only after stop was set, i.e. cancelled
+            raise asyncio.CancelledError from None
+
+    # --- the worker thread ----------------------------------------------------------
+
+    def _tokens(self, messages: list[dict[str, Any]], generation: bool = True) -> list[int]:
+        self._format.add_generation_prompt = generation
+        text = self._format(messages=messages).prompt
+        return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def _prefix_length(self, messages: list[dict[str, Any]], tokens: list[int]) -> int:
+        """How many leading tokens are the system context (0 if the template does not
+        render it as a prefix of the whole prompt)."""
+        if not messages or messages[0].get("role") != "system":
+            return 0
+        head = self._tokens(messages[:1], generation=False)
+        return len(head) if tokens[: len(head)] == head else 0
+
+    def _generate(
+        self, request: ChatRequest, emit: Callable[[str], None], stop: threading.Event
+    ) -> ChatResponse:
+        with self._lock:
+            if stop.is_set():
+                raise _StoppedError
+            self._load()
+            llama = self._llama
+            messages = [{"role": m["role"], "content": m.get("content") or ""}
+                        for m in request.messages]
+            tokens = self._tokens(messages)
+            window = llama.n_ctx()
+            if len(tokens) >= window:
+                raise ModelError(
+                    "context_window",
+                    f"Error: the request is {len(tokens):,} tokens, more than the local "
+                    f"model's {window:,}-token context window.")
+            self._evaluate(tokens, self._prefix_length(messages, tokens), stop)
+            room = window - len(tokens)
+            limit = min(room, request.max_tokens or self.max_tokens or room)
+            grammar = None
+            if request.json_schema is not None:
+                from llama_cpp.llama_grammar import LlamaGrammar
+
+                grammar = LlamaGrammar.from_json_schema(json.dumps(request.json_schema),
+                                                        verbose=False)
+            sampled = 0
+
+            def keep_going(_ids: Any, _logits: Any) -> bool:
+                nonlocal sampled
+                sampled += 1
+                return stop.is_set()  # True ends generation
+
+            from llama_cpp import StoppingCriteriaList
+
+            pieces: list[str] = []
+            finish: str | None = None
+            for chunk in llama.create_completion(
+                prompt=tokens, max_tokens=limit, temperature=self.temperature,
+                repeat_penalty=1.1, stop=self._stop_strings, stream=True, grammar=grammar,
+                stopping_criteria=StoppingCriteriaList([keep_going]),
+            ):
+                choice = chunk["choices"][0]
+                if choice.get("text"):
+                    pieces.append(choice["text"])
+                    emit(choice["text"])
+                finish = choice.get("finish_reason") or finish
+            if stop.is_set():
+                raise _StoppedError
+            return ChatResponse(
+                text="".join(pieces),
+                usage=Usage(prompt_tokens=len(tokens), completion_tokens=sampled),
+                finish_reason=finish,
+                cost=0.0,
+            )
+
+    def _evaluate(self, tokens: list[int], prefix: int, stop: threading.Event) -> None:
+        """Bring the model's state to all prompt tokens but the last (which generation
+        evaluates itself), reading only what it does not hold yet, in stoppable batches."""
+        llama = self._llama
+        target = tokens[:-1]
+        held = _common_prefix(llama._input_ids.tolist(), target)
+        restored = False
+        if held < prefix and prefix >= SAVED_PREFIX_MIN and self.prefix_cache is not None:
+            restored = self._restore_prefix(tokens[:prefix])
+            # A failed restore may have emptied the cache: start from what is still held.
+            held = prefix if restored else min(held, llama.n_tokens)
+        llama.n_tokens = held  # eval() drops whatever the cache holds past this point
+        position = held
+        while position < len(target):
+            if stop.is_set():
+                raise _StoppedError
+            end = min(len(target), position + EVAL_BATCH)
+            if position < prefix < end:
+                end = prefix  # stop at the boundary, so the system context can be saved
+            llama.eval(target[position:end])
+            position = end
+            if (position == prefix and not restored and prefix >= SAVED_PREFIX_MIN
+                    and self.prefix_cache is not None):
+                self._save_prefix(tokens[:prefix])
+
+    # --- the system context, kept across kernels ------------------------------------
+
+    def _prefix_file(self, tokens: list[int]) -> Path:
+        import llama_cpp
+
+        assert self.prefix_cache is not None
+        stat = self.file.path.stat()
+        digest = hashlib.sha256(
+            f"{self.file.path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|"
+            f"{llama_cpp.__version__}|".encode()
+            + b"".join(t.to_bytes(4, "little", signed=True) for t in tokens)
+        ).hexdigest()
+        return self.prefix_cache / f"{digest}.kv"
+
+    def _save_prefix(self, tokens: list[int]) -> None:
+        import llama_cpp
+
+        path = self._prefix_file(tokens)
+        try:
+            self.prefix_cache.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+            partial = path.with_suffix(".partial")
+            array = (llama_cpp.llama_token * len(tokens))(*tokens)
+            if llama_cpp.llama_state_seq_save_file(
+                    self._llama.ctx, str(partial).encode(), 0, array, len(tokens)):
+                partial.replace(path)
+            saved = sorted(self.prefix_cache.glob("*.kv"),  # type: ignore[union-attr]
+                           key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in saved[SAVED_PREFIXES_KEPT:]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+    def _restore_prefix(self, tokens: list[int]) -> bool:
+        import llama_cpp
+
+        path = self._prefix_file(tokens)
+        if not path.is_file():
+            return False
+        llama = self._llama
+        out = (llama_cpp.llama_token * len(tokens))()
+        count = ctypes.c_size_t(0)
+        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        loaded = llama_cpp.llama_state_seq_load_file(
+            llama.ctx, str(path).encode(), 0, out, len(tokens), ctypes.byref(count))
+        if not loaded or count.value != len(tokens) or list(out) != tokens:
+            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            llama.n_tokens = 0
+            return False
+        llama.input_ids[: len(tokens)] = tokens
+        llama.n_tokens = len(tokens)
+        os.utime(path)  # most recently used: kept longest
+        return True

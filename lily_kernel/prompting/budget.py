@@ -1,0 +1,94 @@
+"""Fit a request into the model's context window. Pure: sizes in, decisions out.
+
+Sizes are estimated from characters (CHARS_PER_TOKEN, deliberately low so the estimate
+errs on the long side) rather than counted with the model's tokenizer: the budget is
+then the same for every model and the same on every machine, and needs no model loaded.
+
+- The system context (persona, rules, catalog) may take at most SYSTEM_SHARE of the
+  window; the catalog gets what the persona and rules leave of that.
+- The answer keeps a reserve (the configured max_tokens, else ANSWER_SHARE of the window).
+- The history gets the rest: the oldest complete turns are left out until it fits,
+  never part of a turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "FittedMessages",
+    "answer_reserve",
+    "catalog_budget",
+    "estimate_tokens",
+    "fit_messages",
+]
+
+CHARS_PER_TOKEN = 3  # English runs ~4 characters a token; 3 leaves room for code and JSON
+SYSTEM_SHARE = 0.5
+ANSWER_SHARE = 0.25
+ANSWER_RESERVE_MAX = 2048
+MESSAGE_OVERHEAD = 8  # role markers and separators a chat template adds per message
+
+
+def estimate_tokens(messages: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> int:
+    total = 0
+    for message in messages:
+        text = message.get("content") or ""
+        for call in message.get("tool_calls") or ():
+            text += str(call.get("function", {}).get("arguments", ""))
+        total += -(-len(text) // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD
+    return total
+
+
+def answer_reserve(window: int, max_tokens: int | None) -> int:
+    """Tokens kept free for the answer."""
+    if max_tokens is not None:
+        return min(max_tokens, window // 2)
+    return min(ANSWER_RESERVE_MAX, int(window * ANSWER_SHARE))
+
+
+def catalog_budget(window: int | None, configured: int, system_without_catalog: str) -> int:
+    """Characters the catalog may take: the configured cap, lowered to fit the window."""
+    if window is None:
+        return configured
+    room = int(window * SYSTEM_SHARE) * CHARS_PER_TOKEN - len(system_without_catalog)
+    return max(0, min(configured, room))
+
+
+@dataclass(frozen=True)
+class FittedMessages:
+    """The messages to send, and how many earlier turns were left out to fit."""
+
+    messages: tuple[dict[str, Any], ...]
+    dropped_turns: int
+    estimated_tokens: int
+    fits: bool
+
+
+def _turn_starts(history: list[dict[str, Any]]) -> list[int]:
+    return [i for i, m in enumerate(history) if m.get("role") == "user"]
+
+
+def fit_messages(
+    messages: tuple[dict[str, Any], ...], window: int | None, reserve: int
+) -> FittedMessages:
+    """`messages` is system, history, new user message (in that order). Leave out the
+    oldest complete turns of the history until the whole fits in `window - reserve`.
+    `fits` is False when even system + the new message alone do not fit."""
+    total = estimate_tokens(messages)
+    if window is None:
+        return FittedMessages(messages, 0, total, True)
+    system, history, last = messages[0], list(messages[1:-1]), messages[-1]
+    limit = window - reserve
+    starts = _turn_starts(history)
+    dropped = 0
+    while total > limit and dropped < len(starts):
+        dropped += 1
+        cut = starts[dropped] if dropped < len(starts) else len(history)
+        total = estimate_tokens([system, *history[cut:], last])
+    kept = history[starts[dropped]:] if dropped < len(starts) else []
+    if dropped == 0:
+        kept = history
+    return FittedMessages((system, *kept, last), dropped, total, total <= limit)

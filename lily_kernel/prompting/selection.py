@@ -1,0 +1,80 @@
+"""Skill selection by structured declaration, for models that cannot call tools.
+
+One constrained step after the person's message: the model answers a JSON object that
+names one skill of the catalog or none. The step shares the conversation's prefix
+(system context, history, the person's message), so the answer that follows reuses what
+the model already read. Pure: the catalog in, messages and a schema out; the reply in,
+a `Selection` out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "SELECTION_MAX_TOKENS",
+    "Selection",
+    "parse_selection",
+    "selection_message",
+    "selection_schema",
+    "skill_body_message",
+]
+
+SELECTION_MAX_TOKENS = 64
+
+SELECTION_PROMPT = (
+    "Which one skill in <available_skills> fits the person's last message? Reply with "
+    'JSON only: {"skill": "<exact name>"}, or {"skill": null} when no skill clearly applies.'
+)
+
+
+def selection_message() -> dict[str, Any]:
+    return {"role": "system", "content": SELECTION_PROMPT}
+
+
+def selection_schema(names: tuple[str, ...]) -> dict[str, Any]:
+    """A JSON object with one key, `skill`: a listed name or null."""
+    return {
+        "type": "object",
+        "properties": {"skill": {"enum": [*names, None]}},
+        "required": ["skill"],
+        "additionalProperties": False,
+    }
+
+
+def skill_body_message(name: str, body: str) -> dict[str, Any]:
+    """The selected skill's SKILL.md, as the model reads it before answering."""
+    return {
+        "role": "user",
+        "content": (f"SKILL.md of '{name}':\n\n{body.strip()}\n\nFollow this skill to answer "
+                    "my message above."),
+    }
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the declaration said: a skill, none, or something that is not a choice."""
+
+    outcome: Literal["selected", "none", "unknown", "malformed"]
+    name: str | None = None
+    detail: str = ""
+
+
+def parse_selection(text: str, listed: tuple[str, ...]) -> Selection:
+    """Read the model's declaration; anything but a listed name or null is not a choice."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return Selection("malformed", detail=f"not JSON ({exc})")
+    if not isinstance(data, dict) or "skill" not in data:
+        return Selection("malformed", detail='not an object with a "skill" key')
+    name = data["skill"]
+    if name is None or (isinstance(name, str) and name.strip().lower() in ("", "none", "null")):
+        return Selection("none")
+    if not isinstance(name, str):
+        return Selection("malformed", detail=f'"skill" is not a name: {name!r}')
+    if name not in listed:
+        return Selection("unknown", name=name, detail=f"no skill named {name!r} in the catalog")
+    return Selection("selected", name=name)

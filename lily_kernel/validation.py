@@ -1,0 +1,289 @@
+"""Build a frozen dataclass from an untrusted mapping (YAML, environment), with plain typed checks.
+
+A concept is described once, as a dataclass: each field's type says what its key accepts,
+its metadata (`spec(...)`) the key's spelling when it differs from the attribute
+(`allowed-tools`), numeric bounds, and whether its sub-fields sit flat in the parent
+mapping. `build` reads that description; nothing else restates it. The checks are
+strict, as YAML types are (a quoted `'3'` is not an integer); text from environment
+variables is converted first by `parse_text`.
+
+Supported field types: str, int, float (an int is accepted), bool, Path (from a string),
+None, Literal[...], tuple[str, ...] (from a list), dict[str, Any] (string keys), Any,
+a nested dataclass (from a mapping), and unions of these.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+__all__ = ["ShapeError", "build", "field_keys", "parse_text", "spec"]
+
+T = TypeVar("T")
+
+_SPEC = "lily"
+
+
+def spec(
+    *,
+    key: str | None = None,
+    gt: float | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+    flat: bool = False,
+    label: str | None = None,
+) -> dict[str, Any]:
+    """Field metadata: `field(default=..., metadata=spec(key="allowed-tools"))`.
+
+    `label` is how people see the field (e.g. in `/help`); it defaults to the key.
+    """
+    return {_SPEC: {"key": key, "gt": gt, "ge": ge, "le": le, "flat": flat, "label": label}}
+
+
+class ShapeError(ValueError):
+    """A value does not fit its description: which key, what was expected, what came."""
+
+    def __init__(self, key: str, expected: str, value: Any, *, unknown: bool = False,
+                 missing: bool = False) -> None:
+        self.key = key
+        self.expected = expected
+        self.value = value
+        self.unknown = unknown
+        self.missing = missing
+        super().__init__(f"key '{key}': {self.problem}")
+
+    @property
+    def got(self) -> str:
+        """What came instead, by its YAML-level type name."""
+        return type(self.value).__name__
+
+    @property
+    def problem(self) -> str:
+        if self.unknown:
+            return "unknown key"
+        if self.missing:
+            return "required but missing"
+        return f"expected {self.expected} (got {self.got})"
+
+
+Check = Callable[[Any, str], Any]  # (value, key for messages) -> the converted value
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    attr: str
+    key: str
+    label: str
+    check: Check
+    flat: type | None  # a dataclass whose keys sit in the parent mapping
+    required: bool  # no default: the key must be present
+
+
+def _scalar(kind: type, expected: str) -> Check:
+    def check(value: Any, key: str) -> Any:
+        if type(value) is kind:
+            return value
+        raise ShapeError(key, expected, value)
+    return check
+
+
+def _number(value: Any, key: str) -> Any:
+    if type(value) in (int, float):
+        return float(value)
+    raise ShapeError(key, "a number", value)
+
+
+def _path(value: Any, key: str) -> Any:
+    if type(value) is str:
+        return Path(value)
+    raise ShapeError(key, "a path (a string)", value)
+
+
+def _strings(value: Any, key: str) -> Any:
+    if type(value) is list or type(value) is tuple:
+        for index, item in enumerate(value):
+            if type(item) is not str:
+                raise ShapeError(f"{key}.{index}", "a string", item)
+        return tuple(value)
+    raise ShapeError(key, "a list of strings", value)
+
+
+def _mapping(value: Any, key: str) -> Any:
+    if type(value) is dict:
+        for item in value:
+            if type(item) is not str:
+                raise ShapeError(f"{key}.{item}", "a string key", item)
+        return value
+    raise ShapeError(key, "a mapping", value)
+
+
+def _anything(value: Any, key: str) -> Any:
+    return value
+
+
+_SCALARS: dict[Any, tuple[Check, str]] = {
+    str: (_scalar(str, "a string"), "a string"),
+    int: (_scalar(int, "an integer"), "an integer"),
+    bool: (_scalar(bool, "true or false"), "true or false"),
+    float: (_number, "a number"),
+    Path: (_path, "a path"),
+    tuple[str, ...]: (_strings, "a list of strings"),
+    dict[str, Any]: (_mapping, "a mapping"),
+    Any: (_anything, "anything"),
+}
+
+
+def _describe(hint: Any) -> str:
+    if hint in _SCALARS:
+        return _SCALARS[hint][1]
+    if typing.get_origin(hint) is Literal:
+        return "one of " + ", ".join(repr(v) for v in typing.get_args(hint))
+    if dataclasses.is_dataclass(hint):
+        return "a mapping"
+    return str(hint)
+
+
+def _check_for(hint: Any) -> Check:
+    if hint in _SCALARS:
+        return _SCALARS[hint][0]
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        expected = _describe(hint)
+
+        def literal(value: Any, key: str) -> Any:
+            if isinstance(value, str) and value in choices:
+                return value
+            raise ShapeError(key, expected, value)
+        return literal
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        optional = len(options) < len(typing.get_args(hint))
+        checks = [_check_for(a) for a in options]
+        expected = " or ".join(_describe(a) for a in options)
+
+        def union(value: Any, key: str) -> Any:
+            if value is None and optional:
+                return None
+            for check in checks:
+                try:
+                    return check(value, key)
+                except ShapeError as exc:
+                    if exc.key != key:  # it had the right shape; an item inside is wrong
+                        raise
+            raise ShapeError(key, expected, value)
+        return union
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        cls = hint
+
+        def nested(value: Any, key: str) -> Any:
+            if type(value) is not dict:
+                raise ShapeError(key, "a mapping", value)
+            # Unknown keys inside are errors unless the class says `unknown_keys = "ignore"`.
+            forbid = getattr(cls, "unknown_keys", "forbid") != "ignore"
+            return build(cls, value, forbid_unknown=forbid, prefix=f"{key}.")
+        return nested
+    raise TypeError(f"validation: unsupported field type {hint!r}")
+
+
+@functools.cache
+def _fields(cls: Any) -> tuple[_Field, ...]:
+    hints = typing.get_type_hints(cls)
+    found = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata.get(_SPEC, {})
+        key = meta.get("key") or f.name
+        flat = hints[f.name] if meta.get("flat") else None
+        check = _anything if flat else _check_for(hints[f.name])
+        bounded = _bounded(check, meta) if any(meta.get(b) is not None
+                                               for b in ("gt", "ge", "le")) else check
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        found.append(_Field(f.name, key, meta.get("label") or key, bounded, flat, required))
+    return tuple(found)
+
+
+def _bounded(check: Check, meta: dict[str, Any]) -> Check:
+    gt, ge, le = meta.get("gt"), meta.get("ge"), meta.get("le")
+
+    def bounded(value: Any, key: str) -> Any:
+        value = check(value, key)
+        if value is None:
+            return None
+        if gt is not None and not value > gt:
+            raise ShapeError(key, f"a value greater than {gt:g}", value)
+        if ge is not None and not value >= ge:
+            raise ShapeError(key, f"a value of at least {ge:g}", value)
+        if le is not None and not value <= le:
+            raise ShapeError(key, f"a value of at most {le:g}", value)
+        return value
+    return bounded
+
+
+@functools.cache
+def field_keys(cls: type) -> tuple[tuple[str, str, str], ...]:
+    """(attribute, key, label) of each key `cls` reads, flat sub-fields included, in order."""
+    keys: list[tuple[str, str, str]] = []
+    for f in _fields(cls):
+        if f.flat is not None:
+            keys.extend(field_keys(f.flat))
+        else:
+            keys.append((f.attr, f.key, f.label))
+    return tuple(keys)
+
+
+def _known(cls: Any) -> frozenset[str]:
+    return frozenset(key for _, key, _ in field_keys(cls))
+
+
+def build(cls: type[T], data: Mapping[str, Any], *, forbid_unknown: bool = False,
+          prefix: str = "") -> T:
+    """An instance of the dataclass `cls` from `data`; raises ShapeError on the first
+    problem. Absent keys take the field's default; unknown keys are ignored, or refused
+    with `forbid_unknown`."""
+    description: Any = cls  # the caches key on it
+    if forbid_unknown:
+        known = _known(description)
+        for key in data:
+            if key not in known:
+                raise ShapeError(f"{prefix}{key}", "", data[key], unknown=True)
+    values: dict[str, Any] = {}
+    for f in _fields(description):
+        if f.flat is not None:
+            values[f.attr] = build(f.flat, {k: v for k, v in data.items()
+                                            if k in _known(f.flat)}, prefix=prefix)
+        elif f.key in data:
+            values[f.attr] = f.check(data[f.key], prefix + f.key)
+        elif f.required:
+            raise ShapeError(prefix + f.key, "", None, missing=True)
+    return cls(**values)
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def parse_text(cls: type, attr: str, text: str) -> Any:
+    """An environment variable's text as the type field `attr` of `cls` expects; text
+    that does not convert is returned unchanged, for `build` to report."""
+    hint = typing.get_type_hints(cls)[attr]
+    options = typing.get_args(hint) if typing.get_origin(hint) in (
+        typing.Union, types.UnionType) else (hint,)
+    stripped = text.strip()
+    if type(None) in options and not stripped:
+        return None
+    for option in options:
+        try:
+            if option is bool and stripped.lower() in _TRUE | _FALSE:
+                return stripped.lower() in _TRUE
+            if option is int:
+                return int(stripped)
+            if option is float:
+                return float(stripped)
+        except ValueError:
+            continue
+    return text

@@ -1,0 +1,107 @@
+"""The session's lifecycle (runtime/lifecycle.py): background start, retry, warm-up."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lily_kernel.errors import ConfigError
+from lily_kernel.runtime import (
+    BackgroundRuntime,
+    LilyRuntime,
+    lifecycle,
+    workspace_from_environment,
+)
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.shown: list[Any] = []
+
+    def show(self, result: Any) -> None:
+        self.shown.append(result)
+
+    def stream(self, markdown: str) -> None: ...
+
+    def reply(self, markdown: str, footer: str | None = None) -> None: ...
+
+    def notice(self, text: str) -> None: ...
+
+
+def test_the_workspace_is_lily_workspace_else_the_working_directory(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert workspace_from_environment({}) == tmp_path
+    assert workspace_from_environment({"LILY_WORKSPACE": "/elsewhere"}) == Path("/elsewhere")
+
+
+def test_a_failed_start_is_reported_then_tried_again(workspace: Path,
+                                                     environ: dict[str, str]) -> None:
+    attempts: list[int] = []
+
+    def start(path: Path) -> LilyRuntime:
+        attempts.append(1)
+        if len(attempts) <= 2:  # the start with the kernel, and the first cell's retry
+            raise ConfigError("/nb/lily.yaml: key 'modle': unknown key.")
+        return LilyRuntime.start(path, environ)
+
+    lily = BackgroundRuntime(workspace, start, warm_up=False)
+
+    async def two_cells() -> Sink:
+        with pytest.raises(ConfigError) as err:
+            await lily.run_cell("/skills", Sink())
+        assert str(err.value) == (
+            "Error: Lily could not start this notebook's session: /nb/lily.yaml: key "
+            "'modle': unknown key. Fix it and run the cell again (no restart needed).")
+        sink = Sink()
+        await lily.run_cell("/skills", sink)
+        return sink
+
+    assert asyncio.run(two_cells()).shown[0].title.startswith("Skills: 0 available")
+    assert len(attempts) == 3
+
+
+def test_a_bug_at_start_keeps_its_type(workspace: Path) -> None:
+    def start(path: Path) -> LilyRuntime:
+        raise KeyError("a bug")
+
+    lily = BackgroundRuntime(workspace, start, warm_up=False)
+    with pytest.raises(KeyError):
+        asyncio.run(lily.run_cell("/skills", Sink()))
+
+
+def test_only_a_configured_model_is_warmed(workspace: Path, environ: dict[str, str]) -> None:
+    assert not LilyRuntime.start(workspace, environ).wants_warm_up()
+    configured = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "openai/x"})
+    assert configured.wants_warm_up()
+
+
+def test_the_warm_up_waits_for_a_quiet_moment(workspace: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lifecycle, "WARM_UP_DELAY", 0.05)
+    warmed: list[float] = []
+
+    class Runtime:
+        def wants_warm_up(self) -> bool:
+            return True
+
+        def warm_up(self) -> None:
+            warmed.append(time.monotonic())
+
+        async def run_cell(self, code: str, sink: Any) -> None:
+            await asyncio.sleep(0.3)  # a long cell: no warm-up while it runs
+
+    lily = BackgroundRuntime(workspace, lambda path: Runtime(), warm_up=True)  # type: ignore[arg-type,return-value]
+    lily.wait_started(timeout=10)
+    began = time.monotonic()
+    asyncio.run(lily.run_cell("slow", Sink()))
+    ended = time.monotonic()
+    deadline = time.monotonic() + 5
+    while not warmed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(warmed) == 1
+    assert warmed[0] >= ended or warmed[0] < began  # never while the cell ran

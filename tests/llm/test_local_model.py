@@ -1,0 +1,165 @@
+"""The embedded model through a real Lily kernel: nothing configured, no key, no network.
+
+These run the real SmolLM2-135M GGUF with llama.cpp (setup.sh installs the `local`
+extra); they skip only where the extra is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lily_kernel.llm.local_files import find_embedded_model
+from lily_kernel.runtime.conversation import EMBEDDED_NOTICE
+from tests.kernel.conftest import REPO, Execution, LilyProcess, lily_kernel
+
+EMBEDDED = find_embedded_model()
+pytestmark = pytest.mark.skipif(
+    EMBEDDED is None, reason="the `local` extra is not installed (./setup.sh installs it)")
+GUARD = str(REPO / "tests" / "support" / "guard_network")
+NAME = "SmolLM2-135M-Instruct (local)"
+
+
+@pytest.fixture(scope="module")
+def network_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("net") / "attempts.log"
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory, network_log: Path) -> Iterator[LilyProcess]:
+    root = tmp_path_factory.mktemp("local")
+    workspace = root / "workspace"
+    workspace.mkdir()
+    with lily_kernel(workspace, root / "home", LILY_EVENT_LOG="1", PYTHONPATH=GUARD,
+                     LILY_TEST_NETWORK_LOG=str(network_log)) as kernel:
+        yield kernel
+
+
+def notices(run: Execution) -> list[str]:
+    return [d["text/plain"] for d in run.displays if "lily-notice" in d.get("text/html", "")]
+
+
+def answer(run: Execution) -> dict[str, str]:
+    """The reply's final content: the last update of its display (or the display)."""
+    updates = run.of_type("update_display_data")
+    if updates:
+        data: dict[str, str] = updates[-1]["data"]
+        return data
+    return [d for d in run.displays if "text/markdown" in d][-1]
+
+
+def session_events(kernel: LilyProcess) -> list[dict[str, Any]]:
+    (log,) = (kernel.workspace / ".lily" / "sessions").glob("*.jsonl")
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_a_chat_cell_is_answered_streamed_in_place_and_told_once(
+    kernel: LilyProcess, network_log: Path,
+) -> None:
+    first = kernel.execute("Hello! Who are you?", timeout=120)
+    assert first.status == "ok", first.reply
+    assert notices(first).count(EMBEDDED_NOTICE) == 1
+    created = [d for d in first.of_type("display_data") if "display_id" in d["transient"]]
+    updates = first.of_type("update_display_data")
+    assert len(created) == 1 and updates, [m["msg_type"] for m in first.outputs]
+    assert {u["transient"]["display_id"] for u in updates} == {created[0]["transient"]["display_id"]}
+    final = answer(first)
+    text, _, footer = final["text/plain"].rpartition("\n\n-- ")
+    assert text.strip(), final
+    assert footer.startswith(NAME + " · ") and "8,192-token context" in footer
+    assert footer.endswith("no cost")
+    assert "<sub>" in final["text/markdown"]
+    second = kernel.execute("Thank you.", timeout=120)
+    assert second.status == "ok", second.reply
+    assert EMBEDDED_NOTICE not in notices(second)  # told once per session
+    assert not network_log.exists(), network_log.read_text()
+
+
+def test_help_shows_the_active_model(kernel: LilyProcess) -> None:
+    plain = kernel.execute("/help").plain
+    assert "Model: local, the embedded SmolLM2-135M-Instruct" in plain
+    assert "cannot call tools" in plain
+
+
+def test_a_forced_skill_is_answered(kernel: LilyProcess) -> None:
+    run = kernel.execute("/skill echo good morning", timeout=120)
+    assert run.status == "ok", run.reply
+    assert answer(run)["text/plain"].strip()
+
+
+def test_the_selection_step_runs_and_is_logged(kernel: LilyProcess) -> None:
+    run = kernel.execute("Please echo this back to me: hello", timeout=120)
+    assert run.status == "ok", run.reply
+    events = session_events(kernel)
+    selections = [e["data"] for e in events if e["event"] == "skill_selection"]
+    assert selections and selections[-1]["outcome"] in ("selected", "none", "unknown", "malformed")
+    calls = [e["data"] for e in events if e["event"] == "model_call"]
+    assert {c["model"] for c in calls} == {NAME}
+    assert "select" in [c["step"] for c in calls]
+    assert all(c["cost"] == 0.0 and c["context_window"] == 8192 for c in calls
+               if c["outcome"] == "ok")
+    if selections[-1]["outcome"] == "selected":
+        assert f"Skill: {selections[-1]['name']} (selected by the model)" in notices(run)
+
+
+def _interrupt_when(kernel: LilyProcess, code: str, started: str) -> tuple[dict[str, Any], float]:
+    """Run `code`, interrupt once an iopub message of type `started` arrives (or at
+    once for "sent"); the execute_reply and the seconds from interrupt to reply."""
+    msg_id = kernel.kc.execute(code)
+    if started != "sent":
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            msg = kernel.kc.get_iopub_msg(timeout=120)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == started:
+                break
+    else:
+        time.sleep(0.5)
+    asked = time.monotonic()
+    kernel.km.interrupt_kernel()
+    reply = kernel.kc.get_shell_msg(timeout=60)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    kernel.drain_iopub()
+    return reply["content"], time.monotonic() - asked
+
+
+def test_stop_during_generation_ends_the_cell_and_the_next_one_works(kernel: LilyProcess) -> None:
+    content, _ = _interrupt_when(
+        kernel, "Write a very long story about a cat who sails around the world, "
+        "with many chapters.", "update_display_data")
+    assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
+    after = kernel.execute("Say hi.", timeout=120)
+    assert after.status == "ok", after.reply
+    assert answer(after)["text/plain"].strip()
+
+
+def test_stop_during_prompt_evaluation(kernel: LilyProcess) -> None:
+    long_message = "Summarise these notes. " + " ".join(
+        f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(300))
+    content, _ = _interrupt_when(kernel, long_message, "sent")
+    assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
+    assert kernel.execute("/skills").status == "ok"
+
+
+@pytest.mark.parametrize(("make", "expected"), [
+    (lambda p: p.write_bytes(b"not a model at all" * 100), "is not a GGUF model file"),
+    (lambda p: p.write_bytes(EMBEDDED.read_bytes()[: 2 << 20]) if EMBEDDED else None,
+     "could not be loaded"),
+    (lambda p: None, "does not exist"),
+], ids=["garbage", "truncated", "missing"])
+def test_a_broken_gguf_file_is_a_clear_error(tmp_path: Path, make, expected: str) -> None:  # type: ignore[no-untyped-def]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    model = tmp_path / "model.gguf"
+    make(model)
+    with lily_kernel(workspace, tmp_path / "home", LILY_MODEL=f"local/{model}") as kernel:
+        run = kernel.execute("hello", timeout=120)
+        assert run.status == "error" and run.reply["ename"] == "ModelError", run.reply
+        assert run.reply["evalue"].startswith("Error: the local model could not be loaded")
+        assert expected in run.reply["evalue"]
+        assert run.reply["traceback"] == [run.reply["evalue"]]
+        assert kernel.execute("/skills").status == "ok"  # the kernel is alive
