@@ -16,6 +16,8 @@ from lily_kernel.errors import ToolError
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
 from lily_kernel.tools.scripts import (
     Sandbox,
+    ScriptPlan,
+    ScriptResult,
     find_sandbox,
     plan_script,
     run_script,
@@ -51,8 +53,8 @@ def setup(tmp_path: Path) -> tuple[ActiveSkill, ToolContext]:
     return ActiveSkill("formfill", folder), ctx
 
 
-def run(plan: object, timeout: float = 30, **kw: object) -> object:
-    return asyncio.run(run_script(plan, timeout, **kw))  # type: ignore[arg-type]
+def run(plan: ScriptPlan, timeout: float = 30, max_chars: int = 20_000) -> ScriptResult:
+    return asyncio.run(run_script(plan, timeout, max_chars))
 
 
 def test_the_environment_has_no_secrets() -> None:
@@ -78,13 +80,13 @@ def test_shell_and_node_by_extension(setup) -> None:
     skill, ctx = setup
     sh = plan_script(skill, "scripts/hello.sh", ["you"], ctx, ENVIRON, NO_SANDBOX)
     assert os.path.basename(sh.argv[0]) == "sh"
-    assert run(sh).output == "hello from sh: you\n"  # type: ignore[attr-defined]
+    assert run(sh).output == "hello from sh: you\n"
     if shutil.which("node") is None:
         with pytest.raises(ToolError, match="needs node"):
             plan_script(skill, "scripts/hello.js", [], ctx, {"PATH": "/nonexistent"}, NO_SANDBOX)
     else:
         js = plan_script(skill, "scripts/hello.js", ["x"], ctx, ENVIRON, NO_SANDBOX)
-        assert run(js).output == "hello from node x\n"  # type: ignore[attr-defined]
+        assert run(js).output == "hello from node x\n"
 
 
 @pytest.mark.parametrize("script, reason", [
@@ -184,7 +186,7 @@ def test_in_the_sandbox_no_network_and_only_the_workspace_is_writable(setup, tmp
             f"write={skill.folder / 'scripts' / 'x'}"]
     plan = plan_script(skill, "scripts/probe.py", args, ctx, ENVIRON, sandbox)
     assert plan.sandboxed and plan.argv[0] == sandbox.bwrap
-    out = run(plan).output  # type: ignore[attr-defined]
+    out = run(plan).output
     listener.close()
     assert f"connect 127.0.0.1:{port}: blocked" in out
     assert not outside.exists()
@@ -205,7 +207,7 @@ def test_without_the_sandbox_the_script_reaches_what_the_kernel_reaches(setup) -
     plan = plan_script(skill, "scripts/probe.py", [f"connect=127.0.0.1:{port}"], ctx,
                        ENVIRON, NO_SANDBOX)
     assert not plan.sandboxed and plan.sandbox_note == NO_SANDBOX.reason
-    out = run(plan).output  # type: ignore[attr-defined]
+    out = run(plan).output
     listener.close()
     assert f"connect 127.0.0.1:{port}: open" in out
     assert "secret variables: none" in out

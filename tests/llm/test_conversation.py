@@ -40,6 +40,9 @@ class Sink:
     def notice(self, text: str) -> None:
         self.notices.append(text)
 
+    async def ask(self, prompt: str) -> str | None:
+        return None  # no one to answer (as under nbclient)
+
 
 @dataclass(frozen=True)
 class NoArgs:

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,9 @@ pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is
 
 
 @pytest.fixture(scope="module")
-def server() -> OpenAIServer:
+def server() -> Iterator[OpenAIServer]:
     with OpenAIServer() as srv:
-        yield srv  # type: ignore[misc]
+        yield srv
 
 
 def user_root_of_real_skills(root: Path) -> Path:

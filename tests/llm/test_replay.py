@@ -67,7 +67,7 @@ def test_a_changed_script_diverges_at_its_run(workspace, environ) -> None:
     script = Path(environ["LILY_HOME"]) / "skills" / "formfill" / "scripts" / "fill_form.py"
     script.write_text(script.read_text() + "\n# changed\n")
     report = replay_session(log)
-    assert report.divergence is not None
+    assert report.divergence is not None and report.divergence.expected is not None
     assert (report.divergence.event, report.divergence.expected["data"]["script"]) == (
         "skill_script_run", "scripts/fill_form.py")
     assert "differs in sha256" in report.describe()

@@ -63,7 +63,8 @@ def start(workspace: Path, environ: dict[str, str], **settings: str) -> LilyRunt
     return LilyRuntime.start(workspace, env, session_id="s1")
 
 
-def run(runtime: LilyRuntime, code: str, sink: Sink, *replies: ChatResponse) -> ScriptedModel:
+def run(runtime: LilyRuntime, code: str, sink: Sink,
+        *replies: ChatResponse | BaseException) -> ScriptedModel:
     model = ScriptedModel(*replies)
     runtime.model = model
     asyncio.run(runtime.run_cell(code, sink))
