@@ -46,6 +46,7 @@ def _code_cells(nb: Any) -> list[Any]:
     return [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
 
 
+@pytest.mark.embedded  # as in the kernel that recorded it: the embedded model is the default
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_golden_session_replays_as_identical(name: str, golden_copy: Path,
                                              tmp_path: Path) -> None:
