@@ -79,8 +79,8 @@ async def _run_script(runtime: LilyRuntime, sink: CellSink, ctx: ToolContext, sc
     if ask:
         approval = await _approve(runtime, sink, RUN_SKILL_SCRIPT, script_question(plan))
         if not approval.approved:
-            return ToolOutcome.refused(RUN_SKILL_SCRIPT, _refusal(approval, f"running {what}",
-                                                      RUN_SKILL_SCRIPT))
+            return ToolOutcome.refused(
+                RUN_SKILL_SCRIPT, _refusal(approval, f"running {what}", RUN_SKILL_SCRIPT))
     timeout = runtime.env.config.script_timeout
     try:
         result: ScriptResult = await runtime.script_runner(plan, timeout)

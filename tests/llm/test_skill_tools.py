@@ -270,3 +270,18 @@ def test_with_bubblewrap_the_run_is_sandboxed(workspace, environ) -> None:
     assert sink.questions == [QUESTION + " [y/N] "]
     assert [e["sandboxed"] for e in events(runtime, "skill_script_run")] == [True]
     assert (workspace / "filled.txt").exists()  # the workspace stays writable
+
+
+@pytest.mark.parametrize(("answer", "written"), [("yes", True), ("n", False)])
+def test_ask_works_for_any_tool(workspace, environ, answer: str, written: bool) -> None:
+    runtime = start(workspace, environ, LILY_TOOLS_ASK="write")
+    sink = Sink(answer)
+    model = run(runtime, "note it", sink,
+                reply("", call("write", "w", path="note.txt", content="hi")), reply("ok"))
+    assert sink.questions == [
+        'Let the model run the tool \'write\' with {"content": "hi", "path": "note.txt"}? '
+        "[y/N] "]
+    assert (workspace / "note.txt").exists() is written
+    result = tool_result(model, 1)
+    assert result.startswith("wrote 2 characters") if written else result == (
+        "Refused: the person declined: the call of 'write' was not run.")
