@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from lily_kernel.llm.base import ChatRequest  # noqa: E402
 from lily_kernel.llm.local_files import find_embedded_model, local_model_file  # noqa: E402
-from lily_kernel.llm.local_model import LocalModel, _threads  # noqa: E402
+from lily_kernel.llm.local_model import LocalModel, default_threads  # noqa: E402
 from lily_kernel.runtime import LilyRuntime  # noqa: E402
 
 QUESTION = "Hello! What can you help me with?"
@@ -99,7 +99,7 @@ def measure_kernel(workspace: Path, home: Path) -> dict[str, float]:
         figures["turn 2 first token"] = _first_token_seconds(kernel, FOLLOW_UP)
         figures["kernel RSS after load (MiB)"] = psutil.Process(kernel.pid).memory_info().rss / 2**20
         long_message = "Summarise these notes. " + " ".join(
-            f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(300))
+            f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(150))
         figures["stop during prompt evaluation"] = _stop_seconds(kernel, long_message, "prompt")
         figures["stop during generation"] = _stop_seconds(kernel, LONG_STORY, "generation")
     with started("lily", workspace, env) as kernel:  # same workspace, its prefix saved
@@ -128,8 +128,8 @@ def measure_in_process(workspace: Path) -> dict[str, float]:
     request = first_request(workspace)
 
     began = time.perf_counter()
-    raw = llama_cpp.Llama(model_path=str(file.path), n_ctx=0, n_threads=_threads(),
-                          n_threads_batch=_threads(), seed=0, verbose=False)
+    raw = llama_cpp.Llama(model_path=str(file.path), n_ctx=0, n_threads=default_threads(),
+                          n_threads_batch=default_threads(), seed=0, verbose=False)
     figures["raw llama-cpp-python load"] = time.perf_counter() - began
     began = time.perf_counter()
     stream: Any = raw.create_chat_completion(messages=request.messages,  # type: ignore[arg-type]
@@ -203,7 +203,7 @@ def main() -> int:
             print(f"  {key:38} {value:9.2f}{unit}")
         ratio = figures["Lily first token"] / figures["raw first token (baseline)"]
         print(f"  {'first token, Lily / raw llama-cpp':38} {ratio:9.2f}x")
-    print(f"threads: {_threads()}, load: {statistics.mean([f['Lily load'] for _, f in rows]):.2f} s")
+    print(f"threads: {default_threads()}, load: {statistics.mean([f['Lily load'] for _, f in rows]):.2f} s")
     return 0
 
 

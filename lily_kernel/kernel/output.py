@@ -53,8 +53,10 @@ def markdown_bundle(markdown: str, footer: str | None = None) -> dict[str, str]:
     the footer as a small line under it."""
     if footer is None:
         return {"text/markdown": markdown, "text/plain": markdown}
+    # An answer cut off inside a code block would show the footer as code: close it.
+    closed = markdown + "\n```" if markdown.count("```") % 2 else markdown
     return {
-        "text/markdown": f"{markdown}\n\n<sub>{escape(footer)}</sub>",
+        "text/markdown": f"{closed}\n\n<sub>{escape(footer)}</sub>",
         "text/plain": f"{markdown}\n\n-- {footer}",
     }
 

@@ -31,7 +31,7 @@ def create_model(config: ModelConfig, prefix_cache: Path | None = None) -> ChatM
 
         model = LocalModel(file, context_window=config.context_window,
                            temperature=config.temperature, max_tokens=config.max_tokens,
-                           prefix_cache=prefix_cache)
+                           prefix_cache=prefix_cache, threads=config.local_threads)
         model.load()
         return model
     from lily_kernel.llm.litellm_model import LiteLLMModel

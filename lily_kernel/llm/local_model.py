@@ -19,9 +19,11 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from jinja2 import TemplateError
 
 from lily_kernel.errors import ModelError
 from lily_kernel.llm.base import ChatRequest, ChatResponse, Usage
@@ -30,6 +32,8 @@ from lily_kernel.llm.local_files import LocalModelFile, check_gguf
 __all__ = ["LocalModel"]
 
 EVAL_BATCH = 96  # tokens per prompt batch: the stop button waits at most one (~0.3 s here)
+DEFAULT_WINDOW = 8192  # tokens, unless configured; a model trained for less gets its own
+DEFAULT_ANSWER = 1024  # tokens an answer may take, unless max_tokens says otherwise
 SAVED_PREFIX_MIN = 256  # shorter system contexts are cheaper to read than to restore
 SAVED_PREFIXES_KEPT = 4
 _CHATML = (  # for a GGUF without a chat template
@@ -39,21 +43,48 @@ _CHATML = (  # for a GGUF without a chat template
 )
 
 
+def _formatter(llama: Any) -> Any:
+    """The chat template from the file's own metadata (ChatML when it has none)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    model = llama._model
+    eos, bos = llama.token_eos(), llama.token_bos()
+    return Jinja2ChatFormatter(
+        template=llama.metadata.get("tokenizer.chat_template") or _CHATML,
+        eos_token=model.token_get_text(eos) if eos != -1 else "",
+        bos_token=model.token_get_text(bos) if bos != -1 else "",
+    )
+
+
+def _fold(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same conversation in the shape strict templates accept: a system message
+    only first, and roles that alternate (later system text and consecutive messages of
+    one role are joined into one message)."""
+    folded: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        role = message["role"]
+        if role == "system" and index > 0:
+            role = "user"
+        if folded and folded[-1]["role"] == role:
+            folded[-1] = {"role": role,
+                          "content": f"{folded[-1]['content']}\n\n{message['content']}"}
+        else:
+            folded.append({"role": role, "content": message["content"]})
+    return folded
+
+
 class _StoppedError(Exception):
     """The person pressed stop; the worker thread gives up at the next check."""
 
 
-def _threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+def default_threads() -> int:
+    """One core fewer than the machine has (at least 1, at most 4).
 
-
-def _common_prefix(held: Sequence[int], tokens: Sequence[int]) -> int:
-    count = 0
-    for a, b in zip(held, tokens, strict=False):
-        if a != b:
-            break
-        count += 1
-    return count
+    llama.cpp's threads wait for each other at every step of the graph: when another
+    process (the notebook server, the browser, another kernel) takes a core away, the
+    others spin, and two threads on two busy cores ran 2-4x slower than one (measured,
+    docs/benchmarks.md). The core left over keeps the notebook responsive too."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) - 1))
 
 
 class LocalModel:
@@ -69,16 +100,18 @@ class LocalModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
         prefix_cache: Path | None = None,
+        threads: int | None = None,
     ) -> None:
         self.name = file.name
         self.file = file
         self.temperature = 0.2 if temperature is None else temperature
         self.max_tokens = max_tokens
         self.prefix_cache = prefix_cache
+        self.threads = threads or default_threads()
         self._requested_window = context_window
         self._llama: Any = None
         self._format: Any = None
-        self._stop_strings: list[str] = []
+        self.last_evaluated = 0  # prompt tokens the last request had to read (not held)
         self._lock = threading.Lock()
         self.load_seconds: float | None = None
 
@@ -102,38 +135,27 @@ class LocalModel:
         path = self.file.path
         try:
             check_gguf(path)
-            import llama_cpp
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            llama = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=self._requested_window or 0,  # 0: the context the model was trained for
-                n_batch=512,
-                n_threads=_threads(),
-                n_threads_batch=_threads(),
-                seed=0,
-                use_mmap=True,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError, OSError) as exc:
+            llama = self._open(path, self._requested_window or DEFAULT_WINDOW)
+            trained = llama._model.n_ctx_train()
+            if self._requested_window is None and 0 < trained < llama.n_ctx():
+                llama = self._open(path, trained)  # never more than it was trained for
+            self._format = _formatter(llama)
+        except (ValueError, RuntimeError, OSError, TemplateError) as exc:
             raise ModelError(
                 "local_model",
                 f"Error: the local model could not be loaded from {path}: {exc}. "
                 "Check the file (LILY_MODEL=local/<file.gguf>), or unset LILY_MODEL to use "
                 "the embedded model.",
             ) from exc
-        model = llama._model
-        eos = llama.token_eos()
-        eos_text = model.token_get_text(eos) if eos != -1 else ""
-        bos = llama.token_bos()
-        template = llama.metadata.get("tokenizer.chat_template") or _CHATML
-        self._format = Jinja2ChatFormatter(
-            template=template, eos_token=eos_text,
-            bos_token=model.token_get_text(bos) if bos != -1 else "",
-        )
-        self._stop_strings = [eos_text] if eos_text else []
         self._llama = llama
         self.load_seconds = time.perf_counter() - started
+
+    def _open(self, path: Path, window: int) -> Any:
+        import llama_cpp
+
+        return llama_cpp.Llama(
+            model_path=str(path), n_ctx=window, n_batch=512, n_threads=self.threads,
+            n_threads_batch=self.threads, seed=0, use_mmap=True, verbose=False)
 
     # --- the seam ------------------------------------------------------------------
 
@@ -161,8 +183,20 @@ class LocalModel:
     # --- the worker thread ----------------------------------------------------------
 
     def _tokens(self, messages: list[dict[str, Any]], generation: bool = True) -> list[int]:
+        """The prompt's tokens, rendered by the model's own chat template. A template that
+        refuses the conversation's shape (many allow a system message only first, and
+        no two user messages in a row) gets it folded into one it accepts."""
         self._format.add_generation_prompt = generation
-        text = self._format(messages=messages).prompt
+        try:
+            text = self._format(messages=messages).prompt
+        except (ValueError, TemplateError):
+            try:
+                text = self._format(messages=_fold(messages)).prompt
+            except (ValueError, TemplateError) as exc:
+                raise ModelError(
+                    "local_model",
+                    f"Error: the local model's chat template cannot render this "
+                    f"conversation: {exc}.") from exc
         return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def _prefix_length(self, messages: list[dict[str, Any]], tokens: list[int]) -> int:
@@ -192,19 +226,15 @@ class LocalModel:
                     f"model's {window:,}-token context window.")
             self._evaluate(tokens, self._prefix_length(messages, tokens), stop)
             room = window - len(tokens)
-            limit = min(room, request.max_tokens or self.max_tokens or room)
+            limit = min(room, request.max_tokens or self.max_tokens or DEFAULT_ANSWER)
             grammar = None
             if request.json_schema is not None:
                 from llama_cpp.llama_grammar import LlamaGrammar
 
                 grammar = LlamaGrammar.from_json_schema(json.dumps(request.json_schema),
                                                         verbose=False)
-            sampled = 0
-
-            def keep_going(_ids: Any, _logits: Any) -> bool:
-                nonlocal sampled
-                sampled += 1
-                return stop.is_set()  # True ends generation
+            def stopped(_ids: Any, _logits: Any) -> bool:
+                return stop.is_set()  # checked after every sampled token; True ends it
 
             from llama_cpp import StoppingCriteriaList
 
@@ -212,8 +242,8 @@ class LocalModel:
             finish: str | None = None
             for chunk in llama.create_completion(
                 prompt=tokens, max_tokens=limit, temperature=self.temperature,
-                repeat_penalty=1.1, stop=self._stop_strings, stream=True, grammar=grammar,
-                stopping_criteria=StoppingCriteriaList([keep_going]),
+                repeat_penalty=1.1, stream=True, grammar=grammar,
+                stopping_criteria=StoppingCriteriaList([stopped]),
             ):
                 choice = chunk["choices"][0]
                 if choice.get("text"):
@@ -222,9 +252,12 @@ class LocalModel:
                 finish = choice.get("finish_reason") or finish
             if stop.is_set():
                 raise _StoppedError
+            # Every answer token but the last is evaluated before the next is sampled; the
+            # last is evaluated too when an end-of-generation token followed it.
+            answered = llama.n_tokens - len(tokens) + (1 if finish == "length" else 0)
             return ChatResponse(
                 text="".join(pieces),
-                usage=Usage(prompt_tokens=len(tokens), completion_tokens=sampled),
+                usage=Usage(prompt_tokens=len(tokens), completion_tokens=max(0, answered)),
                 finish_reason=finish,
                 cost=0.0,
             )
@@ -234,13 +267,14 @@ class LocalModel:
         evaluates itself), reading only what it does not hold yet, in stoppable batches."""
         llama = self._llama
         target = tokens[:-1]
-        held = _common_prefix(llama._input_ids.tolist(), target)
+        held = llama.longest_token_prefix(llama._input_ids.tolist(), target)
         restored = False
         if held < prefix and prefix >= SAVED_PREFIX_MIN and self.prefix_cache is not None:
             restored = self._restore_prefix(tokens[:prefix])
             # A failed restore may have emptied the cache: start from what is still held.
             held = prefix if restored else min(held, llama.n_tokens)
         llama.n_tokens = held  # eval() drops whatever the cache holds past this point
+        self.last_evaluated = len(tokens) - held  # what this request read anew (with the last)
         position = held
         while position < len(target):
             if stop.is_set():
@@ -274,7 +308,7 @@ class LocalModel:
         path = self._prefix_file(tokens)
         try:
             self.prefix_cache.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-            partial = path.with_suffix(".partial")
+            partial = path.with_suffix(f".{os.getpid()}.partial")  # kernels save side by side
             array = (llama_cpp.llama_token * len(tokens))(*tokens)
             if llama_cpp.llama_state_seq_save_file(
                     self._llama.ctx, str(partial).encode(), 0, array, len(tokens)):
@@ -301,6 +335,7 @@ class LocalModel:
         if not loaded or count.value != len(tokens) or list(out) != tokens:
             llama._ctx.kv_cache_seq_rm(-1, 0, -1)
             llama.n_tokens = 0
+            path.unlink(missing_ok=True)  # unusable: do not try it again in every kernel
             return False
         llama.input_ids[: len(tokens)] = tokens
         llama.n_tokens = len(tokens)

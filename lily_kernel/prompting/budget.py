@@ -1,7 +1,8 @@
 """Fit a request into the model's context window. Pure: sizes in, decisions out.
 
 Sizes are estimated from characters (CHARS_PER_TOKEN, deliberately low so the estimate
-errs on the long side) rather than counted with the model's tokenizer: the budget is
+errs on the long side for English, code and JSON; not for CJK text, where the model's own
+check then refuses a prompt too long for it) rather than counted with the model's tokenizer: the budget is
 then the same for every model and the same on every machine, and needs no model loaded.
 
 - The system context (persona, rules, catalog) may take at most SYSTEM_SHARE of the
@@ -68,27 +69,28 @@ class FittedMessages:
 
 
 def _turn_starts(history: list[dict[str, Any]]) -> list[int]:
-    return [i for i, m in enumerate(history) if m.get("role") == "user"]
+    """Where each turn begins: a user message that does not follow another one (a
+    skill's SKILL.md, given after a declaration, is a user message of the same turn)."""
+    return [i for i, m in enumerate(history) if m.get("role") == "user"
+            and (i == 0 or history[i - 1].get("role") != "user")]
 
 
 def fit_messages(
     messages: tuple[dict[str, Any], ...], window: int | None, reserve: int
 ) -> FittedMessages:
     """`messages` is system, history, new user message (in that order). Leave out the
-    oldest complete turns of the history until the whole fits in `window - reserve`.
-    `fits` is False when even system + the new message alone do not fit."""
+    oldest complete turns of the history until the whole fits in `window - reserve`
+    (anything before the first turn goes with it). `fits` is False when even the system
+    context and the new message alone do not fit."""
     total = estimate_tokens(messages)
     if window is None:
         return FittedMessages(messages, 0, total, True)
     system, history, last = messages[0], list(messages[1:-1]), messages[-1]
     limit = window - reserve
     starts = _turn_starts(history)
-    dropped = 0
+    dropped, cut = 0, 0
     while total > limit and dropped < len(starts):
         dropped += 1
         cut = starts[dropped] if dropped < len(starts) else len(history)
         total = estimate_tokens([system, *history[cut:], last])
-    kept = history[starts[dropped]:] if dropped < len(starts) else []
-    if dropped == 0:
-        kept = history
-    return FittedMessages((system, *kept, last), dropped, total, total <= limit)
+    return FittedMessages((system, *history[cut:], last), dropped, total, total <= limit)

@@ -57,7 +57,9 @@ def skill_body_message(name: str, body: str) -> dict[str, Any]:
 class Selection:
     """What the declaration said: a skill, none, or something that is not a choice."""
 
-    outcome: Literal["selected", "none", "unknown", "malformed"]
+    # too_long: a listed skill whose SKILL.md would overflow the context window (decided
+    # by the conversation, which knows the window).
+    outcome: Literal["selected", "none", "unknown", "malformed", "too_long"]
     name: str | None = None
     detail: str = ""
 

@@ -7,6 +7,7 @@ it was before the cell (what was shown stays visible in the notebook).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -26,7 +27,12 @@ from lily_kernel.prompting import (
     build_system_prompt,
     load_skill_tool,
 )
-from lily_kernel.prompting.budget import answer_reserve, catalog_budget, fit_messages
+from lily_kernel.prompting.budget import (
+    answer_reserve,
+    catalog_budget,
+    estimate_tokens,
+    fit_messages,
+)
 from lily_kernel.prompting.selection import (
     SELECTION_MAX_TOKENS,
     parse_selection,
@@ -210,7 +216,7 @@ class _Conversation:
                     on_text: Callable[[str], None], step: int | str) -> ChatResponse:
         """One model call, logged as a `model_call` event, counted for the footer."""
         started = time.perf_counter()
-        outcome = "cancelled"
+        outcome = "error"  # a bug in Lily, unless one of the cases below
         response: ChatResponse | None = None
         # What replay feeds back instead of a model (runtime/replay_records.py).
         recorded: dict[str, Any] = {"supports_tools": model.supports_tools}
@@ -221,6 +227,9 @@ class _Conversation:
         except ModelError as exc:
             outcome = exc.kind
             recorded["error"] = error_record(exc)
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"
             raise
         finally:
             details: dict[str, Any] = dict(recorded)
@@ -251,21 +260,35 @@ class _Conversation:
                               max_tokens=SELECTION_MAX_TOKENS)
         response = await self._call(model, turn, request, lambda _text: None, "select")
         selection = parse_selection(response.text, catalog.listed)
+        skill = self.session.skill_snapshot.get(selection.name or "")
+        body = skill_body_message(skill.name, skill.body) if skill is not None else None
+        if selection.outcome == "selected" and body is not None and \
+                not self._fits([*turn.request.messages, body], model):
+            selection = dataclasses.replace(
+                selection, outcome="too_long",
+                detail=f"the SKILL.md of '{selection.name}' does not fit the model's "
+                       f"{model.context_window:,}-token context window")
         log = self.runtime.log
         log.emit("skill_selection", outcome=selection.outcome, name=selection.name,
                  detail=selection.detail or None, reply=response.text[:200])
-        if selection.outcome == "selected":
-            skill = self.session.skill_snapshot.get(selection.name or "")
-            assert skill is not None  # listed names come from this snapshot
+        if selection.outcome == "selected" and skill is not None and body is not None:
             turn.loaded = skill
             log.emit("skill_invoked", name=skill.name, mode="auto")
             log.emit("skill_loaded", name=skill.name, path=skill.path, digest=skill.digest)
             self.sink.notice(f"Skill: {skill.name} (selected by the model)")
-            turn.messages += [{"role": "assistant", "content": response.text.strip()},
-                              skill_body_message(skill.name, skill.body)]
+            # Only the body follows the shared prefix: the declaration's question and
+            # answer are dropped (a small model would otherwise echo the JSON).
+            turn.messages.append(body)
         elif selection.outcome != "none":
             self.sink.notice(f"Skill selection refused: {selection.detail}; answering "
                              "without a skill.")
+
+    def _fits(self, messages: list[dict[str, Any]], model: ChatModel) -> bool:
+        window = model.context_window
+        if window is None:
+            return True
+        reserve = answer_reserve(window, self.session.model_config.max_tokens)
+        return estimate_tokens(messages) <= window - reserve
 
     # --- the loop --------------------------------------------------------------------
 

@@ -156,7 +156,9 @@ class ReplayModel:
             return response
         if "error" in call:
             raise error_from_record(call["error"])
-        raise asyncio.CancelledError  # the recorded call was interrupted
+        if call.get("outcome") == "cancelled":
+            raise asyncio.CancelledError  # the recorded call was interrupted
+        raise ReplayError(f"the recorded model call ended with {call.get('outcome')!r}.")
 
 
 class ReplaySink:

@@ -67,7 +67,7 @@ def test_a_declared_skill_is_loaded_and_shares_the_prefix(runtime: LilyRuntime,
     prefix = select.messages[:-1]
     assert answer.messages[: len(prefix)] == prefix
     assert prefix[-1] == {"role": "user", "content": "make it loud"}
-    assert answer.messages[len(prefix)] == {"role": "assistant", "content": '{"skill": "echo"}'}
+    assert len(answer.messages) == len(prefix) + 1  # the skill's body, nothing else
     assert "Body of Echo in uppercase" in answer.messages[-1]["content"]
     assert sink.notices == ["Skill: echo (selected by the model)"]
     assert sink.replies == ["LOUD"]
@@ -171,3 +171,18 @@ def test_a_message_too_long_for_the_window_is_a_clear_error(runtime: LilyRuntime
     with pytest.raises(ModelError, match="does not fit the model's 1,000-token context window"):
         run(runtime, "x" * 5000, window=1000)
     assert runtime.session.conversation_state.messages == []
+
+
+def test_a_skill_too_long_for_the_window_is_not_injected(workspace: Path,
+                                                        environ: dict[str, str]) -> None:
+    write_skill(workspace / "skills", "huge", "---\nsummary: Huge\n---\n" + "word " * 3000)
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y",
+                                            "LILY_EVENT_LOG": "1"}, session_id="s1")
+    sink, model = run(runtime, "hi", reply('{"skill": "huge"}'), reply("plain"), window=2048)
+    assert len(model.requests[1].messages) == 2  # system + message: no body
+    assert sink.replies == ["plain"]
+    assert sink.notices == ["Skill selection refused: the SKILL.md of 'huge' does not fit "
+                            "the model's 2,048-token context window; answering without a "
+                            "skill."]
+    assert [e["outcome"] for e in events(workspace, "skill_selection")] == ["too_long"]
+    assert events(workspace, "skill_invoked") == []
