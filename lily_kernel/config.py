@@ -45,9 +45,11 @@ _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @dataclass(frozen=True)
 class ToolsConfig:
-    """Tool policy: `allow` is `*` or a list of names; `deny` always wins."""
+    """Tool policy: `allow` is `*` or a list of names; `ask` needs the person's yes for
+    each call; `deny` always wins."""
 
     allow: Literal["*"] | tuple[str, ...] = "*"
+    ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
 
 
@@ -93,12 +95,14 @@ class LilyConfig:
     tools: ToolsConfig = ToolsConfig()
     event_log: bool = True
     catalog_max_chars: int = field(default=30_000, metadata=spec(gt=0))
+    # A skill script's time limit, in seconds.
+    script_timeout: float = field(default=120.0, metadata=spec(gt=0, le=86_400))
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 
 
 _PATH_KEYS = ("skills_workspace_dir", "skills_user_dir", "skills_bundled_dir", "home")
-_ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_DENY": "deny"}
+_ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_DENY": "deny"}
 _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
 

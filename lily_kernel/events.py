@@ -22,6 +22,11 @@ EventKind = Literal[
     "model_call",
     "skill_selection",
     "tool_call",
+    "cell",
+    "cell_finished",
+    "approval",
+    "skill_file_read",
+    "skill_script_run",
 ]
 EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 
@@ -36,6 +41,9 @@ class Event:
     event: EventKind
     data: dict[str, Any]
 
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
 
 def session_log_path(workspace: Path, session_id: str) -> Path:
     return workspace / ".lily" / "sessions" / f"{session_id}.jsonl"
@@ -47,13 +55,16 @@ class EventLog:
     A log that cannot be written (read-only folder, full disk) turns itself off and
     keeps the reason in `problem`: the session goes on without it. `redact` is applied
     to the data of every event before it is written (no credential reaches the log).
+    `listener` receives each event too, redacted (replay collects them this way).
     """
 
     def __init__(self, path: Path | None, session_id: str,
-                 redact: Callable[[Any], Any] | None = None) -> None:
+                 redact: Callable[[Any], Any] | None = None,
+                 listener: Callable[[Event], None] | None = None) -> None:
         self.path = path
         self.session_id = session_id
         self.redact = redact
+        self.listener = listener
         self.problem: str | None = None
         self._seq = 0
         self._handle: IO[str] | None = None
@@ -73,6 +84,8 @@ class EventLog:
         )
         if self.enabled:
             self._write(record)
+        if self.listener is not None:
+            self.listener(record)
         return record
 
     def _write(self, record: Event) -> None:
@@ -81,8 +94,7 @@ class EventLog:
             if self._handle is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-            line = json.dumps({f.name: getattr(record, f.name) for f in fields(record)},
-                              ensure_ascii=False, default=str)
+            line = json.dumps(record.as_dict(), ensure_ascii=False, default=str)
             self._handle.write(line + "\n")
             self._handle.flush()
         except OSError as exc:

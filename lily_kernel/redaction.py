@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MIN_FRAGMENT", "Redactor", "redact", "secret_values"]
+__all__ = ["MIN_FRAGMENT", "Redactor", "is_secret_name", "redact", "secret_values"]
 
 MIN_FRAGMENT = 8
 # Variables whose values are credentials: the word anywhere in the name
@@ -28,10 +28,16 @@ _URL_KEY_PARAM = re.compile(
 _MASK = "[redacted]"
 
 
+def is_secret_name(name: str) -> bool:
+    """True for a variable whose value Lily treats as a credential (a skill script's
+    environment gets none of them)."""
+    return bool(_SECRET_NAME.search(name))
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of variables that look like credentials, longest first."""
     environ = os.environ if environ is None else environ
-    values = {v for k, v in environ.items() if _SECRET_NAME.search(k) and len(v) >= 6}
+    values = {v for k, v in environ.items() if is_secret_name(k) and len(v) >= 6}
     return sorted(values, key=lambda v: (-len(v), v))  # longest first, then stable
 
 

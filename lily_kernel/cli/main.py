@@ -1,4 +1,5 @@
-"""The `lily` command: list skills, validate skill folders, run a notebook, install.
+"""The `lily` command: list skills, validate skill folders, run a notebook, replay a
+session, install.
 
 Errors from the core (LilyError) become one line on stderr and exit status 2.
 """
@@ -12,6 +13,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from lily_kernel.cli.replay import add_replay_parser
 from lily_kernel.commands import render_plain, skills_result
 from lily_kernel.errors import LilyError, UsageError
 from lily_kernel.runtime import LilyEnvironment
@@ -142,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("notebook", metavar="NOTEBOOK")
     run.add_argument("--output", help="also write the executed notebook here")
     run.set_defaults(func=_cmd_run)
+
+    add_replay_parser(sub)
 
     install = sub.add_parser("install", help="install the Lily kernelspec")
     where = install.add_mutually_exclusive_group()

@@ -182,18 +182,21 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
     policy = ctx.policy
     allow = "*" if policy.allow == "*" else ", ".join(policy.allow) or "(nothing)"
     offered = {t.name for t in policy.model_tools(ctx.registry)}
+    with_skill = {t.name for t in policy.model_tools(ctx.registry, skill_active=True)} - offered
     rows = tuple(
         (
             tool.name,
-            "yes" if policy.allows(tool.name) else "no",
-            "yes" if tool.name in offered else "no",
+            {"allow": "yes", "ask": "ask first", "deny": "no"}[policy.decision(tool.name)],
+            "yes" if tool.name in offered else
+            "while a skill is active" if tool.name in with_skill else "no",
             "yes" if tool.owner_only else "no",
             tool.description,
         )
         for tool in ctx.registry
     )
     return [
-        Fields((("allow", allow), ("deny", ", ".join(policy.deny) or "(nothing)"))),
+        Fields((("allow", allow), ("ask", ", ".join(policy.ask) or "(nothing)"),
+                ("deny", ", ".join(policy.deny) or "(nothing)"))),
         Table(("tool", "allowed", "offered to the model", "owner-only", "description"), rows),
     ]
 

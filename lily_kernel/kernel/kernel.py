@@ -9,6 +9,7 @@ retry after a failed start, the warm-up of the model path) is the runtime's
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ipykernel._version import kernel_protocol_version
@@ -18,7 +19,8 @@ from lily_kernel import __version__
 from lily_kernel.errors import LilyError
 from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
-from lily_kernel.kernel.output import CellError, KernelSink, Send, command_bundle
+from lily_kernel.kernel.output import CellError, KernelSink, Send, command_bundle, no_answer
+from lily_kernel.kernel.stdin import request_input
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
 
@@ -90,6 +92,9 @@ class LilyKernel(Kernel):
         cell_meta: dict[str, Any] | None = None,
         cell_id: str | None = None,
     ) -> dict[str, Any]:
+        # Recorded as IPython's kernel does (the base class does not): whether this
+        # request's frontend answers input requests (approvals ask through it).
+        self._allow_stdin = allow_stdin
         if store_history and not silent:
             self.history.add(self.execution_count, code)
         # Everything this cell shows passes one redactor: no credential reaches the person.
@@ -98,7 +103,8 @@ class LilyKernel(Kernel):
         def publish(msg_type: str, content: dict[str, Any]) -> None:
             self.send_response(self.iopub_socket, msg_type, redact(content))
 
-        error = await self._run_cell(code, publish if not silent else _discard)
+        error = await self._run_cell(code, publish if not silent else _discard,
+                                     self._ask if not silent else no_answer)
         if error is None:
             return {"status": "ok", "execution_count": self.execution_count,
                     "payload": [], "user_expressions": {}}
@@ -107,9 +113,10 @@ class LilyKernel(Kernel):
             self.send_response(self.iopub_socket, "error", content)
         return {"status": "error", "execution_count": self.execution_count, **content}
 
-    async def _run_cell(self, code: str, publish: Send) -> CellError | None:
+    async def _run_cell(self, code: str, publish: Send,
+                        ask: Callable[[str], Awaitable[str | None]]) -> CellError | None:
         """Run the cell as a task the stop button can cancel; None when it succeeded."""
-        sink = KernelSink(publish)
+        sink = KernelSink(publish, ask)
         task = asyncio.ensure_future(self.lily.run_cell(code, sink))
         with cancel_on_sigint(task) as interrupted:
             try:
@@ -159,6 +166,11 @@ class LilyKernel(Kernel):
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
         self.lily.close()
         return {"status": "ok", "restart": restart}
+
+    async def _ask(self, prompt: str) -> str | None:
+        """A question to the person (an approval), through the stdin channel; redacted
+        like everything else the person sees."""
+        return await request_input(self, Redactor(secret_values())(prompt))
 
 
 def _discard(msg_type: str, content: dict[str, Any]) -> None:

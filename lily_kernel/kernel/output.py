@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -24,11 +24,20 @@ __all__ = [
     "Send",
     "command_bundle",
     "markdown_bundle",
+    "no_answer",
     "notice_bundle",
 ]
 
 Send = Callable[[str, dict[str, Any]], None]
 """Publish one iopub message: `send(msg_type, content)`."""
+
+Ask = Callable[[str], Awaitable[str | None]]
+"""Ask the person a question through the stdin channel; None when no one can answer."""
+
+
+async def no_answer(prompt: str) -> None:
+    """The ask of a cell no one can answer (a silent execution)."""
+    return
 
 
 def command_bundle(result: CommandResult) -> dict[str, str]:
@@ -67,9 +76,13 @@ class KernelSink:
     under a display id fresh for this cell, later calls and the final `reply` update it.
     """
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, ask: Ask = no_answer) -> None:
         self._send = send
+        self._ask = ask
         self._display_id: str | None = None
+
+    async def ask(self, prompt: str) -> str | None:
+        return await self._ask(prompt)
 
     def show(self, result: CommandResult) -> None:
         self._display(command_bundle(result))

@@ -3,6 +3,7 @@
 from lily_kernel.prompting.request import EMPTY_REQUEST_TEXT, ModelRequest, build_model_request
 from lily_kernel.prompting.system import (
     LOAD_SKILL,
+    SKILL_FILES_NOTE,
     Catalog,
     build_catalog,
     build_system_prompt,
@@ -12,6 +13,7 @@ from lily_kernel.prompting.system import (
 __all__ = [
     "EMPTY_REQUEST_TEXT",
     "LOAD_SKILL",
+    "SKILL_FILES_NOTE",
     "Catalog",
     "ModelRequest",
     "build_catalog",

@@ -11,6 +11,7 @@ from lily_kernel.skills import Skill
 
 __all__ = [
     "LOAD_SKILL",
+    "SKILL_FILES_NOTE",
     "Catalog",
     "build_catalog",
     "build_system_prompt",
@@ -36,6 +37,13 @@ SKILL.md is then given to you. Never follow a skill you have not been given.
 FORCED_RULES = """\
 - The person invoked the skill `{name}` explicitly for this request. Follow its \
 SKILL.md below; do not switch to another skill."""
+
+# Said with every loaded skill: where the files its SKILL.md names by relative path are.
+SKILL_FILES_NOTE = (
+    "Paths this SKILL.md names (references/..., scripts/..., {baseDir}/...) are relative "
+    "to the skill's folder: read such a file with `read_skill_file(path)` and run a script "
+    "with `run_skill_script(script, args)` when those tools are offered."
+)
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,8 @@ def build_system_prompt(
     if sections:
         parts.append("# Persona\n\n" + "\n\n".join(sections))
     if forced_skill is not None:
-        parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name))
+        parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name)
+                     + "\n- " + SKILL_FILES_NOTE)
         parts.append(f"# Skill: {forced_skill.name}\n\n{forced_skill.body.strip()}")
     elif catalog is not None:
         parts.append("# Skills\n\n" + catalog.text)

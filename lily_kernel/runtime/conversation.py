@@ -20,6 +20,7 @@ from lily_kernel.errors import ModelError, ModelNotConfiguredError, StepLimitErr
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse, ToolCall
 from lily_kernel.prompting import (
     LOAD_SKILL,
+    SKILL_FILES_NOTE,
     ModelRequest,
     build_catalog,
     build_model_request,
@@ -39,8 +40,10 @@ from lily_kernel.prompting.selection import (
     selection_schema,
     skill_body_message,
 )
+from lily_kernel.runtime.replay_records import error_record, response_record
+from lily_kernel.runtime.tool_calls import run_model_tool
 from lily_kernel.skills import Skill
-from lily_kernel.tools import ToolOutcome, run_tool
+from lily_kernel.tools import ToolOutcome
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.runtime import CellSink, LilyRuntime
@@ -82,6 +85,12 @@ class _Turn:
     @property
     def manual(self) -> bool:
         return self.request.forced_skill is not None
+
+    def active_skill(self, runtime: LilyRuntime) -> Skill | None:
+        """The skill this request follows: forced by the person, or loaded by the model."""
+        if self.request.forced_skill is not None:
+            return runtime.session.skill_snapshot.get(self.request.forced_skill)
+        return self.loaded
 
 
 class _StreamView:
@@ -138,7 +147,8 @@ class _Conversation:
         if turn.loaded is None:
             schemas = list(turn.request.tools)
         else:
-            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.narrowed_tools)
+            tools = self.env.policy.model_tools(self.env.registry, turn.loaded.narrowed_tools,
+                                                skill_active=True)
             # load_skill stays offered after a load, so a second one can be refused.
             schemas = [load_skill_tool(), *(t.json_schema() for t in tools)]
         names = [s["function"]["name"] for s in schemas]
@@ -168,8 +178,8 @@ class _Conversation:
         log.emit("skill_invoked", name=skill.name, mode="auto")
         log.emit("skill_loaded", name=skill.name, path=skill.path, digest=skill.digest)
         self.sink.notice(f"Skill: {skill.name} (selected by the model)")
-        return ToolOutcome(LOAD_SKILL, allowed=True,
-                           output=f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n")
+        return ToolOutcome(LOAD_SKILL, allowed=True, output=(
+            f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n\n({SKILL_FILES_NOTE})\n"))
 
     async def _run_call(self, turn: _Turn, call: ToolCall, offered: list[str],
                         step: int) -> str:
@@ -187,17 +197,15 @@ class _Conversation:
         if call.name == LOAD_SKILL:
             loaded = self._load_skill(turn, args)
             self.runtime.log.emit("tool_call", name=call.name, allowed=loaded.allowed,
-                                  step=step, arguments=args)
+                                  step=step, arguments=args, result=loaded.output)
             if not loaded.allowed:
                 self.sink.notice(f"load_skill {args.get('name')!r}: {loaded.output}")
             return loaded.output
-        # Off the event loop: a tool does file-system work (a large read, a slow disk),
-        # and the kernel must stay responsive (and interruptible) meanwhile.
-        outcome = await asyncio.to_thread(
-            run_tool, self.env.registry, self.env.policy, call.name, args,
-            self.env.tool_context, caller="model", offered=offered)
+        outcome = await run_model_tool(self.runtime, self.sink, call.name, args, offered,
+                                       turn.active_skill(self.runtime))
         self.runtime.log.emit("tool_call", name=call.name, allowed=outcome.allowed, step=step,
-                              arguments=args, error=outcome.detail or None)
+                              arguments=args, error=outcome.detail or None,
+                              result=outcome.output)
         status = "ran" if not outcome.error else outcome.detail.rstrip(".")
         self.sink.notice(f"Tool {call.name}: {status}")
         return outcome.output
@@ -210,23 +218,27 @@ class _Conversation:
         started = time.perf_counter()
         outcome = "error"  # a bug in Lily, unless one of the cases below
         response: ChatResponse | None = None
+        # What replay feeds back instead of a model (runtime/replay_records.py).
+        recorded: dict[str, Any] = {"supports_tools": model.supports_tools}
         try:
             response = await model.complete(request, on_text)
             outcome = "ok"
+            recorded["response"] = response_record(response)
         except ModelError as exc:
             outcome = exc.kind
+            recorded["error"] = error_record(exc)
             raise
         except asyncio.CancelledError:
             outcome = "cancelled"
             raise
         finally:
-            details: dict[str, Any] = {}
+            details: dict[str, Any] = dict(recorded)
             if response is not None:
                 usage = response.usage
-                details = {"prompt_tokens": usage.prompt_tokens,
-                           "completion_tokens": usage.completion_tokens,
-                           "finish_reason": response.finish_reason,
-                           "context_window": model.context_window, "cost": response.cost}
+                details |= {"prompt_tokens": usage.prompt_tokens,
+                            "completion_tokens": usage.completion_tokens,
+                            "finish_reason": response.finish_reason,
+                            "context_window": model.context_window, "cost": response.cost}
             self.runtime.log.emit(
                 "model_call", model=model.name, step=step, outcome=outcome,
                 latency_ms=round((time.perf_counter() - started) * 1000, 1), **details)
@@ -343,6 +355,7 @@ def _request(runtime: LilyRuntime, model: ChatModel, text: str, forced: Skill | 
     budget = catalog_budget(model.context_window, configured, without_catalog)
     tools = runtime.env.policy.model_tools(
         runtime.env.registry, forced.narrowed_tools if forced else None,
+        skill_active=forced is not None,
     ) if model.supports_tools else []
     request = build_model_request(
         persona=session.persona,

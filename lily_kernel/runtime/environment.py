@@ -53,7 +53,9 @@ def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
     tools = config.tools
     allow: tuple[str, ...] | Literal["*"] = (
         "*" if tools.allow == "*" else resolve("allow", tools.allow))
-    return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny))
+    return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny),
+                      ask=resolve("ask", tools.ask),
+                      explicit=frozenset(t.name for t in registry if t.explicit))
 
 
 @dataclass

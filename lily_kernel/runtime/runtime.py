@@ -7,13 +7,14 @@ writes the event log, and (for conversational turns) calls the model.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from lily_kernel.commands import (
     CommandContext,
@@ -24,17 +25,19 @@ from lily_kernel.commands import (
     complete,
     inspect,
     parse_command,
+    render_plain,
     run_command,
 )
-from lily_kernel.errors import CommandError
-from lily_kernel.events import EventLog, session_log_path
+from lily_kernel.errors import CommandError, LilyError
+from lily_kernel.events import Event, EventLog, session_log_path
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.persona import Persona
-from lily_kernel.redaction import Redactor, secret_values
+from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 from lily_kernel.runtime.environment import LilyEnvironment
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ToolRegistry
+from lily_kernel.tools.scripts import Sandbox, find_sandbox, run_script
 
 __all__ = ["CellSink", "LilyRuntime"]
 
@@ -52,6 +55,17 @@ class CellSink(Protocol):
 
     def notice(self, text: str) -> None: ...
 
+    async def ask(self, prompt: str) -> str | None:
+        """The person's answer to a yes/no question (Jupyter's input request); None
+        when no one can answer (nbclient, papermill, a frontend without stdin)."""
+
+
+def recorded_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The LILY_* variables of the session (what replay needs to rebuild its config);
+    never one whose name looks like a credential."""
+    return {k: v for k, v in sorted(environ.items())
+            if k.startswith("LILY_") and not is_secret_name(k)}
+
 
 @dataclass
 class LilyRuntime:
@@ -65,6 +79,15 @@ class LilyRuntime:
     log_problem_told: bool = False
     model_told: bool = False  # the person was told the embedded model answers
     _model_loading: asyncio.Future[ChatModel] | None = None
+    # Runs an approved skill script; replay swaps in the recorded results.
+    script_runner: Callable[..., Any] = field(default=run_script)
+    _sandbox: Sandbox | None = None
+
+    def sandbox(self) -> Sandbox:
+        """bubblewrap as this machine offers it (looked for once per session)."""
+        if self._sandbox is None:
+            self._sandbox = find_sandbox(self.env.host.environ)
+        return self._sandbox
 
     async def get_model(self) -> ChatModel:
         """The session's model, created (litellm imported, or a local model loaded) on
@@ -109,16 +132,20 @@ class LilyRuntime:
         *,
         registry: ToolRegistry | None = None,
         session_id: str | None = None,
+        listener: Callable[[Event], None] | None = None,
+        write_log: bool = True,
     ) -> LilyRuntime:
-        """Load config, skills and persona; open the log. Raises ConfigError/SkillRootError."""
+        """Load config, skills and persona; open the log. Raises ConfigError/SkillRootError.
+        `listener` sees every event; `write_log` False keeps the log off disk (replay)."""
         env = LilyEnvironment.load(workspace, environ, registry=registry)
         session_id = session_id or uuid.uuid4().hex
         created = datetime.now(UTC).isoformat(timespec="seconds")
         session = env.new_session(session_id, created)
-        path = session_log_path(env.workspace, session_id) if env.config.event_log else None
+        path = (session_log_path(env.workspace, session_id)
+                if env.config.event_log and write_log else None)
         # Credentials of the process and of the settings' environment never reach the log.
         secrets = secret_values(os.environ) + secret_values(environ or {})
-        log = EventLog(path, session_id, redact=Redactor(secrets).data)
+        log = EventLog(path, session_id, redact=Redactor(secrets).data, listener=listener)
         runtime = cls(env=env, session=session, log=log)
         runtime.log.emit(
             "session_started",
@@ -126,6 +153,7 @@ class LilyRuntime:
             agent=session.active_agent,
             model=session.model_config.model,
             persona_files=[f.name for f in session.persona.files],
+            settings=recorded_settings(env.host.environ),
         )
         runtime._log_catalog(session.skill_snapshot)
         return runtime
@@ -165,8 +193,13 @@ class LilyRuntime:
     def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
         """Log a command's outcome and apply its state change (only when it succeeded)."""
         result = outcome.result
+        # What the person was shown, as a digest: replay compares it without the log
+        # holding every listing.
+        shown = render_plain(result) if result.ok and result.invocation is None else ""
+        output = ({"output_sha256": hashlib.sha256(shown.encode()).hexdigest(),
+                   "output_chars": len(shown)} if shown else {})
         self.log.emit("command", name=parsed.name, argument=parsed.argument,
-                      ok=result.ok, error=result.error)
+                      ok=result.ok, error=result.error, **output)
         if not result.ok:
             return result
         if outcome.change is not None:
@@ -186,9 +219,22 @@ class LilyRuntime:
 
     async def run_cell(self, code: str, sink: CellSink) -> None:
         """Run a cell; user errors raise LilyError subclasses with the exact message."""
+        self.log.emit("cell", code=code)
+        status, error = "error", None
         try:
             await self._run_cell(code, sink)
+            status = "ok"
+        except asyncio.CancelledError:
+            status = "interrupted"
+            raise
+        except LilyError as exc:
+            error = str(exc)
+            raise
+        except Exception as exc:  # a bug: recorded by name, the kernel shows the traceback
+            error = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
+            self.log.emit("cell_finished", status=status, error=error)
             if self.log.problem and not self.log_problem_told:  # once, not every cell
                 sink.notice(f"The event log is off: {self.log.problem}.")
                 self.log_problem_told = True

@@ -8,9 +8,12 @@ from lily_kernel.tools.policy import (
     allowed_tool_names,
     run_tool,
 )
-from lily_kernel.tools.registry import Tool, ToolContext, ToolRegistry
+from lily_kernel.tools.registry import ActiveSkill, Tool, ToolContext, ToolRegistry
+from lily_kernel.tools.scripts import run_skill_script_tool
+from lily_kernel.tools.skill_files import read_skill_file_tool
 
 __all__ = [
+    "ActiveSkill",
     "Caller",
     "Tool",
     "ToolContext",
@@ -27,4 +30,4 @@ __all__ = [
 
 def default_registry() -> ToolRegistry:
     """A new registry holding the built-in tools."""
-    return ToolRegistry(file_tools())
+    return ToolRegistry([*file_tools(), read_skill_file_tool(), run_skill_script_tool()])

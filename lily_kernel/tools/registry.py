@@ -17,7 +17,7 @@ from typing import Any
 
 from lily_kernel.validation import build
 
-__all__ = ["ARGS_CONFIG", "Tool", "ToolContext", "ToolRegistry"]
+__all__ = ["ARGS_CONFIG", "ActiveSkill", "Tool", "ToolContext", "ToolRegistry"]
 
 # Set as `__pydantic_config__` on an argument dataclass: attribute docstrings become the
 # descriptions in its JSON schema. A plain dict, so defining one imports nothing.
@@ -25,13 +25,23 @@ ARGS_CONFIG = {"use_attribute_docstrings": True}
 
 
 @dataclass(frozen=True)
+class ActiveSkill:
+    """The skill active in the current request: the folder its own tools work in."""
+
+    name: str
+    folder: Path
+
+
+@dataclass(frozen=True)
 class ToolContext:
-    """What a handler may use: the workspace it is confined to, and Lily's own files
-    and folders (configuration, every skills root, persona, the Lily home, `.lily`),
-    inside the workspace or not, which no tool may write."""
+    """What a handler may use: the workspace it is confined to, Lily's own files and
+    folders (configuration, every skills root, persona, the Lily home, `.lily`), inside
+    the workspace or not, which no tool may write, and the active skill (None outside
+    a skill)."""
 
     workspace: Path
     protected: tuple[Path, ...] = ()
+    skill: ActiveSkill | None = None
 
 
 @functools.cache
@@ -49,6 +59,10 @@ class Tool:
 
     `text_argument` names the argument that receives the raw request text when the
     tool is a skill's `command_tool`; a tool without one cannot be dispatched.
+    `needs_skill`: offered to the model only while a skill is active (the skill's own
+    tools). `explicit`: `allow: "*"` does not cover it; the policy must name it.
+    `kept_by`: lower-case `allowed-tools` names that keep the tool when a skill narrows
+    the tools (its own name always does); `None` means narrowing never removes it.
     """
 
     name: str
@@ -57,6 +71,9 @@ class Tool:
     handler: Callable[[Any, ToolContext], str]
     owner_only: bool = False
     text_argument: str | None = None
+    needs_skill: bool = False
+    explicit: bool = False
+    kept_by: frozenset[str] | None = frozenset()
 
     def parse_arguments(self, arguments: dict[str, Any]) -> Any:
         """The arguments as `args_model`; raises validation.ShapeError."""

@@ -40,6 +40,9 @@ class Recorder:
     def notice(self, text: str) -> None:
         pass
 
+    async def ask(self, prompt: str) -> str | None:
+        raise AssertionError("commands ask nothing")
+
 
 @pytest.fixture
 def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:

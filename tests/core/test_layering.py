@@ -25,7 +25,7 @@ ALLOWED = {
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
-    "tools": {"config", "errors", "validation"},
+    "tools": {"config", "errors", "redaction", "validation"},
     "session": {"config", "persona", "skills"},
     "prompting": {"persona", "skills"},
     "llm": {"config", "errors", "redaction"},

@@ -31,6 +31,9 @@ class Sink:
 
     def notice(self, text: str) -> None: ...
 
+    async def ask(self, prompt: str) -> str | None:
+        return None  # no one to answer
+
 
 def test_the_workspace_is_lily_workspace_else_the_working_directory(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ import pytest
 from lily_kernel.commands import CommandResult
 from lily_kernel.errors import ModelError, ModelNotConfiguredError, StepLimitError
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
+from lily_kernel.prompting import SKILL_FILES_NOTE
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.tools import Tool, ToolContext, default_registry
 from tests.conftest import skill_text, write_skill
@@ -38,6 +39,9 @@ class Sink:
 
     def notice(self, text: str) -> None:
         self.notices.append(text)
+
+    async def ask(self, prompt: str) -> str | None:
+        return None  # no one to answer (as under nbclient)
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,8 @@ def test_load_skill_returns_the_body_and_a_second_is_refused(runtime: LilyRuntim
     )
     second, third = model.requests[1].messages, model.requests[2].messages
     assert second[-1] == {"role": "tool", "tool_call_id": "c1",
-                          "content": "SKILL.md of 'echo':\n\nBody of Echo in uppercase\n"}
+                          "content": "SKILL.md of 'echo':\n\nBody of Echo in uppercase\n\n"
+                                         f"({SKILL_FILES_NOTE})\n"}
     assert third[-1]["content"] == ("Refused: the skill 'echo' is already loaded for this "
                                     "request; only one skill can be used per request.")
     assert sink.replies == ["HELLO"]
@@ -150,7 +155,8 @@ def test_allowed_tool_runs_and_active_skill_narrows_tools(runtime: LilyRuntime) 
         reply("", call("read", "r", path="notes.txt"), call("list", "l")),
         reply("Your note says: note text"),
     )
-    assert [t["function"]["name"] for t in model.requests[1].tools] == ["load_skill", "read"]
+    assert [t["function"]["name"] for t in model.requests[1].tools] == [
+        "load_skill", "read", "read_skill_file"]  # the skill's own files stay readable
     results = [m["content"] for m in model.requests[2].messages if m["role"] == "tool"]
     assert results[-2:] == ["note text", "Refused: tool 'list' is not available while the "
                                          "active skill narrows the tools."]
@@ -281,7 +287,7 @@ def test_a_skill_loaded_in_the_same_message_narrows_the_calls_after_it(
 def test_a_forced_skill_narrows_the_tools_from_the_first_step(runtime: LilyRuntime) -> None:
     _, model = run(runtime, "/skill reader show my notes", reply("", call("list", "l")),
                    reply("done"))
-    assert [t["function"]["name"] for t in model.requests[0].tools] == ["read"]
+    assert [t["function"]["name"] for t in model.requests[0].tools] == ["read", "read_skill_file"]
     assert model.requests[1].messages[-1]["content"] == (
         "Refused: tool 'list' is not available while the active skill narrows the tools.")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lily_kernel.errors import ModelError
+from lily_kernel.prompting import SKILL_FILES_NOTE
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
 from tests.llm.test_conversation import Sink
@@ -82,7 +83,8 @@ def test_load_skill_then_answer_and_second_refused(make_runtime, server: OpenAIS
     second, third = server.requests[1]["messages"], server.requests[2]["messages"]
     assert second[-2]["tool_calls"][0]["function"]["name"] == "load_skill"
     assert second[-1] == {"role": "tool", "tool_call_id": "a",
-                          "content": "SKILL.md of 'echo':\n\nBody of Echo in uppercase\n"}
+                          "content": "SKILL.md of 'echo':\n\nBody of Echo in uppercase\n\n"
+                                     f"({SKILL_FILES_NOTE})\n"}
     assert third[-1]["content"].startswith("Refused: the skill 'echo' is already loaded")
 
 

@@ -1,0 +1,46 @@
+"""How a model's answer is written into the event log, and read back for replay.
+
+Plain JSON, the same whichever ChatModel answered (litellm, the local model, a
+scripted one): the text, the tool calls as the model sent them, the finish reason and
+the token counts; or the fault's kind and message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lily_kernel.errors import ModelError
+from lily_kernel.llm.base import ChatResponse, ToolCall, Usage
+
+__all__ = ["error_from_record", "error_record", "response_from_record", "response_record"]
+
+
+def response_record(response: ChatResponse) -> dict[str, Any]:
+    return {
+        "text": response.text,
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                       for c in response.tool_calls],
+        "finish_reason": response.finish_reason,
+        "usage": [response.usage.prompt_tokens, response.usage.completion_tokens],
+        "cost": response.cost,
+    }
+
+
+def response_from_record(record: dict[str, Any]) -> ChatResponse:
+    prompt, completion = record.get("usage") or (0, 0)
+    return ChatResponse(
+        text=str(record.get("text") or ""),
+        tool_calls=tuple(ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"]))
+                         for c in record.get("tool_calls") or ()),
+        usage=Usage(int(prompt), int(completion)),
+        finish_reason=record.get("finish_reason"),
+        cost=record.get("cost"),
+    )
+
+
+def error_record(error: ModelError) -> dict[str, Any]:
+    return {"kind": error.kind, "message": str(error)}
+
+
+def error_from_record(record: dict[str, Any]) -> ModelError:
+    return ModelError(str(record.get("kind")), str(record.get("message")))

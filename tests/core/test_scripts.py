@@ -1,0 +1,239 @@
+"""Skill scripts: planning (interpreter, environment, sandbox), running, and the policy."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.errors import ToolError
+from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
+from lily_kernel.tools.scripts import (
+    Sandbox,
+    ScriptPlan,
+    ScriptResult,
+    find_sandbox,
+    plan_script,
+    run_script,
+    script_environment,
+)
+from tests.conftest import FIXTURES
+
+NO_SANDBOX = Sandbox(None, "bubblewrap (bwrap) is not installed")
+SECRET = "sk-script-test-SECRET-1234567890"
+ENVIRON = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
+           "OPENAI_API_KEY": SECRET, "MY_SERVICE_TOKEN": "tok-abcdefgh",
+           "LILY_API_BASE": "http://user:pw@proxy/v1", "INNOCENT": f"has {SECRET} inside",
+           "LANG": "C.UTF-8"}
+
+
+def sandbox_or_skip() -> Sandbox:
+    found = find_sandbox(os.environ)
+    if not found.available:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must test the sandbox (setup.sh installs bubblewrap): {found.reason}")
+        pytest.skip(found.reason)
+    return found
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[ActiveSkill, ToolContext]:
+    folder = tmp_path / "skills-root" / "formfill"
+    shutil.copytree(FIXTURES / "skill_files" / "formfill", folder)
+    workspace = tmp_path / "workspace"
+    (workspace / "skills").mkdir(parents=True)
+    (workspace / "lily.yaml").write_text("agent: default\n")
+    ctx = ToolContext(workspace, protected=((workspace / "lily.yaml"), workspace / "skills"))
+    return ActiveSkill("formfill", folder), ctx
+
+
+def run(plan: ScriptPlan, timeout: float = 30, max_chars: int = 20_000) -> ScriptResult:
+    return asyncio.run(run_script(plan, timeout, max_chars))
+
+
+def test_the_environment_has_no_secrets() -> None:
+    env = script_environment(ENVIRON)
+    assert set(env) >= {"PATH", "HOME", "LANG"}
+    for gone in ("OPENAI_API_KEY", "MY_SERVICE_TOKEN", "LILY_API_BASE", "INNOCENT"):
+        assert gone not in env
+    assert SECRET not in repr(env)
+
+
+@pytest.mark.parametrize("script, first_word", [
+    ("scripts/fill_form.py", sys.executable), ("scripts/noext", sys.executable),
+])
+def test_python_runs_with_the_kernels_interpreter(setup, script: str, first_word: str) -> None:
+    skill, ctx = setup
+    plan = plan_script(skill, script, ["a", "b"], ctx, ENVIRON, NO_SANDBOX)
+    assert plan.argv[0] == first_word
+    assert plan.argv[-2:] == ("a", "b") and plan.script == script
+    assert plan.cwd == ctx.workspace.resolve()
+
+
+def test_shell_and_node_by_extension(setup) -> None:
+    skill, ctx = setup
+    sh = plan_script(skill, "scripts/hello.sh", ["you"], ctx, ENVIRON, NO_SANDBOX)
+    assert os.path.basename(sh.argv[0]) == "sh"
+    assert run(sh).output == "hello from sh: you\n"
+    if shutil.which("node") is None:
+        with pytest.raises(ToolError, match="needs node"):
+            plan_script(skill, "scripts/hello.js", [], ctx, {"PATH": "/nonexistent"}, NO_SANDBOX)
+    else:
+        js = plan_script(skill, "scripts/hello.js", ["x"], ctx, ENVIRON, NO_SANDBOX)
+        assert run(js).output == "hello from node x\n"
+
+
+@pytest.mark.parametrize("script, reason", [
+    ("references/forms.md", "not in the skill's scripts/ folder"),
+    ("SKILL.md", "not in the skill's scripts/ folder"),
+    ("scripts/missing.py", "no script 'scripts/missing.py'"),
+    ("scripts/../../formfill/scripts/fill_form.py", "uses '..'"),
+])
+def test_only_files_of_scripts_run(setup, script: str, reason: str) -> None:
+    skill, ctx = setup
+    with pytest.raises(ToolError, match=reason.replace("(", r"\(")):
+        plan_script(skill, script, [], ctx, ENVIRON, NO_SANDBOX)
+
+
+def test_a_run_reports_exit_code_output_and_size(setup) -> None:
+    skill, ctx = setup
+    ok = run(plan_script(skill, "scripts/fill_form.py", ["Ada", "2024-01-02"], ctx, ENVIRON,
+                         NO_SANDBOX))
+    assert (ok.exit_code, ok.output) == (0, "filled the form for Ada on 2024-01-02\n")
+    assert ok.output_bytes == len(ok.output)
+    assert (ctx.workspace / "filled.txt").read_text() == "name: Ada\ndate: 2024-01-02\n"
+    failed = run(plan_script(skill, "scripts/fail.py", [], ctx, ENVIRON, NO_SANDBOX))
+    assert failed.exit_code == 3 and failed.for_model(30) == "[exit code 3]\nfailing\n"
+
+
+def test_output_is_capped(setup) -> None:
+    skill, ctx = setup
+    result = run(plan_script(skill, "scripts/chatty.py", [], ctx, ENVIRON, NO_SANDBOX),
+                 max_chars=1000)
+    assert result.output_bytes == len("chatty") * 100000 + 1
+    assert result.output.startswith("chatty" * 10)
+    assert result.output.endswith(f"[... output truncated: {result.output_bytes:,} bytes in all]")
+    assert len(result.output) < 1100
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead, merely not yet reaped
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
+def _wait_dead(pid: int) -> bool:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_time_limit_kills_the_whole_process_group(setup) -> None:
+    skill, ctx = setup
+    plan = plan_script(skill, "scripts/slow.py", ["slow.pid"], ctx, ENVIRON, NO_SANDBOX)
+    began = time.monotonic()
+    result = run(plan, timeout=1.5)
+    assert result.timed_out and result.exit_code is None
+    assert time.monotonic() - began < 10
+    assert "ran longer than the time limit (1.5 s)" in result.for_model(1.5)
+    child = int((ctx.workspace / "slow.pid").read_text())
+    assert _wait_dead(child), "the script's own child outlived the time limit"
+
+
+def test_cancelling_kills_the_process_group(setup) -> None:
+    skill, ctx = setup
+    plan = plan_script(skill, "scripts/slow.py", ["slow.pid"], ctx, ENVIRON, NO_SANDBOX)
+
+    async def cancel_soon() -> None:
+        task = asyncio.ensure_future(run_script(plan, 60))
+        pid_file = ctx.workspace / "slow.pid"
+        for _ in range(200):
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_soon())
+    assert _wait_dead(int((ctx.workspace / "slow.pid").read_text()))
+
+
+def test_in_the_sandbox_no_network_and_only_the_workspace_is_writable(setup, tmp_path) -> None:
+    sandbox = sandbox_or_skip()
+    skill, ctx = setup
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    outside = tmp_path / "outside.txt"  # under /tmp: the sandbox has its own, empty /tmp
+    var_tmp = Path("/var/tmp") / f"lily-sandbox-probe-{os.getpid()}"
+    args = [f"connect=127.0.0.1:{port}", f"write={outside}", f"write={var_tmp}",
+            "write=inside.txt",
+            f"write={ctx.workspace / 'lily.yaml'}", f"write={ctx.workspace / 'skills' / 'x'}",
+            f"write={skill.folder / 'scripts' / 'x'}"]
+    plan = plan_script(skill, "scripts/probe.py", args, ctx, ENVIRON, sandbox)
+    assert plan.sandboxed and plan.argv[0] == sandbox.bwrap
+    out = run(plan).output
+    listener.close()
+    assert f"connect 127.0.0.1:{port}: blocked" in out
+    assert not outside.exists()
+    assert f"write {var_tmp}: refused (Read-only file system)" in out and not var_tmp.exists()
+    assert "write inside.txt: written" in out and (ctx.workspace / "inside.txt").exists()
+    assert f"write {ctx.workspace / 'lily.yaml'}: refused" in out
+    assert f"write {ctx.workspace / 'skills' / 'x'}: refused" in out
+    assert f"write {skill.folder / 'scripts' / 'x'}: refused" in out
+    assert "secret variables: none" in out and "lily variables: none" in out
+
+
+def test_without_the_sandbox_the_script_reaches_what_the_kernel_reaches(setup) -> None:
+    skill, ctx = setup
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    plan = plan_script(skill, "scripts/probe.py", [f"connect=127.0.0.1:{port}"], ctx,
+                       ENVIRON, NO_SANDBOX)
+    assert not plan.sandboxed and plan.sandbox_note == NO_SANDBOX.reason
+    out = run(plan).output
+    listener.close()
+    assert f"connect 127.0.0.1:{port}: open" in out
+    assert "secret variables: none" in out
+
+
+def test_a_missing_bwrap_is_reported() -> None:
+    found = find_sandbox({"PATH": "/nonexistent"})
+    assert not found.available and found.reason == "bubblewrap (bwrap) is not installed"
+
+
+def test_policy_scripts_are_denied_by_default_and_star_does_not_cover_them() -> None:
+    registry = default_registry()
+    explicit = frozenset(t.name for t in registry if t.explicit)
+    assert explicit == {"run_skill_script"}
+    star = ToolPolicy(allow="*", explicit=explicit)
+    assert star.decision("run_skill_script") == "deny" and star.decision("read") == "allow"
+    named = ToolPolicy(allow=("read", "run_skill_script"), explicit=explicit)
+    assert named.decision("run_skill_script") == "allow"
+    asked = ToolPolicy(allow="*", ask=("run_skill_script",), explicit=explicit)
+    assert asked.decision("run_skill_script") == "ask"
+    both = ToolPolicy(allow=("run_skill_script",), ask=("run_skill_script",), explicit=explicit)
+    assert both.decision("run_skill_script") == "ask"  # ask wins over allow
+    denied = ToolPolicy(allow="*", ask=("run_skill_script",), deny=("run_skill_script",),
+                        explicit=explicit)
+    assert denied.decision("run_skill_script") == "deny"  # deny wins over everything
+    offered = [t.name for t in asked.model_tools(registry, frozenset({"read", "bash"}), skill_active=True)]
+    assert offered == ["read", "read_skill_file", "run_skill_script"]  # Bash keeps scripts
+    assert "run_skill_script" not in [
+        t.name for t in asked.model_tools(registry, frozenset({"read"}), skill_active=True)]

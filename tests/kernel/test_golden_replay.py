@@ -1,0 +1,100 @@
+"""The sessions behind the golden transcripts replay as identical.
+
+Each golden notebook runs again (nbclient, a real kernel, the event log on, the harness
+playing the person's hands and the scripted model), in a copy of the golden folder; its
+session log is then replayed with `replay_session` against the same files, with the
+harness doing between cells what it did during the recording.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from lily_kernel.runtime.replay import replay_session
+from tests.kernel.conftest import REPO, kernel_env
+from tests.support.openai_server import OpenAIServer, Reply
+
+GOLDEN = REPO / "notebooks" / "golden"
+NOTEBOOKS = sorted(p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*.ipynb"))
+
+
+def _harness(folder: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("golden_harness_copy",
+                                                  folder / "golden_harness.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def golden_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("golden-replay") / "golden"
+    shutil.copytree(GOLDEN, folder, ignore=shutil.ignore_patterns(".lily", ".ipynb_checkpoints"))
+    return folder
+
+
+def _code_cells(nb: Any) -> list[Any]:
+    # nbclient sends no execute request for an empty code cell: no `cell` event either.
+    return [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+
+
+@pytest.mark.embedded  # as in the kernel that recorded it: the embedded model is the default
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_golden_session_replays_as_identical(name: str, golden_copy: Path,
+                                             tmp_path: Path) -> None:
+    harness = _harness(golden_copy)
+    path = golden_copy / name
+    workspace = path.parent
+    sessions = workspace / ".lily" / "sessions"
+    before = set(sessions.glob("*.jsonl")) if sessions.is_dir() else set()
+    nb = nbformat.read(path, as_version=4)
+    cells = _code_cells(nb)
+    late = {i for i, c in enumerate(cells) if harness.LATE_SKILL_TAG in c.metadata.get("tags", [])}
+
+    with OpenAIServer() as server:
+        def on_cell(cell: Any, cell_index: int, **_: Any) -> None:
+            if harness.LATE_SKILL_TAG in cell.metadata.get("tags", []):
+                harness.add_late_skill()
+            if harness.SCRIPTED_REPLIES in cell.metadata:
+                server.replies.clear()
+                server.script(*(Reply(**r) for r in cell.metadata[harness.SCRIPTED_REPLIES]))
+
+        client = NotebookClient(nb, kernel_name="lily", timeout=120, allow_errors=True,
+                                record_timing=False, on_cell_execute=on_cell,
+                                resources={"metadata": {"path": str(workspace)}})
+        client.execute(env=kernel_env(tmp_path / "home", LILY_EVENT_LOG="1",
+                                      LILY_API_BASE=server.base_url,
+                                      OPENAI_API_KEY=harness.DUMMY_KEY))
+    harness.remove_late_skill()
+    [log] = set(sessions.glob("*.jsonl")) - before
+    recorded_cells = [line for line in log.read_text().splitlines() if '"event": "cell"' in line]
+    assert len(recorded_cells) == len(cells)
+
+    def before_cell(index: int) -> None:
+        if index in late:
+            harness.add_late_skill()
+
+    try:
+        report = replay_session(log, before_cell=before_cell)
+    finally:
+        harness.remove_late_skill()
+    assert report.identical, report.describe()
+    assert report.cells == len(cells) and report.events > 2 * len(cells)
+    if "chat" in name:  # the model's turns were fed from the log, faults included
+        text = log.read_text()
+        assert text.count('"event": "model_call"') >= 8 and '"outcome": "rate_limit"' in text
+    if late:  # without the person's hands between cells, the reload finds no newcomer
+        unaided = replay_session(log)
+        assert unaided.divergence is not None
+        assert unaided.divergence.event == "command"
+        assert unaided.divergence.expected is not None
+        assert unaided.divergence.expected["data"]["name"] == "reload_skills"
+        assert "differs in output_chars, output_sha256" in unaided.describe()

@@ -1,0 +1,126 @@
+"""Session replay: the recorded model answers, approvals and script results fed back,
+everything else re-run against the current files; identical or the first divergence."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.cli.main import main
+from lily_kernel.errors import ModelError
+from lily_kernel.llm import ScriptedModel
+from lily_kernel.runtime.replay import ReplayError, replay_session
+from tests.conftest import write_skill
+from tests.llm.test_skill_tools import LOAD, SCRIPT_CALL, Sink, call, reply, run, start
+
+
+def record(workspace: Path, environ: dict[str, str]) -> Path:
+    """A session with a command, a reference read, an approved and a declined script, a
+    provider fault and a plain answer; returns its log."""
+    runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script")
+    run(runtime, "/skills", Sink())
+    run(runtime, "fill the form for Ada", Sink("y"), LOAD,
+        reply("", call("read_skill_file", "r", path="references/forms.md")),
+        reply("Filling.", SCRIPT_CALL), reply("Done: filled.txt"))
+    run(runtime, "again", Sink("n"), LOAD, reply("", SCRIPT_CALL), reply("Not run."))
+    with pytest.raises(ModelError):
+        run(runtime, "and now?", Sink(), ModelError("rate_limit", "Error: rate limit."))
+    run(runtime, "/help formfill", Sink())
+    run(runtime, "thanks", Sink(), reply("You're welcome."))
+    runtime.close()
+    assert runtime.log.path is not None
+    return runtime.log.path
+
+
+def test_a_recorded_session_replays_as_identical(workspace, environ) -> None:
+    log = record(workspace, environ)
+    (workspace / "filled.txt").unlink()  # replay never runs the script again
+    report = replay_session(log)
+    assert report.identical, report.describe()
+    assert report.cells == 6 and report.events == len(log.read_text().splitlines())
+    assert report.describe().startswith("identical: 6 cell(s)")
+    assert not (workspace / "filled.txt").exists()
+    kinds = {json.loads(line)["event"] for line in log.read_text().splitlines()}
+    assert {"cell", "cell_finished", "command", "model_call", "tool_call", "approval",
+            "skill_file_read", "skill_script_run", "skill_loaded"} <= kinds
+
+
+def test_a_changed_reference_is_the_first_divergence(workspace, environ) -> None:
+    log = record(workspace, environ)
+    user_skill = Path(environ["LILY_HOME"]) / "skills" / "formfill"
+    (user_skill / "references" / "forms.md").write_text("# Forms\n\nThree fields now.\n")
+    report = replay_session(log)
+    assert not report.identical
+    assert report.divergence is not None and report.divergence.event == "skill_file_read"
+    text = report.describe()
+    assert "(skill_file_read) differs in sha256, size:" in text
+    assert "expected" in text and "actual" in text
+
+
+def test_a_changed_script_diverges_at_its_run(workspace, environ) -> None:
+    log = record(workspace, environ)
+    script = Path(environ["LILY_HOME"]) / "skills" / "formfill" / "scripts" / "fill_form.py"
+    script.write_text(script.read_text() + "\n# changed\n")
+    report = replay_session(log)
+    assert report.divergence is not None and report.divergence.expected is not None
+    assert (report.divergence.event, report.divergence.expected["data"]["script"]) == (
+        "skill_script_run", "scripts/fill_form.py")
+    assert "differs in sha256" in report.describe()
+
+
+def test_a_new_skill_changes_the_snapshot_digest(workspace, environ) -> None:
+    log = record(workspace, environ)
+    write_skill(workspace / "skills", "newcomer", "---\nsummary: New.\n---\nNew.\n")
+    report = replay_session(log)
+    assert report.divergence is not None
+    assert report.divergence.index == 2 and report.divergence.event == "skill_catalog_updated"
+    assert "differs in count, digest" in report.describe()
+
+
+def test_the_cli_exit_status_says_identical_or_not(workspace, environ, capsys) -> None:
+    log = record(workspace, environ)
+    assert main(["replay", str(log)]) == 0
+    assert capsys.readouterr().out.startswith("identical: 6 cell(s)")
+    (workspace / "skills").mkdir(exist_ok=True)
+    write_skill(workspace / "skills", "newcomer", "---\nsummary: New.\n---\nNew.\n")
+    assert main(["replay", str(log)]) == 1
+    assert capsys.readouterr().out.startswith("divergence at event 2 (skill_catalog_updated)")
+
+
+def test_bad_logs_are_clear_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    with pytest.raises(ReplayError, match="line 1: not a JSON event"):
+        replay_session(bad)
+    done = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "replay", str(bad)],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("lily: ") and "not a JSON event" in done.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"event": "command", "data": {}}) + "\n")
+    with pytest.raises(ReplayError, match="not a Lily session log"):
+        replay_session(other)
+
+
+def test_a_model_without_tools_replays_its_selection_step(workspace, environ) -> None:
+    """The embedded model cannot call tools: its skill is declared in a structured step
+    (step "select"). Replay feeds that step too, and knows the model had no tools."""
+    runtime = start(workspace, environ)
+    model = ScriptedModel(reply('{"skill": "formfill"}'), reply("Name and date, please."),
+                          name="local/smol.gguf", supports_tools=False, context_window=8192)
+    runtime.model = model
+    asyncio.run(runtime.run_cell("I need a form filled", Sink()))
+    runtime.close()
+    assert runtime.log.path is not None
+    log = runtime.log.path
+    steps = [json.loads(line)["data"].get("step") for line in log.read_text().splitlines()
+             if '"event": "model_call"' in line]
+    assert steps == ["select", 1]
+    assert model.requests[1].tools == []  # no tools were offered to it
+    report = replay_session(log)
+    assert report.identical, report.describe()
