@@ -1,6 +1,6 @@
 """The embedded model, measured as a person meets it: through a real Lily kernel.
 
-    .venv/bin/python benchmarks/local_model.py [--skills 60]
+    .venv/bin/python benchmarks/local_model.py [--skills 60] [--threads N]
 
 Nothing is configured, so the kernel answers with the embedded SmolLM2-135M (llama.cpp,
 2 cores here). For the quickstart's workspace and for a generated workspace of
@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,8 +93,8 @@ def _stop_seconds(kernel: Any, code: str, when: str) -> float:
             return took
 
 
-def measure_kernel(workspace: Path, home: Path) -> dict[str, float]:
-    env = bench_env(home)
+def measure_kernel(workspace: Path, home: Path, threads: int) -> dict[str, float]:
+    env = {**bench_env(home), "LILY_LOCAL_THREADS": str(threads)}
     figures: dict[str, float] = {}
     with started("lily", workspace, env) as kernel:
         figures["turn 1 first token"] = _first_token_seconds(kernel, QUESTION)
@@ -119,17 +121,17 @@ def first_request(workspace: Path) -> ChatRequest:
     return ChatRequest(list(request.messages), max_tokens=64)
 
 
-def measure_in_process(workspace: Path) -> dict[str, float]:
+def measure_raw(workspace: Path, threads: int) -> dict[str, float]:
+    """The baseline: llama-cpp-python's own chat completion on the same first request."""
     import llama_cpp
 
     file = local_model_file("local")
     assert file is not None
-    figures: dict[str, float] = {}
     request = first_request(workspace)
-
+    figures: dict[str, float] = {}
     began = time.perf_counter()
-    raw = llama_cpp.Llama(model_path=str(file.path), n_ctx=0, n_threads=default_threads(),
-                          n_threads_batch=default_threads(), seed=0, verbose=False)
+    raw = llama_cpp.Llama(model_path=str(file.path), n_ctx=0, n_threads=threads,
+                          n_threads_batch=threads, seed=0, verbose=False)
     figures["raw llama-cpp-python load"] = time.perf_counter() - began
     began = time.perf_counter()
     stream: Any = raw.create_chat_completion(messages=request.messages,  # type: ignore[arg-type]
@@ -138,49 +140,63 @@ def measure_in_process(workspace: Path) -> dict[str, float]:
         if chunk["choices"][0]["delta"].get("content"):
             figures["raw first token (baseline)"] = time.perf_counter() - began
             break
-    del stream, raw
+    return figures
 
-    model = LocalModel(file, prefix_cache=None)
+
+def measure_lily(workspace: Path, threads: int) -> dict[str, float]:
+    """Lily's LocalModel on the same request: load, first token, prompt and decode rates."""
+    file = local_model_file("local")
+    assert file is not None
+    request = first_request(workspace)
+    figures: dict[str, float] = {}
+    model = LocalModel(file, prefix_cache=None, threads=threads)
     began = time.perf_counter()
     model.load()
     figures["Lily load"] = time.perf_counter() - began
     prompt_tokens = len(model._tokens(request.messages))  # measuring: what the model reads
-    firsts: list[float] = []
 
-    async def answer() -> Any:
+    async def timed(req: ChatRequest) -> tuple[Any, list[float], float]:
+        marks: list[float] = []
         began = time.perf_counter()
+        response = await model.complete(req, lambda _t: marks.append(time.perf_counter()))
+        return response, marks, began
 
-        def on_text(_text: str) -> None:
-            if not firsts:
-                firsts.append(time.perf_counter() - began)
-
-        response = await model.complete(request, on_text)
-        return response, time.perf_counter() - began
-
-    _, _ = asyncio.run(answer())
-    figures["Lily first token"] = firsts[0]
+    _, marks, began = asyncio.run(timed(request))
+    figures["Lily first token"] = marks[0] - began
     figures["prompt tokens"] = prompt_tokens
-    figures["prompt tokens/s"] = prompt_tokens / firsts[0]
+    figures["prompt tokens/s"] = prompt_tokens / figures["Lily first token"]
     long = ChatRequest([*request.messages[:-1], {"role": "user", "content": LONG_STORY}],
                        max_tokens=200)
-    model._llama.reset()  # a cold prompt, then a timed decode
-    firsts.clear()
-
-    async def decode() -> tuple[int, float]:
-        marks: list[float] = []
-        response = await model.complete(long, lambda _t: marks.append(time.perf_counter()))
-        return response.usage.completion_tokens, marks[-1] - marks[0] if len(marks) > 1 else 0.0
-
-    tokens, seconds = asyncio.run(decode())
+    response, marks, _ = asyncio.run(timed(long))
+    tokens = response.usage.completion_tokens
     figures["decode tokens"] = tokens
-    figures["decode tokens/s"] = (tokens - 1) / seconds if seconds else float("nan")
+    figures["decode tokens/s"] = (tokens - 1) / (marks[-1] - marks[0])
+    return figures
+
+
+def in_child(part: str, workspace: Path, threads: int) -> dict[str, float]:
+    """Run one in-process measurement in a fresh interpreter: llama.cpp's OpenMP threads
+    belong to the thread that first calls it, and two such teams in one process slow
+    both down (see lily_kernel/llm/local_model.py)."""
+    done = subprocess.run([sys.executable, __file__, "--part", part, "--workspace",
+                           str(workspace), "--threads", str(threads)],
+                          capture_output=True, text=True, check=True, timeout=TIMEOUT * 10)
+    figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
     return figures
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skills", type=int, default=60)
+    parser.add_argument("--threads", type=int, default=default_threads(),
+                        help="llama.cpp threads (default: Lily's default here)")
+    parser.add_argument("--part", choices=("raw", "lily"), help=argparse.SUPPRESS)
+    parser.add_argument("--workspace", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.part:  # a child of in_child()
+        measure = measure_raw if args.part == "raw" else measure_lily
+        print(json.dumps(measure(args.workspace, args.threads)))
+        return 0
     if find_embedded_model() is None:
         print("the embedded model is not installed (./setup.sh installs it)", file=sys.stderr)
         return 2
@@ -193,8 +209,9 @@ def main() -> int:
         rows: list[tuple[str, dict[str, float]]] = []
         for label, workspace in (("quickstart", quickstart),
                                  (f"{args.skills} skills", generated)):
-            figures = measure_kernel(workspace, root / f"home-{label}")
-            figures.update(measure_in_process(workspace))
+            figures = measure_kernel(workspace, root / f"home-{label}", args.threads)
+            figures.update(in_child("raw", workspace, args.threads))
+            figures.update(in_child("lily", workspace, args.threads))
             rows.append((label, figures))
     for label, figures in rows:
         print(f"== {label}")
@@ -203,7 +220,8 @@ def main() -> int:
             print(f"  {key:38} {value:9.2f}{unit}")
         ratio = figures["Lily first token"] / figures["raw first token (baseline)"]
         print(f"  {'first token, Lily / raw llama-cpp':38} {ratio:9.2f}x")
-    print(f"threads: {default_threads()}, load: {statistics.mean([f['Lily load'] for _, f in rows]):.2f} s")
+    print(f"threads: {args.threads}, load: "
+          f"{statistics.mean([f['Lily load'] for _, f in rows]):.2f} s")
     return 0
 
 

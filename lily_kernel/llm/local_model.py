@@ -4,7 +4,7 @@
   The weights are memory-mapped (llama.cpp's default), so notebooks share them.
 - Generation runs in a worker thread; text reaches the event loop as it is produced.
   The stop button sets a flag checked between prompt batches and between tokens, so a
-  cell stops within one batch; a lock makes the next call wait for that batch.
+  cell stops within one batch; the next call waits for that batch on the same thread.
 - The prompt is evaluated in batches on top of what the model already holds (llama.cpp's
   KV cache): a follow-up turn only reads what is new. The system context's state is
   also saved under the digest of its tokens, so a new kernel with the same persona and
@@ -20,6 +20,7 @@ import json
 import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -78,13 +79,14 @@ class _StoppedError(Exception):
 
 
 def default_threads() -> int:
-    """One core fewer than the machine has (at least 1, at most 4).
+    """The cores this process may use, at most 4.
 
-    llama.cpp's threads wait for each other at every step of the graph: when another
-    process (the notebook server, the browser, another kernel) takes a core away, the
-    others spin, and two threads on two busy cores ran 2-4x slower than one (measured,
-    docs/benchmarks.md). The core left over keeps the notebook responsive too."""
-    return max(1, min(4, len(os.sched_getaffinity(0)) - 1))
+    Measured on 2 cores (docs/benchmarks.md): idle, two threads read the prompt at 255
+    tokens/s and decode at 79, one thread at 137 and 47. But llama.cpp's threads wait
+    for each other at every step, so when other processes keep the cores busy two
+    threads fall far behind one (57 and 11 against 130 and 44): `local_threads: 1` is
+    the setting for a machine where several kernels answer at once."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
 
 
 class LocalModel:
@@ -112,7 +114,12 @@ class LocalModel:
         self._llama: Any = None
         self._format: Any = None
         self.last_evaluated = 0  # prompt tokens the last request had to read (not held)
-        self._lock = threading.Lock()
+        # Every llama.cpp call runs on this one thread, one at a time: a stopped
+        # generation finishes its batch before the next starts, and llama.cpp's OpenMP
+        # keeps one team of threads. (A team per calling thread outnumbers the cores,
+        # and then libgomp stops its threads spinning between steps: decoding on 2
+        # threads fell from ~85 to ~29 tokens/s, measured.)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lily-llama")
         self.load_seconds: float | None = None
 
     # --- loading -----------------------------------------------------------------
@@ -123,8 +130,7 @@ class LocalModel:
 
     def load(self) -> None:
         """Load the file (blocking: call it off the event loop). ModelError if it can't."""
-        with self._lock:
-            self._load()
+        self._worker.submit(self._load).result()
 
     def _load(self) -> None:
         if self._llama is not None:
@@ -171,7 +177,7 @@ class LocalModel:
             if not stop.is_set():
                 loop.call_soon_threadsafe(deliver, text)
 
-        work = loop.run_in_executor(None, self._generate, request, emit, stop)
+        work = loop.run_in_executor(self._worker, self._generate, request, emit, stop)
         try:
             return await work
         except asyncio.CancelledError:
@@ -210,57 +216,56 @@ class LocalModel:
     def _generate(
         self, request: ChatRequest, emit: Callable[[str], None], stop: threading.Event
     ) -> ChatResponse:
-        with self._lock:
-            if stop.is_set():
-                raise _StoppedError
-            self._load()
-            llama = self._llama
-            messages = [{"role": m["role"], "content": m.get("content") or ""}
-                        for m in request.messages]
-            tokens = self._tokens(messages)
-            window = llama.n_ctx()
-            if len(tokens) >= window:
-                raise ModelError(
-                    "context_window",
-                    f"Error: the request is {len(tokens):,} tokens, more than the local "
-                    f"model's {window:,}-token context window.")
-            self._evaluate(tokens, self._prefix_length(messages, tokens), stop)
-            room = window - len(tokens)
-            limit = min(room, request.max_tokens or self.max_tokens or DEFAULT_ANSWER)
-            grammar = None
-            if request.json_schema is not None:
-                from llama_cpp.llama_grammar import LlamaGrammar
+        if stop.is_set():
+            raise _StoppedError
+        self._load()
+        llama = self._llama
+        messages = [{"role": m["role"], "content": m.get("content") or ""}
+                    for m in request.messages]
+        tokens = self._tokens(messages)
+        window = llama.n_ctx()
+        if len(tokens) >= window:
+            raise ModelError(
+                "context_window",
+                f"Error: the request is {len(tokens):,} tokens, more than the local "
+                f"model's {window:,}-token context window.")
+        self._evaluate(tokens, self._prefix_length(messages, tokens), stop)
+        room = window - len(tokens)
+        limit = min(room, request.max_tokens or self.max_tokens or DEFAULT_ANSWER)
+        grammar = None
+        if request.json_schema is not None:
+            from llama_cpp.llama_grammar import LlamaGrammar
 
-                grammar = LlamaGrammar.from_json_schema(json.dumps(request.json_schema),
-                                                        verbose=False)
-            def stopped(_ids: Any, _logits: Any) -> bool:
-                return stop.is_set()  # checked after every sampled token; True ends it
+            grammar = LlamaGrammar.from_json_schema(json.dumps(request.json_schema),
+                                                    verbose=False)
+        def stopped(_ids: Any, _logits: Any) -> bool:
+            return stop.is_set()  # checked after every sampled token; True ends it
 
-            from llama_cpp import StoppingCriteriaList
+        from llama_cpp import StoppingCriteriaList
 
-            pieces: list[str] = []
-            finish: str | None = None
-            for chunk in llama.create_completion(
-                prompt=tokens, max_tokens=limit, temperature=self.temperature,
-                repeat_penalty=1.1, stream=True, grammar=grammar,
-                stopping_criteria=StoppingCriteriaList([stopped]),
-            ):
-                choice = chunk["choices"][0]
-                if choice.get("text"):
-                    pieces.append(choice["text"])
-                    emit(choice["text"])
-                finish = choice.get("finish_reason") or finish
-            if stop.is_set():
-                raise _StoppedError
-            # Every answer token but the last is evaluated before the next is sampled; the
-            # last is evaluated too when an end-of-generation token followed it.
-            answered = llama.n_tokens - len(tokens) + (1 if finish == "length" else 0)
-            return ChatResponse(
-                text="".join(pieces),
-                usage=Usage(prompt_tokens=len(tokens), completion_tokens=max(0, answered)),
-                finish_reason=finish,
-                cost=0.0,
-            )
+        pieces: list[str] = []
+        finish: str | None = None
+        for chunk in llama.create_completion(
+            prompt=tokens, max_tokens=limit, temperature=self.temperature,
+            repeat_penalty=1.1, stream=True, grammar=grammar,
+            stopping_criteria=StoppingCriteriaList([stopped]),
+        ):
+            choice = chunk["choices"][0]
+            if choice.get("text"):
+                pieces.append(choice["text"])
+                emit(choice["text"])
+            finish = choice.get("finish_reason") or finish
+        if stop.is_set():
+            raise _StoppedError
+        # Every answer token but the last is evaluated before the next is sampled; the
+        # last is evaluated too when an end-of-generation token followed it.
+        answered = llama.n_tokens - len(tokens) + (1 if finish == "length" else 0)
+        return ChatResponse(
+            text="".join(pieces),
+            usage=Usage(prompt_tokens=len(tokens), completion_tokens=max(0, answered)),
+            finish_reason=finish,
+            cost=0.0,
+        )
 
     def _evaluate(self, tokens: list[int], prefix: int, stop: threading.Event) -> None:
         """Bring the model's state to all prompt tokens but the last (which generation
