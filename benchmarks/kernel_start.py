@@ -1,9 +1,10 @@
-"""Benchmark: Lily kernel start -> kernel_info reply -> first `/skills` reply, 1,000 skills.
+"""Benchmark, the user's clock: from starting a kernel to its first cell's result.
 
     .venv/bin/python benchmarks/kernel_start.py [--runs 15] [--skills 1000]
 
-Measured against ipykernel's python3 kernel start -> kernel_info reply, in the same run,
-the two kernels alternating; medians over --runs. Target: ratio <= 1.0x.
+Lily: start -> ready -> `/skills` over 1,000 workspace skills -> its execute_reply.
+python3 (ipykernel's own kernel): start -> ready -> `1+1` -> its execute_reply. Same
+run, the two kernels alternating; medians over --runs. Target: ratio <= 0.9x.
 
 Two clocks are printed. "ready" is jupyter_client's own notion (`wait_for_ready`: the
 kernel_info reply, then 0.2 s of silence on iopub, which is what `start_new_kernel`,
@@ -29,9 +30,10 @@ from kernel_common import (
 )
 
 
-def first_skills(kernel_client: object, began: float) -> float:
+def first_cell(kernel_client: object, code: str, began: float) -> float:
+    """Seconds from `began` to the execute_reply of `code`, the kernel's first cell."""
     kc = kernel_client
-    msg_id = kc.execute("/skills")  # type: ignore[attr-defined]
+    msg_id = kc.execute(code)  # type: ignore[attr-defined]
     reply = kc.get_shell_msg(timeout=TIMEOUT)  # type: ignore[attr-defined]
     assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"
     return time.perf_counter() - began
@@ -51,9 +53,10 @@ def main() -> int:
             for flush in (True, False):
                 began = time.perf_counter()
                 with started("lily", workspace, env, flush=flush) as kernel:
-                    lily = first_skills(kernel.kc, began)
+                    lily = first_cell(kernel.kc, "/skills", began)
+                began = time.perf_counter()
                 with started("python3", workspace, env, flush=flush) as kernel:
-                    python = kernel.ready_after
+                    python = first_cell(kernel.kc, "1+1", began)
                 if run:
                     key = "ready" if flush else "reply"
                     results[f"lily_{key}"].append(lily)
@@ -63,8 +66,8 @@ def main() -> int:
                        ("reply", "kernel_info reply")):
         lily, python = median(results[f"lily_{key}"]), median(results[f"py_{key}"])
         print(f"{label}: lily start -> {key} -> first /skills reply {lily * 1000:.0f} ms; "
-              f"python3 start -> {key} {python * 1000:.0f} ms; ratio {lily / python:.2f}x "
-              "(target <= 1.0x)")
+              f"python3 start -> {key} -> first 1+1 reply {python * 1000:.0f} ms; "
+              f"ratio {lily / python:.2f}x (target <= 0.9x)")
     return 0
 
 
