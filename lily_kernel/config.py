@@ -71,7 +71,7 @@ class ModelConfig:
     context_window: int | None = field(default=None, metadata=spec(ge=256))
     # A one-line footer under each answer: model, tokens, share of the window, cost.
     footer: bool = True
-    # CPU threads a local model uses (None: one fewer than the machine's cores, 1 to 4).
+    # CPU threads a local model uses (None: the cores this process may use, at most 4).
     local_threads: int | None = field(default=None, metadata=spec(ge=1, le=256))
 
     @property

@@ -23,8 +23,10 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE
 _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}")
 # Credentials inside URLs (an api_base like https://user:pass@host/?api-key=...).
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
+# Only as a URL's query parameter (after ? or &): `sorted(x, key=len)` is code, not a key.
 _URL_KEY_PARAM = re.compile(
-    r"((?:api[-_]?key|key|token|access_token|sig|signature|code)=)[^&\s'\"]+", re.IGNORECASE)
+    r"([?&](?:api[-_]?key|key|token|access_token|sig|signature|code)=)[^&\s'\"\\]+",
+    re.IGNORECASE)
 _MASK = "[redacted]"
 
 

@@ -105,8 +105,9 @@ def build_system_prompt(
     if sections:
         parts.append("# Persona\n\n" + "\n\n".join(sections))
     if forced_skill is not None:
-        parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name)
-                     + "\n- " + SKILL_FILES_NOTE)
+        # The note names the skill-file tools: only for a model that is offered them.
+        note = "\n- " + SKILL_FILES_NOTE if tool_calls else ""
+        parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name) + note)
         parts.append(f"# Skill: {forced_skill.name}\n\n{forced_skill.body.strip()}")
     elif catalog is not None:
         parts.append("# Skills\n\n" + catalog.text)

@@ -188,12 +188,13 @@ class _Conversation:
             if not isinstance(args, dict):
                 raise ValueError("not an object")
         except ValueError as exc:
+            result = f"Error: the arguments are not a JSON object ({exc})."
             self.runtime.log.emit("tool_call", name=call.name, allowed=False, step=step,
-                                  error=f"invalid arguments: {exc}")
+                                  error=f"invalid arguments: {exc}", result=result)
             # Every call gets its notice, this one too (the model is told and may retry).
             self.sink.notice(f"Tool {call.name}: not run: its arguments are not a JSON "
                              "object")
-            return f"Error: the arguments are not a JSON object ({exc})."
+            return result
         if call.name == LOAD_SKILL:
             loaded = self._load_skill(turn, args)
             self.runtime.log.emit("tool_call", name=call.name, allowed=loaded.allowed,

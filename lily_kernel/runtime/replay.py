@@ -179,6 +179,8 @@ class ReplaySink:
         if not self.approvals:
             raise asyncio.CancelledError  # the recording was interrupted at this question
         outcome = self.approvals.popleft().get("outcome")
+        if outcome == "interrupted":
+            raise asyncio.CancelledError  # the person pressed stop at this question
         return {"approved": "y", "declined": "n"}.get(str(outcome))
 
 

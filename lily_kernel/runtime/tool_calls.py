@@ -58,7 +58,13 @@ def _refusal(approval: Approval, what: str, tool: str) -> str:
 
 
 async def _approve(runtime: LilyRuntime, sink: CellSink, tool: str, question: str) -> Approval:
-    approval = await ask_person(sink, question)
+    try:
+        approval = await ask_person(sink, question)
+    except asyncio.CancelledError:
+        # Logged too: replay must stop this cell at this question, not answer it with
+        # a later cell's answer.
+        runtime.log.emit("approval", tool=tool, question=question, outcome="interrupted")
+        raise
     runtime.log.emit("approval", tool=tool, question=question, outcome=approval.outcome)
     return approval
 

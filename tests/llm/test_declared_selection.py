@@ -107,6 +107,8 @@ def test_a_forced_skill_needs_no_declaration(runtime: LilyRuntime) -> None:
     (only,) = model.requests
     assert only.json_schema is None and only.tools == []
     assert "Body of Echo in uppercase" in only.messages[0]["content"]
+    # No word of tools the model is not offered (read_skill_file, run_skill_script).
+    assert "read_skill_file" not in only.messages[0]["content"]
     assert sink.replies == ["HI"]
 
 

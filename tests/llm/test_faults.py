@@ -23,3 +23,11 @@ def test_model_error_never_contains_the_secret() -> None:
     error = model_error("auth", "Incorrect API key provided: AIzaSECRET123.", ["AIzaSECRET123"])
     assert error.kind == "auth" and "AIzaSECRET123" not in str(error)
     assert str(error).endswith("Provider said: Incorrect API key provided: [redacted].")
+
+
+def test_code_with_key_arguments_is_not_redacted() -> None:
+    from lily_kernel.redaction import redact
+
+    code = "sorted(items, key=len); exit(code=0); f(token=t)\\nnext"
+    assert redact(code, []) == code
+    assert redact("see https://h/v1?x=1&token=abc123", []) == "see https://h/v1?x=1&token=[redacted]"

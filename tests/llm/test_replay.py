@@ -124,3 +124,41 @@ def test_a_model_without_tools_replays_its_selection_step(workspace, environ) ->
     assert model.requests[1].tools == []  # no tools were offered to it
     report = replay_session(log)
     assert report.identical, report.describe()
+
+
+class _Waiting(Sink):
+    """A person who never answers: the cell is interrupted at the question."""
+
+    async def ask(self, prompt: str) -> str | None:
+        self.questions.append(prompt)
+        await asyncio.sleep(3600)
+        return None
+
+
+def test_a_question_interrupted_replays_as_interrupted(workspace, environ) -> None:
+    """The stop button at the approval question is logged; replay stops that cell there
+    instead of answering it with the next cell's answer (which would run the script)."""
+    runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script")
+    runtime.model = ScriptedModel(LOAD, reply("", SCRIPT_CALL))
+    waiting = _Waiting()
+
+    async def interrupted() -> None:
+        task = asyncio.ensure_future(runtime.run_cell("fill it", waiting))
+        for _ in range(200):
+            if waiting.questions:
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(interrupted())
+    run(runtime, "fill it now", Sink("y"), LOAD, reply("", SCRIPT_CALL), reply("Done."))
+    runtime.close()
+    assert runtime.log.path is not None
+    outcomes = [json.loads(line)["data"]["outcome"]
+                for line in runtime.log.path.read_text().splitlines()
+                if json.loads(line)["event"] == "approval"]
+    assert outcomes == ["interrupted", "approved"]
+    report = replay_session(runtime.log.path)
+    assert report.identical, report.describe()
