@@ -156,6 +156,15 @@ class _Conversation:
 
     # --- tool calls ----------------------------------------------------------------
 
+    def _activate(self, turn: _Turn, skill: Skill) -> None:
+        """The model selected `skill` (by `load_skill` or by declaration): it is the
+        turn's one skill, logged and shown the same way either way."""
+        turn.loaded = skill
+        self.runtime.log.emit("skill_invoked", name=skill.name, mode="auto")
+        self.runtime.log.emit("skill_loaded", name=skill.name, path=skill.path,
+                              digest=skill.digest)
+        self.sink.notice(f"Skill: {skill.name} (selected by the model)")
+
     def _load_skill(self, turn: _Turn, args: dict[str, Any]) -> ToolOutcome:
         name = args.get("name")
         snapshot = self.session.skill_snapshot
@@ -173,11 +182,7 @@ class _Conversation:
         if not skill.model_visible:
             return ToolOutcome.refused(
                 LOAD_SKILL, f"the skill '{skill.name}' can only be invoked by the person")
-        turn.loaded = skill
-        log = self.runtime.log
-        log.emit("skill_invoked", name=skill.name, mode="auto")
-        log.emit("skill_loaded", name=skill.name, path=skill.path, digest=skill.digest)
-        self.sink.notice(f"Skill: {skill.name} (selected by the model)")
+        self._activate(turn, skill)
         return ToolOutcome(LOAD_SKILL, allowed=True, output=(
             f"SKILL.md of '{skill.name}':\n\n{skill.body.strip()}\n\n({SKILL_FILES_NOTE})\n"))
 
@@ -273,10 +278,7 @@ class _Conversation:
         log.emit("skill_selection", outcome=selection.outcome, name=selection.name,
                  detail=selection.detail or None, reply=response.text[:200])
         if selection.outcome == "selected" and skill is not None and body is not None:
-            turn.loaded = skill
-            log.emit("skill_invoked", name=skill.name, mode="auto")
-            log.emit("skill_loaded", name=skill.name, path=skill.path, digest=skill.digest)
-            self.sink.notice(f"Skill: {skill.name} (selected by the model)")
+            self._activate(turn, skill)
             # Only the body follows the shared prefix: the declaration's question and
             # answer are dropped (a small model would otherwise echo the JSON).
             turn.messages.append(body)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lily_kernel.errors import ToolError
-from lily_kernel.redaction import is_secret_name, secret_values
+from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 from lily_kernel.tools.registry import ARGS_CONFIG, ActiveSkill, Tool, ToolContext
 from lily_kernel.tools.skill_files import resolve_in_skill
 
@@ -86,12 +86,13 @@ def find_sandbox(environ: Mapping[str, str]) -> Sandbox:
 
 def script_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """`environ` without credentials: no variable with a credential-like name, none
-    holding a secret's value, and none of Lily's own settings."""
-    secrets = secret_values(environ)
+    holding a secret or any part of one the redactor would hide (an 8-character run,
+    a URL credential, a key-shaped string), and none of Lily's own settings."""
+    redact = Redactor(secret_values(environ))
     env = {
         key: value for key, value in environ.items()
         if not is_secret_name(key) and not key.startswith("LILY_")
-        and not any(secret in value for secret in secrets)
+        and redact(value) == value
     }
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the skill folder is read-only in the sandbox
     env["PYTHONUNBUFFERED"] = "1"

@@ -30,7 +30,7 @@ SECRET = "sk-script-test-SECRET-1234567890"
 ENVIRON = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
            "OPENAI_API_KEY": SECRET, "MY_SERVICE_TOKEN": "tok-abcdefgh",
            "LILY_API_BASE": "http://user:pw@proxy/v1", "INNOCENT": f"has {SECRET} inside",
-           "LANG": "C.UTF-8"}
+           "PIECE": f"tail={SECRET[-10:]}", "LANG": "C.UTF-8"}
 
 
 def sandbox_or_skip() -> Sandbox:
@@ -60,7 +60,8 @@ def run(plan: ScriptPlan, timeout: float = 30, max_chars: int = 20_000) -> Scrip
 def test_the_environment_has_no_secrets() -> None:
     env = script_environment(ENVIRON)
     assert set(env) >= {"PATH", "HOME", "LANG"}
-    for gone in ("OPENAI_API_KEY", "MY_SERVICE_TOKEN", "LILY_API_BASE", "INNOCENT"):
+    # PIECE holds only the key's last 10 characters: a part the redactor hides too.
+    for gone in ("OPENAI_API_KEY", "MY_SERVICE_TOKEN", "LILY_API_BASE", "INNOCENT", "PIECE"):
         assert gone not in env
     assert SECRET not in repr(env)
 
