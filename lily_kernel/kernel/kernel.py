@@ -98,7 +98,7 @@ class LilyKernel(Kernel):
         if store_history and not silent:
             self.history.add(self.execution_count, code)
         # Everything this cell shows passes one redactor: no credential reaches the person.
-        redact = Redactor(secret_values()).data
+        redact = _redactor().data
 
         def publish(msg_type: str, content: dict[str, Any]) -> None:
             self.send_response(self.iopub_socket, msg_type, redact(content))
@@ -149,7 +149,7 @@ class LilyKernel(Kernel):
         result = await self.lily.inspect(code, cursor)
         data = command_bundle(result) if result is not None else {}
         return {"status": "ok", "found": result is not None, "metadata": {},
-                "data": Redactor(secret_values()).data(data)}
+                "data": _redactor().data(data)}
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
         # A cell is one message or one command, whatever its lines: always complete.
@@ -170,7 +170,13 @@ class LilyKernel(Kernel):
     async def _ask(self, prompt: str) -> str | None:
         """A question to the person (an approval), through the stdin channel; redacted
         like everything else the person sees."""
-        return await request_input(self, Redactor(secret_values())(prompt))
+        return await request_input(self, _redactor()(prompt))
+
+
+def _redactor() -> Redactor:
+    """Hides the credentials of this moment's environment (built per request, so a
+    key set while the kernel runs is hidden too)."""
+    return Redactor(secret_values())
 
 
 def _discard(msg_type: str, content: dict[str, Any]) -> None:

@@ -120,7 +120,6 @@ class LocalModel:
         # and then libgomp stops its threads spinning between steps: decoding on 2
         # threads fell from ~85 to ~29 tokens/s, measured.)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lily-llama")
-        self.load_seconds: float | None = None
 
     # --- loading -----------------------------------------------------------------
 
@@ -135,9 +134,6 @@ class LocalModel:
     def _load(self) -> None:
         if self._llama is not None:
             return
-        import time
-
-        started = time.perf_counter()
         path = self.file.path
         try:
             check_gguf(path)
@@ -154,7 +150,6 @@ class LocalModel:
                 "the embedded model.",
             ) from exc
         self._llama = llama
-        self.load_seconds = time.perf_counter() - started
 
     def _open(self, path: Path, window: int) -> Any:
         import llama_cpp
@@ -181,10 +176,10 @@ class LocalModel:
         try:
             return await work
         except asyncio.CancelledError:
-            stop.set()  # the thread stops at its next check; the next call waits for it
+            # The thread stops at its next check (its _StoppedError reaches no one: this
+            # await is already gone); the next call waits for it on the same thread.
+            stop.set()
             raise
-        except _StoppedError:  # pragma: no cover - only after stop was set, i.e. cancelled
-            raise asyncio.CancelledError from None
 
     # --- the worker thread ----------------------------------------------------------
 
@@ -238,6 +233,7 @@ class LocalModel:
 
             grammar = LlamaGrammar.from_json_schema(json.dumps(request.json_schema),
                                                     verbose=False)
+
         def stopped(_ids: Any, _logits: Any) -> bool:
             return stop.is_set()  # checked after every sampled token; True ends it
 
@@ -273,8 +269,9 @@ class LocalModel:
         llama = self._llama
         target = tokens[:-1]
         held = llama.longest_token_prefix(llama._input_ids.tolist(), target)
+        saving = prefix >= SAVED_PREFIX_MIN and self.prefix_cache is not None
         restored = False
-        if held < prefix and prefix >= SAVED_PREFIX_MIN and self.prefix_cache is not None:
+        if held < prefix and saving:
             restored = self._restore_prefix(tokens[:prefix])
             # A failed restore may have emptied the cache: start from what is still held.
             held = prefix if restored else min(held, llama.n_tokens)
@@ -289,8 +286,7 @@ class LocalModel:
                 end = prefix  # stop at the boundary, so the system context can be saved
             llama.eval(target[position:end])
             position = end
-            if (position == prefix and not restored and prefix >= SAVED_PREFIX_MIN
-                    and self.prefix_cache is not None):
+            if position == prefix and saving and not restored:
                 self._save_prefix(tokens[:prefix])
 
     # --- the system context, kept across kernels ------------------------------------
