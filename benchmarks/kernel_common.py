@@ -6,8 +6,10 @@ off, and is driven through jupyter_client exactly as JupyterLab would.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +18,7 @@ from pathlib import Path
 from queue import Empty
 
 from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 TIMEOUT = 60
@@ -86,16 +89,31 @@ def wait_for_kernel_info(kc: BlockingKernelClient) -> float:
     raise TimeoutError("no kernel_info reply")
 
 
+def noop_kernelspecs(root: Path) -> KernelSpecManager:
+    """Kernelspecs where "noop" is benchmarks/noop_kernel.py (and the installed ones)."""
+    spec = root / "kernels" / "noop"
+    spec.mkdir(parents=True, exist_ok=True)
+    script = Path(__file__).resolve().parent / "noop_kernel.py"
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, str(script), "-f", "{connection_file}"],
+        "display_name": "noop", "language": "noop", "interrupt_mode": "signal",
+    }))
+    specs = KernelSpecManager()
+    specs.kernel_dirs = [str(root / "kernels"), *specs.kernel_dirs]
+    return specs
+
+
 @contextmanager
-def started(kernel_name: str, cwd: Path, env: dict[str, str], *,
-            flush: bool = True) -> Iterator[Kernel]:
+def started(kernel_name: str, cwd: Path, env: dict[str, str], *, flush: bool = True,
+            specs: KernelSpecManager | None = None) -> Iterator[Kernel]:
     """Start a kernel and wait until it is ready, timing that.
 
     flush=True: jupyter_client's `wait_for_ready` (kernel_info reply, then 0.2 s of iopub
     silence, so that iopub is subscribed); flush=False: the kernel_info reply only.
     """
     began = time.perf_counter()
-    km = KernelManager(kernel_name=kernel_name)
+    km = (KernelManager(kernel_name=kernel_name) if specs is None else
+          KernelManager(kernel_name=kernel_name, kernel_spec_manager=specs))
     km.start_kernel(cwd=str(cwd), env=env)
     kc = km.client()
     kc.start_channels()

@@ -4,7 +4,12 @@
 
 Lily: start -> ready -> `/skills` over 1,000 workspace skills -> its execute_reply.
 python3 (ipykernel's own kernel): start -> ready -> `1+1` -> its execute_reply. Same
-run, the two kernels alternating; medians over --runs. Target: ratio <= 0.9x.
+run, the kernels alternating; medians over --runs. Target: ratio <= 0.9x.
+
+A third kernel is timed the same way for reference: benchmarks/noop_kernel.py, an
+ipykernel kernel that does nothing (no shell, no debugger, no workspace). It is the
+floor of any kernel built on ipykernel's IPKernelApp: what the shared imports, the
+sockets and the client's connection cost before a kernel's own work.
 
 Two clocks are printed. "ready" is jupyter_client's own notion (`wait_for_ready`: the
 kernel_info reply, then 0.2 s of silence on iopub, which is what `start_new_kernel`,
@@ -26,6 +31,7 @@ from kernel_common import (
     bench_env,
     generate_workspace,
     median,
+    noop_kernelspecs,
     started,
 )
 
@@ -44,30 +50,29 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--skills", type=int, default=1000)
     args = parser.parse_args()
-    results: dict[str, list[float]] = {k: [] for k in
-                                       ("lily_ready", "lily_reply", "py_ready", "py_reply")}
+    kernels = {"lily": "/skills", "python3": "1+1", "noop": "1+1"}
+    results: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workspace = generate_workspace(Path(tmp), args.skills)
         env = bench_env(Path(tmp) / "home")
+        specs = noop_kernelspecs(Path(tmp))
         for run in range(args.runs + 1):  # run 0 warms the page cache and .pyc files
             for flush in (True, False):
-                began = time.perf_counter()
-                with started("lily", workspace, env, flush=flush) as kernel:
-                    lily = first_cell(kernel.kc, "/skills", began)
-                began = time.perf_counter()
-                with started("python3", workspace, env, flush=flush) as kernel:
-                    python = first_cell(kernel.kc, "1+1", began)
-                if run:
-                    key = "ready" if flush else "reply"
-                    results[f"lily_{key}"].append(lily)
-                    results[f"py_{key}"].append(python)
+                key = "ready" if flush else "reply"
+                for name, code in kernels.items():
+                    began = time.perf_counter()
+                    with started(name, workspace, env, flush=flush, specs=specs) as kernel:
+                        took = first_cell(kernel.kc, code, began)
+                    if run:
+                        results.setdefault((name, key), []).append(took)
     print(f"{args.skills} skills in the workspace, medians of {args.runs} runs")
     for key, label in (("ready", "kernel ready (wait_for_ready)"),
                        ("reply", "kernel_info reply")):
-        lily, python = median(results[f"lily_{key}"]), median(results[f"py_{key}"])
+        lily, python, noop = (median(results[name, key]) for name in kernels)
         print(f"{label}: lily start -> {key} -> first /skills reply {lily * 1000:.0f} ms; "
               f"python3 start -> {key} -> first 1+1 reply {python * 1000:.0f} ms; "
-              f"ratio {lily / python:.2f}x (target <= 0.9x)")
+              f"ratio {lily / python:.2f}x (target <= 0.9x); the do-nothing kernel "
+              f"{noop * 1000:.0f} ms, {noop / python:.2f}x python3")
     return 0
 
 
