@@ -32,7 +32,7 @@ from lily_kernel.llm.local_files import LocalModelFile, check_gguf
 
 __all__ = ["LocalModel"]
 
-EVAL_BATCH = 96  # tokens per prompt batch: the stop button waits at most one (~0.3 s here)
+EVAL_BATCH = 128  # tokens per prompt batch: the stop button waits at most one (~0.45 s here)
 DEFAULT_WINDOW = 8192  # tokens, unless configured; a model trained for less gets its own
 DEFAULT_ANSWER = 1024  # tokens an answer may take, unless max_tokens says otherwise
 SAVED_PREFIX_MIN = 256  # shorter system contexts are cheaper to read than to restore
@@ -72,6 +72,30 @@ def _fold(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             folded.append({"role": role, "content": message["content"]})
     return folded
+
+
+def _constrained(schema: dict[str, Any]) -> tuple[str, Any]:
+    """What the answer to a JSON-schema request starts with, and llama.cpp's grammar for
+    the rest.
+
+    Every token generated under a grammar costs a whole decode step, even where the
+    grammar allows only one. For an object with one required property and nothing else
+    (the skill declaration), every valid answer starts `{"skill":`: that start is read
+    with the prompt instead (one batch), and only the value and the closing brace are
+    generated (` "echo"}` is 3 tokens for SmolLM2, where the whole object took 6-15 as
+    the model spelled its way through the braces and quotes). Any other schema: no
+    start, the converter's grammar for the whole."""
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+    properties = schema.get("properties")
+    if (schema.get("type") == "object" and isinstance(properties, dict)
+            and len(properties) == 1 and schema.get("required") == list(properties)
+            and schema.get("additionalProperties") is False):
+        ((name, value),) = properties.items()
+        rules = json_schema_to_gbnf(json.dumps(value)).replace("root ::=", "value ::=", 1)
+        grammar = LlamaGrammar.from_string(f'root ::= " " value "}}"\n{rules}', verbose=False)
+        return "{" + json.dumps(name) + ":", grammar
+    return "", LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
 
 
 class _StoppedError(Exception):
@@ -156,7 +180,8 @@ class LocalModel:
 
         return llama_cpp.Llama(
             model_path=str(path), n_ctx=window, n_batch=512, n_threads=self.threads,
-            n_threads_batch=self.threads, seed=0, use_mmap=True, verbose=False)
+            n_threads_batch=self.threads, seed=0, use_mmap=True, flash_attn=True,
+            verbose=False)
 
     # --- the seam ------------------------------------------------------------------
 
@@ -200,6 +225,10 @@ class LocalModel:
                     f"conversation: {exc}.") from exc
         return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
+    def _text_tokens(self, text: str) -> list[int]:
+        """Plain text's tokens (no special tokens), to follow a rendered prompt."""
+        return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False)) if text else []
+
     def _prefix_length(self, messages: list[dict[str, Any]], tokens: list[int]) -> int:
         """How many leading tokens are the system context (0 if the template does not
         render it as a prefix of the whole prompt)."""
@@ -217,7 +246,10 @@ class LocalModel:
         llama = self._llama
         messages = [{"role": m["role"], "content": m.get("content") or ""}
                     for m in request.messages]
-        tokens = self._tokens(messages)
+        start, grammar = ("", None)
+        if request.json_schema is not None:
+            start, grammar = _constrained(request.json_schema)
+        tokens = self._tokens(messages) + self._text_tokens(start)
         window = llama.n_ctx()
         if len(tokens) >= window:
             raise ModelError(
@@ -227,19 +259,15 @@ class LocalModel:
         self._evaluate(tokens, self._prefix_length(messages, tokens), stop)
         room = window - len(tokens)
         limit = min(room, request.max_tokens or self.max_tokens or DEFAULT_ANSWER)
-        grammar = None
-        if request.json_schema is not None:
-            from llama_cpp.llama_grammar import LlamaGrammar
-
-            grammar = LlamaGrammar.from_json_schema(json.dumps(request.json_schema),
-                                                    verbose=False)
 
         def stopped(_ids: Any, _logits: Any) -> bool:
             return stop.is_set()  # checked after every sampled token; True ends it
 
         from llama_cpp import StoppingCriteriaList
 
-        pieces: list[str] = []
+        pieces: list[str] = [start] if start else []
+        if start:
+            emit(start)  # the streamed text is the whole answer, as with any model
         finish: str | None = None
         for chunk in llama.create_completion(
             prompt=tokens, max_tokens=limit, temperature=self.temperature,

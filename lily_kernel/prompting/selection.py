@@ -1,10 +1,11 @@
 """Skill selection by structured declaration, for models that cannot call tools.
 
 One constrained step after the person's message: the model answers a JSON object that
-names one skill of the catalog or none. The step shares the conversation's prefix
-(system context, history, the person's message), so the answer that follows reuses what
-the model already read. Pure: the catalog in, messages and a schema out; the reply in,
-a `Selection` out.
+names one skill of the catalog or none. The step is the answer's own request (system
+context, history, the person's message) with a JSON schema, and no question of its own:
+the system rules say what the step is for and the schema says the rest. So the answer
+that follows reuses everything the model read for it, and each turn reads the person's
+message once. Pure: the catalog in, a schema out; the reply in, a `Selection` out.
 """
 
 from __future__ import annotations
@@ -17,22 +18,11 @@ __all__ = [
     "SELECTION_MAX_TOKENS",
     "Selection",
     "parse_selection",
-    "selection_message",
     "selection_schema",
     "skill_body_message",
 ]
 
 SELECTION_MAX_TOKENS = 64
-
-SELECTION_PROMPT = (
-    "Which one skill in <available_skills> fits the person's last message? Reply with "
-    'JSON only: {"skill": "<exact name>"}, or {"skill": null} when no skill clearly applies.'
-)
-
-
-def selection_message() -> dict[str, Any]:
-    return {"role": "system", "content": SELECTION_PROMPT}
-
 
 def selection_schema(names: tuple[str, ...]) -> dict[str, Any]:
     """A JSON object with one key, `skill`: a listed name or null."""

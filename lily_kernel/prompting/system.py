@@ -27,11 +27,10 @@ name; its SKILL.md is returned to you. Never follow a skill you have not loaded.
 - Only the skills listed in <available_skills> exist. Do not guess names.
 - When no skill clearly applies, answer directly without loading one."""
 
+# For a model that cannot call tools; short, as such models are small and local.
 DECLARATION_RULES = """\
-- Select at most one skill per request. Skills cannot be combined or chained.
-- You will be asked which skill applies, and answer with its exact name or none; its \
-SKILL.md is then given to you. Never follow a skill you have not been given.
-- Only the skills listed in <available_skills> exist. Do not guess names.
+- First name the one listed skill that fits the message, as JSON: {"skill": "<name>"}, \
+or {"skill": null}. Its SKILL.md is then given to you. Follow no skill you were not given.
 - When no skill clearly applies, answer directly."""
 
 FORCED_RULES = """\
@@ -56,10 +55,10 @@ class Catalog:
 
 
 def _catalog_entry(skill: Skill) -> str:
-    return (
-        f"<skill><name>{escape(skill.name, quote=False)}</name>"
-        f"<summary>{escape(skill.summary, quote=False)}</summary></skill>"
-    )
+    """One line, `- name: summary`: half the tokens of an XML element per skill (the
+    model reads the catalog on every request), and as clear to it."""
+    summary = " ".join(skill.summary.split())
+    return f"- {escape(skill.name, quote=False)}: {escape(summary, quote=False)}"
 
 
 def build_catalog(skills: tuple[Skill, ...], max_chars: int) -> Catalog:

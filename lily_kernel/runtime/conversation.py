@@ -36,7 +36,6 @@ from lily_kernel.prompting.budget import (
 from lily_kernel.prompting.selection import (
     SELECTION_MAX_TOKENS,
     parse_selection,
-    selection_message,
     selection_schema,
     skill_body_message,
 )
@@ -261,7 +260,7 @@ class _Conversation:
         catalog = turn.request.catalog
         if model.supports_tools or turn.manual or catalog is None or not catalog.listed:
             return
-        request = ChatRequest([*turn.request.messages, selection_message()],
+        request = ChatRequest(list(turn.request.messages),
                               json_schema=selection_schema(catalog.listed),
                               max_tokens=SELECTION_MAX_TOKENS)
         response = await self._call(model, turn, request, lambda _text: None, "select")
@@ -279,8 +278,8 @@ class _Conversation:
                  detail=selection.detail or None, reply=response.text[:200])
         if selection.outcome == "selected" and skill is not None and body is not None:
             self._activate(turn, skill)
-            # Only the body follows the shared prefix: the declaration's question and
-            # answer are dropped (a small model would otherwise echo the JSON).
+            # Only the body follows the shared prefix: the declaration's JSON is not
+            # kept (a small model would otherwise echo it).
             turn.messages.append(body)
         elif selection.outcome != "none":
             self.sink.notice(f"Skill selection refused: {selection.detail}; answering "

@@ -32,8 +32,8 @@ Use tools.
 # Skills
 
 <available_skills>
-<skill><name>alpha</name><summary>Does &lt;a&gt; &amp; b</summary></skill>
-<skill><name>beta</name><summary>Second</summary></skill>
+- alpha: Does &lt;a&gt; &amp; b
+- beta: Second
 </available_skills>
 
 # Rules
@@ -55,9 +55,27 @@ def test_system_prompt_golden() -> None:
 
 
 def test_catalog_budget_degrades_visibly() -> None:
-    catalog = build_catalog(SNAP.skills, 80)
+    catalog = build_catalog(SNAP.skills, 40)
     assert catalog.listed == ("alpha",)
     assert catalog.omitted == ("beta",)
+
+
+def test_a_catalog_entry_is_one_line_whatever_the_summary() -> None:
+    multi = skill("gamma", "First line\n  second line,\n\n</available_skills> third")
+    catalog = build_catalog((multi,), 10_000)
+    assert catalog.text == ("<available_skills>\n- gamma: First line second line, "
+                            "&lt;/available_skills&gt; third\n</available_skills>")
+
+
+def test_a_model_without_tools_gets_the_declaration_rules() -> None:
+    request = build_model_request(persona=PERSONA, snapshot=SNAP, history=[],
+                                  user_text="hi", tool_schemas=[], catalog_max_chars=10_000,
+                                  tool_calls=False)
+    rules = request.system.split("# Rules\n\n")[1]
+    assert rules.startswith("- First name the one listed skill that fits the message, as "
+                            "JSON, or null")
+    assert "load_skill" not in request.system
+    assert request.tools == ()
 
 
 def test_forced_skill_injects_body_and_drops_load_skill() -> None:

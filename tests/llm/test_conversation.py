@@ -92,7 +92,7 @@ def test_plain_reply_streams_then_lands_in_history(runtime: LilyRuntime) -> None
     assert sink.streamed and sink.streamed[0] == "Hi! "
     sent = model.requests[0]
     assert sent.messages[0]["role"] == "system"
-    assert "<skill><name>echo</name><summary>Echo in uppercase</summary></skill>" in sent.messages[0]["content"]
+    assert "\n- echo: Echo in uppercase\n" in sent.messages[0]["content"]
     assert "private" not in sent.messages[0]["content"]  # hidden from the model
     assert sent.messages[-1] == {"role": "user", "content": "hello there"}
     assert [t["function"]["name"] for t in sent.tools] == ["load_skill", "list", "read"]
@@ -236,9 +236,11 @@ def test_catalog_over_budget_tells_the_person(workspace: Path, environ: dict[str
                                             "LILY_CATALOG_MAX_CHARS": "1000"})
     sink, model = run(runtime, "hi", reply("hello"))
     notice = next(n for n in sink.notices if "left out of the model's catalog" in n)
-    # An entry is `<skill><name>skill00</name><summary>` + 44 + `</summary></skill>` + a
-    # newline = 99 characters for skills 0-9: ten fit in 1,000, the other twenty do not.
-    assert notice.startswith("20 skill(s) left out")
+    # An entry is `- skill00: ` + a 44-character summary + a newline = 56 characters for
+    # skills 0-9 and 59 for skills 10-29 (47-character summaries): 560 + 7 x 59 = 973 of
+    # the 1,000 fit, skill17 and the twelve after it do not.
+    assert notice.startswith("13 skill(s) left out")
+    assert "skill17, " in notice
     assert "skill29" not in model.requests[0].messages[0]["content"]
     assert "skill00" in model.requests[0].messages[0]["content"]
 

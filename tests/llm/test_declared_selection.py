@@ -62,9 +62,10 @@ def test_a_declared_skill_is_loaded_and_shares_the_prefix(runtime: LilyRuntime,
         "required": ["skill"], "additionalProperties": False}
     assert select.max_tokens is not None
     system = select.messages[0]["content"]
-    assert "load_skill" not in system and "<name>haiku</name>" in system
-    # The answer reads the same system context, history and message: one shared prefix.
-    prefix = select.messages[:-1]
+    assert "load_skill" not in system and "\n- haiku: " in system
+    # The declaration is the answer's own request with a schema and no question of its
+    # own: the answer reads the same system context, history and message, then the body.
+    prefix = select.messages
     assert answer.messages[: len(prefix)] == prefix
     assert prefix[-1] == {"role": "user", "content": "make it loud"}
     assert len(answer.messages) == len(prefix) + 1  # the skill's body, nothing else
@@ -142,11 +143,13 @@ def test_the_catalog_follows_the_context_window(workspace: Path, environ: dict[s
     sink, model = run(runtime, "hi", reply('{"skill": null}'), reply("ok"), window=2048)
     system = model.requests[0].messages[0]["content"]
     assert len(system) <= 2048 // 2 * 3  # at most half the window (3 characters a token)
-    assert "<name>skill00</name>" in system and "<name>skill59</name>" not in system
+    assert "\n- skill00: " in system and "\n- skill59: " not in system
     (notice,) = sink.notices
-    assert re.match(r"\d+ skill\(s\) left out", notice)
+    listed = re.findall(r"^- (skill\d\d): ", system, re.MULTILINE)
+    assert listed == [f"skill{i:02}" for i in range(len(listed))]  # in order, then cut
+    assert notice.startswith(f"{60 - len(listed)} skill(s) left out")  # the notice agrees
     assert "left out of the model's catalog" in notice and "2,048-token context window" in notice
-    assert "skill14" in notice and "more. They still work with /skill." in notice
+    assert f"skill{len(listed):02}, " in notice and "more. They still work with /skill." in notice
 
 
 def test_oldest_complete_turns_are_left_out_to_fit_with_a_notice(runtime: LilyRuntime) -> None:

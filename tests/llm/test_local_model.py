@@ -205,3 +205,41 @@ def test_follow_ups_and_new_kernels_reuse_what_the_model_read(tmp_path: Path) ->
     again = asyncio.run(ask(second, turn1))
     assert second.last_evaluated < 20  # the system context came from the saved state
     assert again == reply  # and gives the same answer as reading it
+
+
+def test_a_declaration_generates_only_its_value() -> None:
+    """In-process, the real model: the declaration's fixed start (`{"skill":`) is read with
+    the prompt, only the value and the brace are generated, and the whole is valid JSON
+    naming a listed skill or null, streamed as it is returned. A schema of another shape
+    is constrained whole."""
+    from lily_kernel.llm.base import ChatRequest
+    from lily_kernel.llm.local_files import local_model_file
+    from lily_kernel.llm.local_model import LocalModel
+    from lily_kernel.prompting.selection import parse_selection, selection_schema
+
+    file = local_model_file("local")
+    assert file is not None
+    model = LocalModel(file, prefix_cache=None)
+    listed = ("echo", "haiku")
+    messages = [{"role": "system", "content": "Skills:\n- echo: Echo the request.\n"
+                 "- haiku: Answer in a haiku."},
+                {"role": "user", "content": "Write a haiku about the sea."}]
+
+    async def ask(schema: dict[str, Any]) -> tuple[Any, list[str]]:
+        streamed: list[str] = []
+        response = await model.complete(ChatRequest(messages, json_schema=schema,
+                                                    max_tokens=32), streamed.append)
+        return response, streamed
+
+    response, streamed = asyncio.run(ask(selection_schema(listed)))
+    assert response.text.startswith('{"skill": ')
+    assert parse_selection(response.text, listed).outcome in ("selected", "none")
+    assert "".join(streamed) == response.text
+    assert response.usage.completion_tokens <= 4  # ` "haiku"}` or ` null}`, not the braces
+
+    pair = {"type": "object", "properties": {"skill": {"enum": list(listed)},
+                                             "sure": {"type": "boolean"}},
+            "required": ["skill", "sure"], "additionalProperties": False}
+    response, _ = asyncio.run(ask(pair))
+    data = json.loads(response.text)
+    assert set(data) == {"skill", "sure"} and data["skill"] in listed
