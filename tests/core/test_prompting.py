@@ -73,7 +73,7 @@ def test_a_model_without_tools_gets_the_declaration_rules() -> None:
                                   tool_calls=False)
     rules = request.system.split("# Rules\n\n")[1]
     assert rules.startswith("- First name the one listed skill that fits the message, as "
-                            "JSON, or null")
+                            'JSON: {"skill": "<name>"}, or {"skill": null}.')
     assert "load_skill" not in request.system
     assert request.tools == ()
 
