@@ -28,7 +28,7 @@ def run_benchmark(script: str, *args: str) -> str:
     ("kernel_start.py", ("--runs", "1", "--skills", "3"),
      ["kernel ready (wait_for_ready): lily start", "kernel_info reply: lily start",
       "python3 start -> ready -> first 1+1 reply",
-      "ratio"]),
+      "ratio", "the do-nothing kernel"]),
     ("kernel_roundtrip.py", ("--runs", "3", "--skills", "3"), ["ratio"]),
     ("kernel_memory.py", ("--runs", "1", "--skills", "3"),
      ["lily: idle RSS with 3 skills", "python3: idle RSS", "ratio"]),
