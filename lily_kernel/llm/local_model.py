@@ -74,28 +74,21 @@ def _fold(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return folded
 
 
-def _constrained(schema: dict[str, Any]) -> tuple[str, Any]:
-    """What the answer to a JSON-schema request starts with, and llama.cpp's grammar for
-    the rest.
-
-    Every token generated under a grammar costs a whole decode step, even where the
-    grammar allows only one. For an object with one required property and nothing else
-    (the skill declaration), every valid answer starts `{"skill":`: that start is read
-    with the prompt instead (one batch), and only the value and the closing brace are
-    generated (` "echo"}` is 3 tokens for SmolLM2, where the whole object took 6-15 as
-    the model spelled its way through the braces and quotes). Any other schema: no
-    start, the converter's grammar for the whole."""
-    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
-
+def _choices(schema: dict[str, Any]) -> list[str] | None:
+    """Every valid answer, when a schema allows only a few: an object with one required
+    property whose value is one of an enum (the skill declaration). None for any other
+    schema, which llama.cpp's grammar constrains instead."""
     properties = schema.get("properties")
-    if (schema.get("type") == "object" and isinstance(properties, dict)
+    if not (schema.get("type") == "object" and isinstance(properties, dict)
             and len(properties) == 1 and schema.get("required") == list(properties)
             and schema.get("additionalProperties") is False):
-        ((name, value),) = properties.items()
-        rules = json_schema_to_gbnf(json.dumps(value)).replace("root ::=", "value ::=", 1)
-        grammar = LlamaGrammar.from_string(f'root ::= " " value "}}"\n{rules}', verbose=False)
-        return "{" + json.dumps(name) + ":", grammar
-    return "", LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        return None
+    ((name, value),) = properties.items()
+    if not (isinstance(value, dict) and set(value) == {"enum"}
+            and isinstance(value["enum"], list)):
+        return None
+    answers = [json.dumps({name: v}, ensure_ascii=False) for v in value["enum"]]
+    return list(dict.fromkeys(answers))  # in order, each once
 
 
 class _StoppedError(Exception):
@@ -246,10 +239,7 @@ class LocalModel:
         llama = self._llama
         messages = [{"role": m["role"], "content": m.get("content") or ""}
                     for m in request.messages]
-        start, grammar = ("", None)
-        if request.json_schema is not None:
-            start, grammar = _constrained(request.json_schema)
-        tokens = self._tokens(messages) + self._text_tokens(start)
+        tokens = self._tokens(messages)
         window = llama.n_ctx()
         if len(tokens) >= window:
             raise ModelError(
@@ -257,17 +247,77 @@ class LocalModel:
                 f"Error: the request is {len(tokens):,} tokens, more than the local "
                 f"model's {window:,}-token context window.")
         self._evaluate(tokens, self._prefix_length(messages, tokens), stop)
+        choices = _choices(request.json_schema) if request.json_schema is not None else None
+        if choices:
+            text, length = self._choose(tokens, choices, stop)
+            emit(text)
+            return ChatResponse(
+                text=text, usage=Usage(prompt_tokens=len(tokens), completion_tokens=length),
+                finish_reason="stop", cost=0.0)
+        return self._sample(tokens, request, emit, stop)
+
+    def _choose(
+        self, tokens: list[int], choices: list[str], stop: threading.Event
+    ) -> tuple[str, int]:
+        """The choice whose tokens the model finds likeliest after the prompt, and its
+        length in tokens.
+
+        Token by token: where the choices still open all go on with the same token, it
+        is taken without asking; where they differ, everything taken since is read in
+        one batch and the model's likeliest of their next tokens is kept. So a choice
+        among 60 names costs a few decode steps, where llama.cpp's grammar tests the
+        whole vocabulary at every token; and, being greedy, the same prompt always
+        makes the same choice."""
+        import llama_cpp
+
+        llama = self._llama
+        end = llama.token_eos()
+        spelled = [self._text_tokens(choice) for choice in choices]
+        if len(tokens) + max(map(len, spelled)) > llama.n_ctx():
+            raise ModelError("context_window", "Error: the request leaves no room in the "
+                             "local model's context window for its answer.")
+        open_ = list(range(len(choices)))
+        unread = [tokens[-1]]  # _evaluate leaves the prompt's last token to the caller
+        depth = 0
+        while len(open_) > 1:
+            following = {i: spelled[i][depth] if depth < len(spelled[i]) else end
+                         for i in open_}
+            token = next(iter(following.values()))
+            if len(set(following.values())) > 1:
+                if stop.is_set():
+                    raise _StoppedError
+                llama.eval(unread)
+                unread = []
+                logits = llama_cpp.llama_get_logits_ith(llama.ctx, -1)
+                token = max(sorted(set(following.values())), key=lambda t: logits[t])
+            open_ = [i for i in open_ if following[i] == token]
+            unread.append(token)
+            depth += 1
+        (chosen,) = open_
+        return choices[chosen], len(spelled[chosen])
+
+    def _sample(
+        self, tokens: list[int], request: ChatRequest, emit: Callable[[str], None],
+        stop: threading.Event,
+    ) -> ChatResponse:
+        """Generate the answer after the prompt, streaming its text (under llama.cpp's
+        grammar for the request's JSON schema, if it has one)."""
+        from llama_cpp import StoppingCriteriaList
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        llama = self._llama
+        grammar = None
+        if request.json_schema is not None:
+            grammar = LlamaGrammar.from_json_schema(json.dumps(request.json_schema),
+                                                    verbose=False)
+        window = llama.n_ctx()
         room = window - len(tokens)
         limit = min(room, request.max_tokens or self.max_tokens or DEFAULT_ANSWER)
 
         def stopped(_ids: Any, _logits: Any) -> bool:
             return stop.is_set()  # checked after every sampled token; True ends it
 
-        from llama_cpp import StoppingCriteriaList
-
-        pieces: list[str] = [start] if start else []
-        if start:
-            emit(start)  # the streamed text is the whole answer, as with any model
+        pieces: list[str] = []
         finish: str | None = None
         for chunk in llama.create_completion(
             prompt=tokens, max_tokens=limit, temperature=self.temperature,

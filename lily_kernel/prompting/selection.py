@@ -11,6 +11,7 @@ message once. Pure: the catalog in, a schema out; the reply in, a `Selection` ou
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ __all__ = [
     "Selection",
     "parse_selection",
     "selection_schema",
-    "skill_body_message",
+    "skill_message",
 ]
 
 SELECTION_MAX_TOKENS = 64
@@ -34,13 +35,25 @@ def selection_schema(names: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def skill_body_message(name: str, body: str) -> dict[str, Any]:
+def _body_message(name: str, body: str) -> dict[str, Any]:
     """The selected skill's SKILL.md, as the model reads it before answering."""
     return {
         "role": "user",
         "content": (f"SKILL.md of '{name}':\n\n{body.strip()}\n\nFollow this skill to answer "
                     "my message above."),
     }
+
+
+def skill_message(name: str, body: str, history: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the model reads before answering with a selected skill: its SKILL.md, or, when
+    that same SKILL.md is already in the conversation (selected in an earlier turn, and
+    unchanged), a line pointing back to it. The conversation then carries each body once:
+    a follow-up with the same skill reads a dozen tokens, not the whole file again."""
+    message = _body_message(name, body)
+    if message in history:
+        return {"role": "user", "content": f"Follow the SKILL.md of '{name}' given above to "
+                                           "answer my message above."}
+    return message
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from lily_kernel.prompting.selection import (
     SELECTION_MAX_TOKENS,
     parse_selection,
     selection_schema,
-    skill_body_message,
+    skill_message,
 )
 from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.tool_calls import run_model_tool
@@ -266,7 +266,8 @@ class _Conversation:
         response = await self._call(model, turn, request, lambda _text: None, "select")
         selection = parse_selection(response.text, catalog.listed)
         skill = self.session.skill_snapshot.get(selection.name or "")
-        body = skill_body_message(skill.name, skill.body) if skill is not None else None
+        body = skill_message(skill.name, skill.body, turn.request.messages) \
+            if skill is not None else None
         if selection.outcome == "selected" and body is not None and \
                 not self._fits([*turn.request.messages, body], model):
             selection = dataclasses.replace(
@@ -278,8 +279,8 @@ class _Conversation:
                  detail=selection.detail or None, reply=response.text[:200])
         if selection.outcome == "selected" and skill is not None and body is not None:
             self._activate(turn, skill)
-            # Only the body follows the shared prefix: the declaration's JSON is not
-            # kept (a small model would otherwise echo it).
+            # Only the body (or the line pointing back to it) follows the shared prefix:
+            # the declaration's JSON is not kept (a small model would otherwise echo it).
             turn.messages.append(body)
         elif selection.outcome != "none":
             self.sink.notice(f"Skill selection refused: {selection.detail}; answering "

@@ -85,6 +85,35 @@ def test_declaring_none_answers_without_a_skill(runtime: LilyRuntime, workspace:
     assert [e["outcome"] for e in events(workspace, "skill_selection")] == ["none"]
 
 
+def test_a_skill_already_read_is_pointed_to_not_read_again(runtime: LilyRuntime,
+                                                            workspace: Path) -> None:
+    """The conversation carries each SKILL.md once: a later turn that selects the same,
+    unchanged skill gets a line pointing back to it; another skill, or the same one
+    changed on disk, is read in full."""
+
+    def bodies(messages: list[dict[str, object]], text: str) -> int:
+        return sum(text in str(m.get("content")) for m in messages)
+
+    run(runtime, "make it loud", reply('{"skill": "echo"}'), reply("LOUD"))
+    sink, model = run(runtime, "again", reply('{"skill": "echo"}'), reply("AGAIN"))
+    answer = model.requests[1].messages
+    assert bodies(answer, "Body of Echo in uppercase") == 1  # turn 1's, in the history
+    assert answer[-1] == {"role": "user", "content": "Follow the SKILL.md of 'echo' given "
+                                                      "above to answer my message above."}
+    assert sink.notices == ["Skill: echo (selected by the model)"]
+    assert len(events(workspace, "skill_invoked")) == 2
+
+    _, model = run(runtime, "a poem", reply('{"skill": "haiku"}'), reply("Poem"))
+    assert "Body of Write a haiku" in model.requests[1].messages[-1]["content"]
+
+    write_skill(workspace / "skills", "echo", skill_text("Echo louder"))
+    run(runtime, "/reload_skills")
+    _, model = run(runtime, "once more", reply('{"skill": "echo"}'), reply("MORE"))
+    answer = model.requests[1].messages
+    assert "Body of Echo louder" in answer[-1]["content"]  # changed: read in full
+    assert bodies(answer, "Body of Echo in uppercase") == 1  # the old one, in the history
+
+
 @pytest.mark.parametrize(("declared", "outcome", "notice"), [
     ('{"skill": "private"}', "unknown", "no skill named 'private' in the catalog"),
     ('{"skill": "nope"}', "unknown", "no skill named 'nope' in the catalog"),

@@ -207,11 +207,11 @@ def test_follow_ups_and_new_kernels_reuse_what_the_model_read(tmp_path: Path) ->
     assert again == reply  # and gives the same answer as reading it
 
 
-def test_a_declaration_generates_only_its_value() -> None:
-    """In-process, the real model: the declaration's fixed start (`{"skill":`) is read with
-    the prompt, only the value and the brace are generated, and the whole is valid JSON
-    naming a listed skill or null, streamed as it is returned. A schema of another shape
-    is constrained whole."""
+def test_a_declaration_is_chosen_among_the_names_deciding_only_where_they_differ() -> None:
+    """In-process, the real model: the declaration is one of the schema's answers exactly
+    (a listed name or null), streamed whole, the same every time; the model is asked only
+    where the names still open differ, so choosing among 60 names of 12 tokens takes a
+    few decode steps. A schema of another shape is constrained by llama.cpp's grammar."""
     from lily_kernel.llm.base import ChatRequest
     from lily_kernel.llm.local_files import local_model_file
     from lily_kernel.llm.local_model import LocalModel
@@ -220,10 +220,15 @@ def test_a_declaration_generates_only_its_value() -> None:
     file = local_model_file("local")
     assert file is not None
     model = LocalModel(file, prefix_cache=None)
-    listed = ("echo", "haiku")
-    messages = [{"role": "system", "content": "Skills:\n- echo: Echo the request.\n"
-                 "- haiku: Answer in a haiku."},
-                {"role": "user", "content": "Write a haiku about the sea."}]
+    model.load()
+    listed = ("haiku", *(f"skill_{i:05d}" for i in range(60)))
+    catalog = "\n".join(f"- {name}: Answer as skill {name} says." for name in listed)
+    messages = [{"role": "system", "content": f"Skills:\n{catalog}"},
+                {"role": "user", "content": "Use skill_00042 for this, please."}]
+    evals: list[int] = []  # the batches read after the prompt's own
+    real_eval, real_evaluate = model._llama.eval, model._evaluate
+    model._llama.eval = lambda tokens: (evals.append(len(tokens)), real_eval(tokens))
+    model._evaluate = lambda *args: (real_evaluate(*args), evals.clear())  # type: ignore
 
     async def ask(schema: dict[str, Any]) -> tuple[Any, list[str]]:
         streamed: list[str] = []
@@ -232,14 +237,21 @@ def test_a_declaration_generates_only_its_value() -> None:
         return response, streamed
 
     response, streamed = asyncio.run(ask(selection_schema(listed)))
-    assert response.text.startswith('{"skill": ')
+    answers = {json.dumps({"skill": name}) for name in (*listed, None)}
+    assert response.text in answers
     assert parse_selection(response.text, listed).outcome in ("selected", "none")
-    assert "".join(streamed) == response.text
-    assert response.usage.completion_tokens <= 4  # ` "haiku"}` or ` null}`, not the braces
+    assert streamed == [response.text]
+    spelled = len(model._llama.tokenize(response.text.encode(), add_bos=False))
+    assert response.usage.completion_tokens == spelled
+    # One step per place the names still open differ: ` "` or ` null`, `haiku` or
+    # `skill`, then the last two digits.
+    assert len(evals) <= 4 and len(evals) < spelled, evals
+    again, _ = asyncio.run(ask(selection_schema(listed)))
+    assert again.text == response.text
 
-    pair = {"type": "object", "properties": {"skill": {"enum": list(listed)},
+    pair = {"type": "object", "properties": {"skill": {"enum": list(listed[:2])},
                                              "sure": {"type": "boolean"}},
             "required": ["skill", "sure"], "additionalProperties": False}
     response, _ = asyncio.run(ask(pair))
     data = json.loads(response.text)
-    assert set(data) == {"skill", "sure"} and data["skill"] in listed
+    assert set(data) == {"skill", "sure"} and data["skill"] in listed[:2]
