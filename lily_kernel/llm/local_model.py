@@ -91,6 +91,14 @@ def _choices(schema: dict[str, Any]) -> list[str] | None:
     return list(dict.fromkeys(answers))  # in order, each once
 
 
+def _following(spelled: list[list[int]], open_: list[int], depth: int) -> dict[int, list[int]]:
+    """The open choices grouped by their token at `depth`."""
+    groups: dict[int, list[int]] = {}
+    for index in open_:
+        groups.setdefault(spelled[index][depth], []).append(index)
+    return groups
+
+
 class _StoppedError(Exception):
     """The person pressed stop; the worker thread gives up at the next check."""
 
@@ -263,38 +271,76 @@ class LocalModel:
         length in tokens.
 
         Token by token: where the choices still open all go on with the same token, it
-        is taken without asking; where they differ, everything taken since is read in
-        one batch and the model's likeliest of their next tokens is kept. So a choice
-        among 60 names costs a few decode steps, where llama.cpp's grammar tests the
-        whole vocabulary at every token; and, being greedy, the same prompt always
-        makes the same choice."""
+        is taken without asking; where they differ, the model's likeliest of their next
+        tokens is kept. Each batch reads ahead as far as the way is clear: through
+        tokens every open choice shares, and through a decision where only one of the
+        next tokens leads to more decisions (` "` rather than ` null`; `skill` among
+        `skill_00001`...`skill_00059` and `echo`), with the model's logits kept at
+        every decision on the way. If the model goes another way, what was read past
+        that point is dropped. So a choice among 60 names costs one or two decode
+        steps, where llama.cpp's grammar tests the whole vocabulary at every token; and,
+        being greedy, the same prompt always makes the same choice."""
         import llama_cpp
 
         llama = self._llama
-        end = llama.token_eos()
-        spelled = [self._text_tokens(choice) for choice in choices]
+        end = llama.token_eos()  # after a choice's last token: it ends there
+        spelled = [[*self._text_tokens(choice), end] for choice in choices]
         if len(tokens) + max(map(len, spelled)) > llama.n_ctx():
             raise ModelError("context_window", "Error: the request leaves no room in the "
                              "local model's context window for its answer.")
-        open_ = list(range(len(choices)))
+        open_, depth = list(range(len(choices))), 0
         unread = [tokens[-1]]  # _evaluate leaves the prompt's last token to the caller
-        depth = 0
         while len(open_) > 1:
-            following = {i: spelled[i][depth] if depth < len(spelled[i]) else end
-                         for i in open_}
-            token = next(iter(following.values()))
-            if len(set(following.values())) > 1:
-                if stop.is_set():
-                    raise _StoppedError
-                llama.eval(unread)
-                unread = []
-                logits = llama_cpp.llama_get_logits_ith(llama.ctx, -1)
-                token = max(sorted(set(following.values())), key=lambda t: logits[t])
-            open_ = [i for i in open_ if following[i] == token]
-            unread.append(token)
-            depth += 1
+            batch, decisions = self._read_ahead(spelled, open_, depth, unread)
+            if stop.is_set():
+                raise _StoppedError
+            start = llama.n_tokens
+            self._read(batch, [index for index, _, _ in decisions])
+            for index, at, walk in decisions:
+                following = _following(spelled, walk, at)
+                logits = llama_cpp.llama_get_logits_ith(llama.ctx, index)
+                best = max(sorted(following), key=lambda t: logits[t])
+                open_, depth = following[best], at + 1
+                if index + 1 == len(batch) or batch[index + 1] != best:
+                    llama.n_tokens = start + index + 1  # what was read past here is not it
+                    unread = [best]
+                    break
         (chosen,) = open_
-        return choices[chosen], len(spelled[chosen])
+        return choices[chosen], len(spelled[chosen]) - 1
+
+    @staticmethod
+    def _read_ahead(
+        spelled: list[list[int]], open_: list[int], depth: int, unread: list[int]
+    ) -> tuple[list[int], list[tuple[int, int, list[int]]]]:
+        """The next batch to read (`unread`, then as far as the way is clear), and its
+        decisions: (index in the batch of the token before it, depth, choices open)."""
+        batch, decisions = list(unread), []
+        walk = open_
+        while len(walk) > 1:
+            following = _following(spelled, walk, depth)
+            if len(following) > 1:
+                decisions.append((len(batch) - 1, depth, walk))
+                onward = [t for t, rest in following.items() if len(rest) > 1]
+                if len(onward) != 1:
+                    break
+                (token,) = onward
+            else:
+                (token,) = following
+            batch.append(token)
+            walk, depth = following[token], depth + 1
+        return batch, decisions
+
+    def _read(self, tokens: list[int], outputs: list[int]) -> None:
+        """Read `tokens` after what the model holds, in one batch, keeping its logits at
+        the batch positions `outputs` (Llama.eval keeps only the last position's)."""
+        llama = self._llama
+        llama._ctx.kv_cache_seq_rm(-1, llama.n_tokens, -1)
+        llama._batch.set_batch(batch=tokens, n_past=llama.n_tokens, logits_all=False)
+        for index in outputs:
+            llama._batch.batch.logits[index] = True
+        llama._ctx.decode(llama._batch)
+        llama.input_ids[llama.n_tokens: llama.n_tokens + len(tokens)] = tokens
+        llama.n_tokens += len(tokens)
 
     def _sample(
         self, tokens: list[int], request: ChatRequest, emit: Callable[[str], None],

@@ -51,8 +51,7 @@ def skill_message(name: str, body: str, history: Sequence[dict[str, Any]]) -> di
     a follow-up with the same skill reads a dozen tokens, not the whole file again."""
     message = _body_message(name, body)
     if message in history:
-        return {"role": "user", "content": f"Follow the SKILL.md of '{name}' given above to "
-                                           "answer my message above."}
+        return {"role": "user", "content": f"Follow the SKILL.md of '{name}' above."}
     return message
 
 

@@ -98,8 +98,7 @@ def test_a_skill_already_read_is_pointed_to_not_read_again(runtime: LilyRuntime,
     sink, model = run(runtime, "again", reply('{"skill": "echo"}'), reply("AGAIN"))
     answer = model.requests[1].messages
     assert bodies(answer, "Body of Echo in uppercase") == 1  # turn 1's, in the history
-    assert answer[-1] == {"role": "user", "content": "Follow the SKILL.md of 'echo' given "
-                                                      "above to answer my message above."}
+    assert answer[-1] == {"role": "user", "content": "Follow the SKILL.md of 'echo' above."}
     assert sink.notices == ["Skill: echo (selected by the model)"]
     assert len(events(workspace, "skill_invoked")) == 2
 

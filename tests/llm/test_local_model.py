@@ -225,13 +225,13 @@ def test_a_declaration_is_chosen_among_the_names_deciding_only_where_they_differ
     catalog = "\n".join(f"- {name}: Answer as skill {name} says." for name in listed)
     messages = [{"role": "system", "content": f"Skills:\n{catalog}"},
                 {"role": "user", "content": "Use skill_00042 for this, please."}]
-    evals: list[int] = []  # the batches read after the prompt's own
-    real_eval, real_evaluate = model._llama.eval, model._evaluate
-    model._llama.eval = lambda tokens: (evals.append(len(tokens)), real_eval(tokens))
-    model._evaluate = lambda *args: (real_evaluate(*args), evals.clear())  # type: ignore
+    reads: list[list[int]] = []  # the batches read after the prompt
+    real_read = model._read
+    model._read = lambda tokens, outputs: (reads.append(tokens), real_read(tokens, outputs))  # type: ignore
 
     async def ask(schema: dict[str, Any]) -> tuple[Any, list[str]]:
         streamed: list[str] = []
+        reads.clear()
         response = await model.complete(ChatRequest(messages, json_schema=schema,
                                                     max_tokens=32), streamed.append)
         return response, streamed
@@ -243,9 +243,9 @@ def test_a_declaration_is_chosen_among_the_names_deciding_only_where_they_differ
     assert streamed == [response.text]
     spelled = len(model._llama.tokenize(response.text.encode(), add_bos=False))
     assert response.usage.completion_tokens == spelled
-    # One step per place the names still open differ: ` "` or ` null`, `haiku` or
-    # `skill`, then the last two digits.
-    assert len(evals) <= 4 and len(evals) < spelled, evals
+    # One batch reads ahead to the first digits' decision (` "` or ` null`, then `haiku`
+    # or `skill`, taking `skill_000` on the way), one more for the last digit.
+    assert 1 <= len(reads) <= 2, reads
     again, _ = asyncio.run(ask(selection_schema(listed)))
     assert again.text == response.text
 
