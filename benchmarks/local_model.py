@@ -46,8 +46,9 @@ FOLLOW_UP = "Thanks. Say that again in one sentence."
 LONG_STORY = "Write a very long story about a cat who sails around the world, in many chapters."
 
 
-def _first_token_seconds(kernel: Any, code: str) -> float:
-    """Seconds from sending `code` to the first display of the answer's text."""
+def _first_token_seconds(kernel: Any, code: str, picks: list[str] | None = None) -> float:
+    """Seconds from sending `code` to the first display of the answer's text; the skill
+    the model selected (or "none") is added to `picks`."""
     began = time.perf_counter()
     msg_id = kernel.kc.execute(code)
     first = None
@@ -56,6 +57,11 @@ def _first_token_seconds(kernel: Any, code: str) -> float:
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         kind = msg["msg_type"]
+        data = msg["content"].get("data", {})
+        if kind == "display_data" and "lily-notice" in data.get("text/html", ""):
+            notice = data["text/plain"]
+            if notice.startswith("Skill: ") and picks is not None:
+                picks.append(notice.removeprefix("Skill: ").split(" ")[0])
         if first is None and kind in ("display_data", "update_display_data") and \
                 "text/markdown" in msg["content"]["data"]:
             first = time.perf_counter() - began
@@ -93,12 +99,19 @@ def _stop_seconds(kernel: Any, code: str, when: str) -> float:
             return took
 
 
-def measure_kernel(workspace: Path, home: Path, threads: int) -> dict[str, float]:
+def measure_kernel(workspace: Path, home: Path, threads: int,
+                   picks: list[str]) -> dict[str, float]:
+    """The figures through a kernel; `picks` gets the skill each of the two turns
+    selected ("none" for none): a turn that selects a skill reads its SKILL.md, unless
+    the conversation already holds it."""
     env = {**bench_env(home), "LILY_LOCAL_THREADS": str(threads)}
     figures: dict[str, float] = {}
     with started("lily", workspace, env) as kernel:
-        figures["turn 1 first token"] = _first_token_seconds(kernel, QUESTION)
-        figures["turn 2 first token"] = _first_token_seconds(kernel, FOLLOW_UP)
+        for turn, question in (("turn 1", QUESTION), ("turn 2", FOLLOW_UP)):
+            before = len(picks)
+            figures[f"{turn} first token"] = _first_token_seconds(kernel, question, picks)
+            if len(picks) == before:
+                picks.append("none")
         figures["kernel RSS after load (MiB)"] = psutil.Process(kernel.pid).memory_info().rss / 2**20
         long_message = "Summarise these notes. " + " ".join(
             f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(150))
@@ -206,22 +219,24 @@ def main() -> int:
         shutil.copytree(REPO / "notebooks", quickstart,
                         ignore=shutil.ignore_patterns("golden", ".lily", "*.ipynb"))
         generated = generate_workspace(root / "generated", args.skills)
-        rows: list[tuple[str, dict[str, float]]] = []
+        rows: list[tuple[str, dict[str, float], list[str]]] = []
         for label, workspace in (("quickstart", quickstart),
                                  (f"{args.skills} skills", generated)):
-            figures = measure_kernel(workspace, root / f"home-{label}", args.threads)
+            picks: list[str] = []
+            figures = measure_kernel(workspace, root / f"home-{label}", args.threads, picks)
             figures.update(in_child("raw", workspace, args.threads))
             figures.update(in_child("lily", workspace, args.threads))
-            rows.append((label, figures))
-    for label, figures in rows:
+            rows.append((label, figures, picks))
+    for label, figures, picks in rows:
         print(f"== {label}")
         for key, value in figures.items():
             unit = "" if "tokens" in key or "MiB" in key else " s"
             print(f"  {key:38} {value:9.2f}{unit}")
         ratio = figures["Lily first token"] / figures["raw first token (baseline)"]
         print(f"  {'first token, Lily / raw llama-cpp':38} {ratio:9.2f}x")
+        print(f"  {'skill selected in turns 1 and 2':38} {' then '.join(picks)}")
     print(f"threads: {args.threads}, load: "
-          f"{statistics.mean([f['Lily load'] for _, f in rows]):.2f} s")
+          f"{statistics.mean([f['Lily load'] for _, f, _ in rows]):.2f} s")
     return 0
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from lily_kernel.llm.local_files import find_embedded_model
 from tests.kernel.conftest import REPO
 
 BENCHMARKS = REPO / "benchmarks"
@@ -53,3 +54,17 @@ def test_start_breakdown_reports_every_stage_of_both_kernels() -> None:
     for stage in ("ipykernel.debugger (debugpy)", "its IPython shell"):
         assert out.count(f"  {stage} ") == 1
     assert out.count("  total ") == 3
+
+
+@pytest.mark.skipif(find_embedded_model() is None,
+                    reason="the `local` extra is not installed (./setup.sh installs it)")
+def test_local_model_benchmark_prints_every_figure_and_its_ratio() -> None:
+    out = run_benchmark("local_model.py", "--skills", "3")
+    for workspace in ("== quickstart", "== 3 skills"):
+        assert workspace in out
+    for figure in ("turn 1 first token ", "turn 2 first token ", "seen before ",
+                   "stop during prompt evaluation ", "stop during generation ",
+                   "kernel RSS after load (MiB) ", "raw first token (baseline) ",
+                   "prompt tokens/s ", "decode tokens/s ", "first token, Lily / raw llama-cpp ",
+                   "skill selected in turns 1 and 2 "):
+        assert out.count(figure) == 2, figure
