@@ -48,7 +48,7 @@ LONG_STORY = "Write a very long story about a cat who sails around the world, in
 
 def _first_token_seconds(kernel: Any, code: str, picks: list[str] | None = None) -> float:
     """Seconds from sending `code` to the first display of the answer's text; the skill
-    the model selected (or "none") is added to `picks`."""
+    the model selected, if it selected one, is added to `picks`."""
     began = time.perf_counter()
     msg_id = kernel.kc.execute(code)
     first = None
@@ -63,7 +63,7 @@ def _first_token_seconds(kernel: Any, code: str, picks: list[str] | None = None)
             if notice.startswith("Skill: ") and picks is not None:
                 picks.append(notice.removeprefix("Skill: ").split(" ")[0])
         if first is None and kind in ("display_data", "update_display_data") and \
-                "text/markdown" in msg["content"]["data"]:
+                "text/markdown" in data:
             first = time.perf_counter() - began
         if kind == "status" and msg["content"]["execution_state"] == "idle":
             break

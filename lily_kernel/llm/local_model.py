@@ -296,8 +296,7 @@ class LocalModel:
                 raise _StoppedError
             start = llama.n_tokens
             self._read(batch, [index for index, _, _ in decisions])
-            for index, at, walk in decisions:
-                following = _following(spelled, walk, at)
+            for index, at, following in decisions:
                 logits = llama_cpp.llama_get_logits_ith(llama.ctx, index)
                 best = max(sorted(following), key=lambda t: logits[t])
                 open_, depth = following[best], at + 1
@@ -311,15 +310,16 @@ class LocalModel:
     @staticmethod
     def _read_ahead(
         spelled: list[list[int]], open_: list[int], depth: int, unread: list[int]
-    ) -> tuple[list[int], list[tuple[int, int, list[int]]]]:
+    ) -> tuple[list[int], list[tuple[int, int, dict[int, list[int]]]]]:
         """The next batch to read (`unread`, then as far as the way is clear), and its
-        decisions: (index in the batch of the token before it, depth, choices open)."""
+        decisions: (index in the batch of the token before it, depth, the open choices
+        grouped by their token there)."""
         batch, decisions = list(unread), []
         walk = open_
         while len(walk) > 1:
             following = _following(spelled, walk, depth)
             if len(following) > 1:
-                decisions.append((len(batch) - 1, depth, walk))
+                decisions.append((len(batch) - 1, depth, following))
                 onward = [t for t, rest in following.items() if len(rest) > 1]
                 if len(onward) != 1:
                     break
