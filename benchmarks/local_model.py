@@ -13,7 +13,9 @@ Nothing is configured, so the kernel answers with the embedded SmolLM2-135M (lla
 - the kernel's RSS after the model is loaded;
 - in-process: load time, prompt and decode tokens per second, and, as the baseline in
   the same run, raw llama-cpp-python (`Llama.create_chat_completion`, same file, same
-  context and threads) on the same first request: Lily's time to first token / raw's.
+  context and threads) on the same first request: Lily's time to first token / raw's;
+  and, as decode's ceiling, llama.cpp evaluating the answer Lily generated again, one
+  token at a time with nothing else: Lily's decode rate / that.
 """
 
 from __future__ import annotations
@@ -184,7 +186,24 @@ def measure_lily(workspace: Path, threads: int) -> dict[str, float]:
     tokens = response.usage.completion_tokens
     figures["decode tokens"] = tokens
     figures["decode tokens/s"] = (tokens - 1) / (marks[-1] - marks[0])
+    prompt = len(model._tokens(long.messages))
+    figures["eval alone tokens/s (ceiling)"] = model._worker.submit(
+        _eval_alone, model, prompt).result()
     return figures
+
+
+def _eval_alone(model: LocalModel, prompt: int) -> float:
+    """llama.cpp's own pace on the answer just generated: the same tokens at the same
+    positions, evaluated one at a time, with no sampling and no streaming. Decoding
+    cannot be faster than this. (Run it on the model's worker thread: llama.cpp's
+    OpenMP threads belong to the thread that first called it.)"""
+    llama = model._llama
+    answer = [int(token) for token in llama.input_ids[prompt:llama.n_tokens]]
+    llama.n_tokens = prompt
+    began = time.perf_counter()
+    for token in answer:
+        llama.eval([token])
+    return len(answer) / (time.perf_counter() - began)
 
 
 def in_child(part: str, workspace: Path, threads: int) -> dict[str, float]:
@@ -234,6 +253,8 @@ def main() -> int:
             print(f"  {key:38} {value:9.2f}{unit}")
         ratio = figures["Lily first token"] / figures["raw first token (baseline)"]
         print(f"  {'first token, Lily / raw llama-cpp':38} {ratio:9.2f}x")
+        ratio = figures["decode tokens/s"] / figures["eval alone tokens/s (ceiling)"]
+        print(f"  {'decode, Lily / eval alone':38} {ratio:9.2f}x")
         print(f"  {'skill selected in turns 1 and 2':38} {' then '.join(picks)}")
     print(f"threads: {args.threads}, load: "
           f"{statistics.mean([f['Lily load'] for _, f, _ in rows]):.2f} s")

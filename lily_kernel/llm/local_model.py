@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import ctypes
 import hashlib
 import json
@@ -37,6 +38,7 @@ DEFAULT_WINDOW = 8192  # tokens, unless configured; a model trained for less get
 DEFAULT_ANSWER = 1024  # tokens an answer may take, unless max_tokens says otherwise
 SAVED_PREFIX_MIN = 256  # shorter system contexts are cheaper to read than to restore
 SAVED_PREFIXES_KEPT = 4
+TOP_K, PENALTY_WINDOW, REPEAT_PENALTY, SEED = 40, 64, 1.1, 0  # llama-cpp-python's sampling
 _CHATML = (  # for a GGUF without a chat template
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
     "{{ message['content'] }}<|im_end|>\n{% endfor %}"
@@ -346,46 +348,74 @@ class LocalModel:
         self, tokens: list[int], request: ChatRequest, emit: Callable[[str], None],
         stop: threading.Event,
     ) -> ChatResponse:
-        """Generate the answer after the prompt, streaming its text (under llama.cpp's
-        grammar for the request's JSON schema, if it has one)."""
-        from llama_cpp import StoppingCriteriaList
-        from llama_cpp.llama_grammar import LlamaGrammar
+        """Generate the answer after the prompt, token by token, streaming its text; the
+        stop flag is checked before each token."""
+        import llama_cpp
 
         llama = self._llama
-        grammar = None
-        if request.json_schema is not None:
-            grammar = LlamaGrammar.from_json_schema(json.dumps(request.json_schema),
-                                                    verbose=False)
-        window = llama.n_ctx()
-        room = window - len(tokens)
-        limit = min(room, request.max_tokens or self.max_tokens or DEFAULT_ANSWER)
-
-        def stopped(_ids: Any, _logits: Any) -> bool:
-            return stop.is_set()  # checked after every sampled token; True ends it
-
+        limit = min(llama.n_ctx() - len(tokens),
+                    request.max_tokens or self.max_tokens or DEFAULT_ANSWER)
+        sampler = self._sampler(request.json_schema)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pieces: list[str] = []
-        finish: str | None = None
-        for chunk in llama.create_completion(
-            prompt=tokens, max_tokens=limit, temperature=self.temperature,
-            repeat_penalty=1.1, stream=True, grammar=grammar,
-            stopping_criteria=StoppingCriteriaList([stopped]),
-        ):
-            choice = chunk["choices"][0]
-            if choice.get("text"):
-                pieces.append(choice["text"])
-                emit(choice["text"])
-            finish = choice.get("finish_reason") or finish
-        if stop.is_set():
-            raise _StoppedError
-        # Every answer token but the last is evaluated before the next is sampled; the
-        # last is evaluated too when an end-of-generation token followed it.
-        answered = llama.n_tokens - len(tokens) + (1 if finish == "length" else 0)
+        answered, finish = 0, "length"
+        unread = tokens[llama.n_tokens:]  # what _evaluate left to this first step
+        try:
+            while answered < limit:
+                if stop.is_set():
+                    raise _StoppedError
+                self._read(unread, [len(unread) - 1])
+                token = sampler.sample(llama._ctx, -1)
+                if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
+                    finish = "stop"
+                    break
+                answered += 1
+                unread = [token]
+                text = decoder.decode(llama.detokenize([token]))
+                if text:
+                    pieces.append(text)
+                    emit(text)
+        finally:
+            sampler.close()
+        if rest := decoder.decode(b"", final=True):
+            pieces.append(rest)
+            emit(rest)
         return ChatResponse(
             text="".join(pieces),
-            usage=Usage(prompt_tokens=len(tokens), completion_tokens=max(0, answered)),
+            usage=Usage(prompt_tokens=len(tokens), completion_tokens=answered),
             finish_reason=finish,
             cost=0.0,
         )
+
+    def _sampler(self, schema: dict[str, Any] | None) -> Any:
+        """llama.cpp's sampler chain, as llama-cpp-python's completion builds it: repeat
+        penalty over the last 64 answer tokens, top-k 40, top-p 0.95, min-p 0.05,
+        temperature, a seeded draw (or under a JSON schema, llama.cpp's grammar after
+        the penalty). Without a grammar, the 104 likeliest tokens are taken first: the
+        penalty only lowers logits, of at most 64 tokens, so the 40 likeliest after it
+        are among those 104, and it is not applied to all 49,152 at every step (~3%
+        of decode time, measured)."""
+        from llama_cpp._internals import LlamaSampler
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        sampler = LlamaSampler()  # type: ignore[no-untyped-call]
+        if schema is None:
+            sampler.add_top_k(TOP_K + PENALTY_WINDOW)
+        sampler.add_penalties(
+            n_vocab=self._llama.n_vocab(), penalty_last_n=PENALTY_WINDOW,
+            penalty_repeat=REPEAT_PENALTY, penalty_freq=0.0, penalty_present=0.0)
+        if schema is not None:
+            grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            sampler.add_grammar(self._llama._model, grammar)
+        if self.temperature <= 0:
+            sampler.add_greedy()  # type: ignore[no-untyped-call]
+            return sampler
+        sampler.add_top_k(TOP_K)
+        sampler.add_top_p(0.95)
+        sampler.add_min_p(0.05)
+        sampler.add_temp(self.temperature)
+        sampler.add_dist(SEED)
+        return sampler
 
     def _evaluate(self, tokens: list[int], prefix: int, stop: threading.Event) -> None:
         """Bring the model's state close to the prompt's end, reading only what it does

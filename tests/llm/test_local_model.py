@@ -255,3 +255,46 @@ def test_a_declaration_is_chosen_among_the_names_deciding_only_where_they_differ
     response, _ = asyncio.run(ask(pair))
     data = json.loads(response.text)
     assert set(data) == {"skill", "sure"} and data["skill"] in listed[:2]
+
+
+def test_an_answer_is_llama_cpp_pythons_own_completion_the_same_every_time() -> None:
+    """In-process, the real model: Lily samples with llama.cpp's own chain, reordered
+    (the likeliest tokens taken before the repeat penalty), and the answer is exactly
+    what llama-cpp-python's completion gives for the same tokens, settings and seed;
+    streamed in pieces that make it up, counted right, and the same when asked again
+    after other requests (a seed per request, not a sequence per session)."""
+    from lily_kernel.llm.base import ChatRequest
+    from lily_kernel.llm.local_files import local_model_file
+    from lily_kernel.llm.local_model import LocalModel
+
+    file = local_model_file("local")
+    assert file is not None
+    model = LocalModel(file, prefix_cache=None, temperature=0.7)
+    model.load()
+    messages = [{"role": "system", "content": "You are Lily."},
+                {"role": "user", "content": "Tell me a story about a cat at sea."}]
+
+    async def ask(max_tokens: int) -> tuple[Any, list[str]]:
+        streamed: list[str] = []
+        response = await model.complete(ChatRequest(messages, max_tokens=max_tokens),
+                                        streamed.append)
+        return response, streamed
+
+    response, streamed = asyncio.run(ask(80))
+
+    def library() -> dict[str, Any]:  # on the model's thread: llama.cpp's is bound to it
+        llama = model._llama
+        llama.n_tokens = 0
+        done: dict[str, Any] = llama.create_completion(
+            prompt=model._tokens(messages), max_tokens=80, temperature=0.7,
+            repeat_penalty=1.1, seed=0)
+        return done
+
+    expected = model._worker.submit(library).result()
+    assert response.text == expected["choices"][0]["text"]
+    assert response.usage.completion_tokens == expected["usage"]["completion_tokens"]
+    assert response.finish_reason == expected["choices"][0]["finish_reason"]
+    assert len(streamed) > 10 and "".join(streamed) == response.text
+    asyncio.run(ask(5))
+    again, _ = asyncio.run(ask(80))
+    assert again.text == response.text
