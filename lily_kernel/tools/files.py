@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from lily_kernel.errors import ToolError
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolContext
 
-__all__ = ["MAX_READ_CHARS", "file_tools", "resolve_in_workspace"]
+__all__ = ["MAX_READ_CHARS", "confine", "file_tools", "resolve_in_workspace"]
 
 Handler = TypeVar("Handler", bound=Callable[..., str])
 
@@ -32,19 +32,26 @@ def resolve_in_workspace(workspace: Path, relative: str) -> Path:
     pure = PurePosixPath(text.replace("\\", "/"))
     if pure.is_absolute() or (len(text) > 1 and text[1] == ":"):
         raise ToolError(f"'{relative}' is absolute; give a path inside the workspace.")
+    return confine(workspace, pure, relative, "the workspace")
+
+
+def confine(root: Path, pure: PurePosixPath, given: str, place: str) -> Path:
+    """The real path behind `pure` (relative to `root`), kept inside `root`: the one
+    rule for every path a tool is given (the workspace's, a skill folder's). `given` is
+    the path as the caller wrote it and `place` names `root`, for the errors."""
     if ".." in pure.parts:
-        raise ToolError(f"'{relative}' uses '..'; paths must stay inside the workspace.")
+        raise ToolError(f"'{given}' uses '..'; paths must stay inside {place}.")
     if _hidden(pure.parts):
-        raise ToolError(f"'{relative}' is hidden (a part starts with '.'); it is off limits.")
+        raise ToolError(f"'{given}' is hidden (a part starts with '.'); it is off limits.")
     try:
-        root = workspace.resolve()
-        target = (root / pure).resolve()
+        base = root.resolve()
+        target = (base / pure).resolve()
     except (OSError, RuntimeError, ValueError) as exc:  # loops, NUL bytes, long names
-        raise ToolError(f"'{relative}' cannot be resolved ({_reason(exc)}).") from None
-    if target != root and not target.is_relative_to(root):
-        raise ToolError(f"'{relative}' leads outside the workspace (through a link).")
-    if _hidden(target.relative_to(root).parts):
-        raise ToolError(f"'{relative}' leads to a hidden path (through a link).")
+        raise ToolError(f"'{given}' cannot be resolved ({_reason(exc)}).") from None
+    if target != base and not target.is_relative_to(base):
+        raise ToolError(f"'{given}' leads outside {place} (through a link).")
+    if _hidden(target.relative_to(base).parts):
+        raise ToolError(f"'{given}' leads to a hidden path (through a link).")
     return target
 
 

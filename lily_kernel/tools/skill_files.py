@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from lily_kernel.errors import ToolError
-from lily_kernel.tools.files import MAX_READ_CHARS
+from lily_kernel.tools.files import MAX_READ_CHARS, confine
 from lily_kernel.tools.registry import ARGS_CONFIG, ActiveSkill, Tool, ToolContext
 
 __all__ = [
@@ -50,27 +50,14 @@ def _relative_part(skill: ActiveSkill, path: str) -> PurePosixPath:
             raise ToolError(f"'{path}' is outside the skill '{skill.name}'; give a path "
                             "relative to the skill's folder.")
         pure = pure.relative_to(folder)
-    if ".." in pure.parts:
-        raise ToolError(f"'{path}' uses '..'; paths must stay inside the skill's folder.")
-    if any(part.startswith(".") and part != "." for part in pure.parts):
-        raise ToolError(f"'{path}' is hidden (a part starts with '.'); it is off limits.")
     return pure
 
 
 def resolve_in_skill(skill: ActiveSkill, path: str) -> tuple[Path, str]:
     """The real file behind `path` in the skill folder, and its normalised relative name."""
-    pure = _relative_part(skill, path)
-    try:
-        root = skill.folder.resolve()
-        target = (root / pure).resolve()
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise ToolError(f"'{path}' cannot be resolved ({exc}).") from None
-    if target != root and not target.is_relative_to(root):
-        raise ToolError(f"'{path}' leads outside the skill '{skill.name}' (through a link).")
-    relative = target.relative_to(root).as_posix()
-    if any(part.startswith(".") for part in PurePosixPath(relative).parts):
-        raise ToolError(f"'{path}' leads to a hidden path (through a link).")
-    return target, relative
+    target = confine(skill.folder, _relative_part(skill, path), path,
+                     f"the skill '{skill.name}'")
+    return target, target.relative_to(skill.folder.resolve()).as_posix()
 
 
 @dataclass(frozen=True)
