@@ -228,7 +228,7 @@ class _Conversation:
         try:
             response = await model.complete(request, on_text)
             outcome = "ok"
-            recorded["response"] = response_record(response)
+            recorded |= response_record(response)
         except ModelError as exc:
             outcome = exc.kind
             recorded["error"] = error_record(exc)
@@ -237,16 +237,10 @@ class _Conversation:
             outcome = "cancelled"
             raise
         finally:
-            details: dict[str, Any] = dict(recorded)
-            if response is not None:
-                usage = response.usage
-                details |= {"prompt_tokens": usage.prompt_tokens,
-                            "completion_tokens": usage.completion_tokens,
-                            "finish_reason": response.finish_reason,
-                            "context_window": model.context_window, "cost": response.cost}
             self.runtime.log.emit(
                 "model_call", model=model.name, step=step, outcome=outcome,
-                latency_ms=round((time.perf_counter() - started) * 1000, 1), **details)
+                latency_ms=round((time.perf_counter() - started) * 1000, 1),
+                context_window=model.context_window, **recorded)
         turn.tokens_in += response.usage.prompt_tokens
         turn.tokens_out += response.usage.completion_tokens
         turn.last_context = response.usage.prompt_tokens + response.usage.completion_tokens

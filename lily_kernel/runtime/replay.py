@@ -150,7 +150,7 @@ class ReplayModel:
         self.name = str(call.get("model"))
         self.supports_tools = bool(call.get("supports_tools", self.supports_tools))
         if "response" in call:
-            response = response_from_record(call["response"])
+            response = response_from_record(call)
             if response.text:
                 on_text(response.text)
             return response

@@ -16,25 +16,32 @@ __all__ = ["error_from_record", "error_record", "response_from_record", "respons
 
 
 def response_record(response: ChatResponse) -> dict[str, Any]:
+    """The `model_call` event's fields for an answer: `response` (text, tool calls) and,
+    beside it, the figures the footer shows (token counts, finish reason, cost)."""
     return {
-        "text": response.text,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                       for c in response.tool_calls],
+        "response": {
+            "text": response.text,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                           for c in response.tool_calls],
+        },
+        "prompt_tokens": response.usage.prompt_tokens,
+        "completion_tokens": response.usage.completion_tokens,
         "finish_reason": response.finish_reason,
-        "usage": [response.usage.prompt_tokens, response.usage.completion_tokens],
         "cost": response.cost,
     }
 
 
-def response_from_record(record: dict[str, Any]) -> ChatResponse:
-    prompt, completion = record.get("usage") or (0, 0)
+def response_from_record(call: dict[str, Any]) -> ChatResponse:
+    """The answer a `model_call` event recorded (see response_record)."""
+    record = call["response"]
     return ChatResponse(
         text=str(record.get("text") or ""),
         tool_calls=tuple(ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"]))
                          for c in record.get("tool_calls") or ()),
-        usage=Usage(int(prompt), int(completion)),
-        finish_reason=record.get("finish_reason"),
-        cost=record.get("cost"),
+        usage=Usage(int(call.get("prompt_tokens") or 0),
+                    int(call.get("completion_tokens") or 0)),
+        finish_reason=call.get("finish_reason"),
+        cost=call.get("cost"),
     )
 
 

@@ -266,6 +266,9 @@ def test_events_for_a_turn(workspace: Path, environ: dict[str, str]) -> None:
     calls = [d for k, d in events if k == "model_call"]
     assert [c["outcome"] for c in calls] == ["ok", "ok", "ok"]
     assert calls[0]["prompt_tokens"] == 5 and calls[0]["model"] == "scripted"
+    # The answer is recorded once: its text and tool calls, its figures beside them.
+    assert set(calls[0]["response"]) == {"text", "tool_calls"}
+    assert calls[0]["response"]["tool_calls"][0]["name"] == "load_skill"
     invoked = next(d for k, d in events if k == "skill_invoked")
     assert invoked == {"name": "echo", "mode": "auto"}
 
