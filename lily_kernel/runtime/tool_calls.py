@@ -21,7 +21,7 @@ from lily_kernel.runtime.approval import (
     tool_question,
 )
 from lily_kernel.skills import Skill
-from lily_kernel.tools import ActiveSkill, ToolContext, ToolOutcome, run_tool
+from lily_kernel.tools import ActiveSkill, ToolContext, ToolOutcome, run_checked
 from lily_kernel.tools.policy import check_call
 from lily_kernel.tools.scripts import (
     RUN_SKILL_SCRIPT,
@@ -108,7 +108,7 @@ async def run_model_tool(runtime: LilyRuntime, sink: CellSink, name: str,
     checked = check_call(env.registry, env.policy, name, arguments, "model", offered)
     if isinstance(checked, ToolOutcome):
         return checked
-    _tool, args = checked
+    tool, args = checked
     ctx = skill_context(env.tool_context, skill)
     ask = env.policy.decision(name) == "ask"
     try:
@@ -125,9 +125,7 @@ async def run_model_tool(runtime: LilyRuntime, sink: CellSink, name: str,
                              sha256=found.sha256, size=found.size)
             return ToolOutcome(name, allowed=True, output=found.text)
     except ToolError as exc:
-        return ToolOutcome(name, allowed=True, output=f"Error: {exc}", error=True,
-                           detail=str(exc))
+        return ToolOutcome.failed(name, exc)
     # Off the event loop: a tool does file-system work (a large read, a slow disk), and
     # the kernel must stay responsive (and interruptible) meanwhile.
-    return await asyncio.to_thread(run_tool, env.registry, env.policy, name, arguments, ctx,
-                                   caller="model", offered=offered)
+    return await asyncio.to_thread(run_checked, tool, args, ctx)

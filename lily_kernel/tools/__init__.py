@@ -6,6 +6,7 @@ from lily_kernel.tools.policy import (
     ToolOutcome,
     ToolPolicy,
     allowed_tool_names,
+    run_checked,
     run_tool,
 )
 from lily_kernel.tools.registry import ActiveSkill, Tool, ToolContext, ToolRegistry
@@ -24,6 +25,7 @@ __all__ = [
     "default_registry",
     "file_tools",
     "resolve_in_workspace",
+    "run_checked",
     "run_tool",
 ]
 

@@ -26,6 +26,7 @@ __all__ = [
     "ToolPolicy",
     "allowed_tool_names",
     "check_call",
+    "run_checked",
     "run_tool",
 ]
 
@@ -117,6 +118,12 @@ class ToolOutcome:
         return cls(name, allowed=False, output=f"Refused: {reason}.", error=True,
                    detail=f"refused: {reason}.")
 
+    @classmethod
+    def failed(cls, name: str, error: ToolError) -> ToolOutcome:
+        """A call that ran and failed (the handler's ToolError)."""
+        return cls(name, allowed=True, output=f"Error: {error}", error=True,
+                   detail=str(error))
+
 
 def check_call(
     registry: ToolRegistry,
@@ -153,9 +160,12 @@ def run_tool(
     checked = check_call(registry, policy, name, arguments, caller, offered)
     if isinstance(checked, ToolOutcome):
         return checked
-    tool, args = checked
+    return run_checked(*checked, context)
+
+
+def run_checked(tool: Tool, args: Any, context: ToolContext) -> ToolOutcome:
+    """Run the handler of a call check_call let through."""
     try:
-        return ToolOutcome(name, allowed=True, output=tool.handler(args, context))
+        return ToolOutcome(tool.name, allowed=True, output=tool.handler(args, context))
     except ToolError as exc:
-        return ToolOutcome(name, allowed=True, output=f"Error: {exc}", error=True,
-                           detail=str(exc))
+        return ToolOutcome.failed(tool.name, exc)

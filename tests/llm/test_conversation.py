@@ -251,6 +251,22 @@ def test_stream_off_sends_one_final_reply(workspace: Path, environ: dict[str, st
     assert sink.streamed == [] and sink.replies == ["a longer answer in several words"]
 
 
+def test_a_model_tool_call_passes_the_gate_once(runtime: LilyRuntime,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The policy and the arguments are checked once per call, before the handler."""
+    checks: list[str] = []
+    real = Tool.parse_arguments
+
+    def counted(self: Tool, arguments: dict[str, Any]) -> Any:
+        checks.append(self.name)
+        return real(self, arguments)
+
+    monkeypatch.setattr(Tool, "parse_arguments", counted)
+    sink, _ = run(runtime, "what is here?", reply("", call("list")), reply("done"))
+    assert checks == ["list"]
+    assert sink.replies[-1] == "done"
+
+
 def test_events_for_a_turn(workspace: Path, environ: dict[str, str]) -> None:
     write_skill(workspace / "skills", "echo", skill_text("Echo"))
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y", "LILY_EVENT_LOG": "1"},
