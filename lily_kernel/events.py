@@ -19,6 +19,7 @@ EventKind = Literal[
     "skill_invoked",
     "skill_warning",
     "command",
+    "model_load",
     "model_call",
     "skill_selection",
     "tool_call",

@@ -3,8 +3,9 @@
 The log's `session_started` gives the workspace and the LILY_* settings; its `cell`
 events give what the person ran. Each cell runs again through a fresh runtime, where
 the model is replaced by the recorded `model_call` answers (so no model or key is
-needed), the person's answers by the recorded `approval` events, and skill scripts by
-their recorded `skill_script_run` results (replay never runs a script). Everything else
+needed; a recorded `model_load` failure fails its cell again), the person's answers
+by the recorded `approval` events, and skill scripts by their recorded
+`skill_script_run` results (replay never runs a script). Everything else
 runs for real against the files as they are now: the skill snapshot and its digest,
 every command and its output, every tool call and its result. The new event stream
 is compared with the recorded one, event by event, after dropping what always differs
@@ -161,6 +162,20 @@ class ReplayModel:
         raise ReplayError(f"the recorded model call ended with {call.get('outcome')!r}.")
 
 
+class RecordedLoads:
+    """Stands in for making the model: the recorded failed loads, in order, then the
+    recorded answers (a session's model, once made, is kept, so failures come first)."""
+
+    def __init__(self, failures: list[dict[str, Any]], model: ReplayModel) -> None:
+        self.failures = deque(failures)
+        self.model = model
+
+    def __call__(self) -> ReplayModel:
+        if self.failures:
+            raise error_from_record(self.failures.popleft()["error"])
+        return self.model
+
+
 class ReplaySink:
     """Shows nothing; answers questions as the person answered them."""
 
@@ -238,7 +253,8 @@ def replay_session(path: Path, before_cell: Callable[[int], None] | None = None
         session_id=str(recorded[0].get("session_id") or "replay"),
         listener=actual.append, write_log=False)
     try:
-        runtime.model = ReplayModel(_of(recorded, "model_call"))
+        runtime.model_loader = RecordedLoads(_of(recorded, "model_load"),
+                                             ReplayModel(_of(recorded, "model_call")))
         runtime.script_runner = RecordedScripts(_of(recorded, "skill_script_run"))
         cells = [str(c.get("code", "")) for c in _of(recorded, "cell")]
         asyncio.run(_run_cells(runtime, cells, ReplaySink(_of(recorded, "approval")),

@@ -28,12 +28,13 @@ from lily_kernel.commands import (
     render_plain,
     run_command,
 )
-from lily_kernel.errors import CommandError, LilyError
+from lily_kernel.errors import CommandError, LilyError, ModelError
 from lily_kernel.events import Event, EventLog, session_log_path
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.persona import Persona
 from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 from lily_kernel.runtime.environment import LilyEnvironment
+from lily_kernel.runtime.replay_records import error_record
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ToolRegistry
@@ -81,6 +82,8 @@ class LilyRuntime:
     _model_loading: asyncio.Future[ChatModel] | None = None
     # Runs an approved skill script; replay swaps in the recorded results.
     script_runner: Callable[..., Any] = field(default=run_script)
+    # Makes the session's model (in a worker thread); replay swaps in the recorded loads.
+    model_loader: Callable[[], ChatModel] | None = None
     _sandbox: Sandbox | None = None
 
     def sandbox(self) -> Sandbox:
@@ -96,20 +99,27 @@ class LilyRuntime:
         if self.model is not None:
             return self.model
         if self._model_loading is None:
-            from lily_kernel.llm import create_model
-
-            cache = lily_home(self.env.config) / "cache" / "local-model"
             self._model_loading = asyncio.ensure_future(
-                asyncio.to_thread(create_model, self.session.model_config, cache))
+                asyncio.to_thread(self.model_loader or self._create_model))
         loading = self._model_loading
         try:
             model = await asyncio.shield(loading)
+        except ModelError as exc:  # logged, so that replay fails this cell the same way
+            self.log.emit("model_load", model=self.session.model_config.model,
+                          error=error_record(exc))
+            raise
         finally:
             if loading.done() and (loading.cancelled() or loading.exception() is not None):
                 self._model_loading = None  # failed: the next cell tries again
         if self.model is None:  # a test may have put its own model in meanwhile
             self.model = model
         return self.model
+
+    def _create_model(self) -> ChatModel:
+        from lily_kernel.llm import create_model
+
+        cache = lily_home(self.env.config) / "cache" / "local-model"
+        return create_model(self.session.model_config, cache)
 
     def wants_warm_up(self) -> bool:
         """Whether the model path is worth importing ahead of the first chat cell: a

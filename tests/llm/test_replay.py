@@ -162,3 +162,32 @@ def test_a_question_interrupted_replays_as_interrupted(workspace, environ) -> No
     assert outcomes == ["interrupted", "approved"]
     report = replay_session(runtime.log.path)
     assert report.identical, report.describe()
+
+
+def test_a_model_that_failed_to_load_replays_as_failed(workspace, environ) -> None:
+    """The first chat cell's model could not be loaded (a missing GGUF, say); the next
+    loaded it. The failure is logged, and replay fails that cell the same way instead of
+    answering it with the next cell's recorded answer."""
+    runtime = start(workspace, environ)
+    model = ScriptedModel(reply("Hello."))
+    tries: list[int] = []
+
+    def loader() -> ScriptedModel:
+        tries.append(1)
+        if len(tries) == 1:
+            raise ModelError("local_model", "Error: the local model could not be loaded.")
+        return model
+
+    runtime.model_loader = loader
+    with pytest.raises(ModelError):
+        asyncio.run(runtime.run_cell("hello", Sink()))
+    asyncio.run(runtime.run_cell("hello again", Sink()))
+    runtime.close()
+    assert runtime.log.path is not None
+    events = [json.loads(line) for line in runtime.log.path.read_text().splitlines()]
+    loads = [e["data"] for e in events if e["event"] == "model_load"]
+    assert [load["error"]["kind"] for load in loads] == ["local_model"]
+    finished = [e["data"]["status"] for e in events if e["event"] == "cell_finished"]
+    report = replay_session(runtime.log.path)
+    assert report.identical, report.describe()
+    assert finished[0] != finished[1] and report.cells == 2
