@@ -356,7 +356,7 @@ class LocalModel:
         limit = min(llama.n_ctx() - len(tokens),
                     request.max_tokens or self.max_tokens or DEFAULT_ANSWER)
         sampler = self._sampler(request.json_schema)
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")  # as llama-cpp-python
         pieces: list[str] = []
         answered, finish = 0, "length"
         unread = tokens[llama.n_tokens:]  # what _evaluate left to this first step

@@ -163,16 +163,20 @@ class ReplayModel:
 
 
 class RecordedLoads:
-    """Stands in for making the model: the recorded failed loads, in order, then the
-    recorded answers (a session's model, once made, is kept, so failures come first)."""
+    """Stands in for making the model: the loads that did not end with a model (failed,
+    or a cell stopped while waiting), in order, then the recorded answers (a session's
+    model, once made, is kept, so those come first)."""
 
-    def __init__(self, failures: list[dict[str, Any]], model: ReplayModel) -> None:
-        self.failures = deque(failures)
+    def __init__(self, unfinished: list[dict[str, Any]], model: ReplayModel) -> None:
+        self.unfinished = deque(unfinished)
         self.model = model
 
     def __call__(self) -> ReplayModel:
-        if self.failures:
-            raise error_from_record(self.failures.popleft()["error"])
+        if self.unfinished:
+            load = self.unfinished.popleft()
+            if load.get("outcome") == "interrupted":
+                raise asyncio.CancelledError  # (the waiting cell ends interrupted)
+            raise error_from_record(load["error"])
         return self.model
 
 

@@ -104,9 +104,14 @@ class LilyRuntime:
         loading = self._model_loading
         try:
             model = await asyncio.shield(loading)
-        except ModelError as exc:  # logged, so that replay fails this cell the same way
+        # Logged, so that replay ends this cell the same way (runtime/replay.py).
+        except ModelError as exc:
             self.log.emit("model_load", model=self.session.model_config.model,
-                          error=error_record(exc))
+                          outcome=exc.kind, error=error_record(exc))
+            raise
+        except asyncio.CancelledError:  # the cell was stopped; the load goes on
+            self.log.emit("model_load", model=self.session.model_config.model,
+                          outcome="interrupted")
             raise
         finally:
             if loading.done() and (loading.cancelled() or loading.exception() is not None):

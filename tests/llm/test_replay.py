@@ -191,3 +191,42 @@ def test_a_model_that_failed_to_load_replays_as_failed(workspace, environ) -> No
     report = replay_session(runtime.log.path)
     assert report.identical, report.describe()
     assert finished[0] != finished[1] and report.cells == 2
+
+
+def test_a_cell_stopped_while_the_model_loads_replays_as_stopped(workspace, environ) -> None:
+    """The stop button while the model is still loading ends that cell (the load goes
+    on, and the next cell gets the model); replay stops that cell too, instead of giving
+    it the next cell's answer."""
+    import threading
+
+    runtime = start(workspace, environ)
+    model = ScriptedModel(reply("Hello."))
+    loading, release = threading.Event(), threading.Event()
+
+    def slow_loader() -> ScriptedModel:
+        loading.set()
+        release.wait(30)
+        return model
+
+    runtime.model_loader = slow_loader
+
+    async def stopped_then_answered() -> None:
+        task = asyncio.ensure_future(runtime.run_cell("hello", Sink()))
+        while not loading.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
+        await runtime.run_cell("hello again", Sink())
+
+    asyncio.run(stopped_then_answered())
+    runtime.close()
+    assert runtime.log.path is not None
+    events = [json.loads(line) for line in runtime.log.path.read_text().splitlines()]
+    assert [e["data"]["outcome"] for e in events if e["event"] == "model_load"] \
+        == ["interrupted"]
+    assert [e["data"]["status"] for e in events if e["event"] == "cell_finished"] \
+        == ["interrupted", "ok"]
+    report = replay_session(runtime.log.path)
+    assert report.identical, report.describe()
