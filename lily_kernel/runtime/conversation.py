@@ -222,7 +222,6 @@ class _Conversation:
         """One model call, logged as a `model_call` event, counted for the footer."""
         started = time.perf_counter()
         outcome = "error"  # a bug in Lily, unless one of the cases below
-        response: ChatResponse | None = None
         # What replay feeds back instead of a model (runtime/replay_records.py).
         recorded: dict[str, Any] = {"supports_tools": model.supports_tools}
         try:

@@ -3,7 +3,7 @@
 The log's `session_started` gives the workspace and the LILY_* settings; its `cell`
 events give what the person ran. Each cell runs again through a fresh runtime, where
 the model is replaced by the recorded `model_call` answers (so no model or key is
-needed; a recorded `model_load` failure fails its cell again), the person's answers
+needed; a recorded `model_load` ends its cell the same way), the person's answers
 by the recorded `approval` events, and skill scripts by their recorded
 `skill_script_run` results (replay never runs a script). Everything else
 runs for real against the files as they are now: the skill snapshot and its digest,

@@ -32,13 +32,15 @@ def resolve_in_workspace(workspace: Path, relative: str) -> Path:
     pure = PurePosixPath(text.replace("\\", "/"))
     if pure.is_absolute() or (len(text) > 1 and text[1] == ":"):
         raise ToolError(f"'{relative}' is absolute; give a path inside the workspace.")
-    return confine(workspace, pure, relative, "the workspace")
+    return confine(workspace, pure, relative, "the workspace")[0]
 
 
-def confine(root: Path, pure: PurePosixPath, given: str, place: str) -> Path:
-    """The real path behind `pure` (relative to `root`), kept inside `root`: the one
-    rule for every path a tool is given (the workspace's, a skill folder's). `given` is
-    the path as the caller wrote it and `place` names `root`, for the errors."""
+def confine(root: Path, pure: PurePosixPath, given: str, place: str
+            ) -> tuple[Path, PurePosixPath]:
+    """The real path behind `pure` (relative to `root`), kept inside `root`, and that
+    path relative to `root`'s real one: the one rule for every path a tool is given (the
+    workspace's, a skill folder's). `given` is the path as the caller wrote it and
+    `place` names `root`, for the errors."""
     if ".." in pure.parts:
         raise ToolError(f"'{given}' uses '..'; paths must stay inside {place}.")
     if _hidden(pure.parts):
@@ -50,9 +52,10 @@ def confine(root: Path, pure: PurePosixPath, given: str, place: str) -> Path:
         raise ToolError(f"'{given}' cannot be resolved ({_reason(exc)}).") from None
     if target != base and not target.is_relative_to(base):
         raise ToolError(f"'{given}' leads outside {place} (through a link).")
-    if _hidden(target.relative_to(base).parts):
+    inside = PurePosixPath(target.relative_to(base).as_posix())
+    if _hidden(inside.parts):
         raise ToolError(f"'{given}' leads to a hidden path (through a link).")
-    return target
+    return target, inside
 
 
 def _resolved(path: Path) -> Path:

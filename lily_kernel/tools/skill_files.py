@@ -55,9 +55,9 @@ def _relative_part(skill: ActiveSkill, path: str) -> PurePosixPath:
 
 def resolve_in_skill(skill: ActiveSkill, path: str) -> tuple[Path, str]:
     """The real file behind `path` in the skill folder, and its normalised relative name."""
-    target = confine(skill.folder, _relative_part(skill, path), path,
-                     f"the skill '{skill.name}'")
-    return target, target.relative_to(skill.folder.resolve()).as_posix()
+    target, inside = confine(skill.folder, _relative_part(skill, path), path,
+                             f"the skill '{skill.name}'")
+    return target, inside.as_posix()
 
 
 @dataclass(frozen=True)
