@@ -131,7 +131,7 @@ def first_request(workspace: Path) -> ChatRequest:
 
     request = build_model_request(
         persona=runtime.session.persona, snapshot=runtime.session.skill_snapshot,
-        history=[], user_text=QUESTION, tool_schemas=[], catalog_max_chars=30_000,
+        history=[], user_text=QUESTION, catalog_max_chars=30_000,
         tool_calls=False)
     return ChatRequest(list(request.messages), max_tokens=64)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lily_kernel.commands import render_html, render_markdown, render_plain, skills_result
 from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot
-from lily_kernel.tools import ToolPolicy, allowed_tool_names, default_registry
+from lily_kernel.tools import ToolPolicy, default_registry
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -50,7 +50,7 @@ def main() -> int:
 
     folders = sorted(p.parent for p in CORPUS.glob("*/*/SKILL.md"))
     registry = default_registry()
-    rules = LoadRules(registry.names(), allowed_tool_names(registry, ToolPolicy()))
+    rules = LoadRules(registry.names(), ToolPolicy().allowed_names(registry))
     with tempfile.TemporaryDirectory() as tmp:
         for folder in folders:
             target = Path(tmp) / f"{folder.parent.name}__{folder.name}"

@@ -3,32 +3,53 @@
     LilyError                      every error Lily raises on purpose
     ├── ConfigError                lily.yaml or a LILY_* variable is invalid
     ├── SkillRootError             a configured skills root exists but cannot be read
-    ├── CommandError               a `/` command was used wrongly (message shown as is)
-    ├── ToolError                  a tool refused or failed (becomes a tool result)
+    ├── CommandError               a `/` command was used wrongly
+    ├── ToolError                  a tool failed on its input (becomes a tool result)
+    │   └── ToolRefusedError       a tool call that must not run (policy, person, rules)
     ├── ModelNotConfiguredError    a chat cell with no model configured
     ├── StepLimitError             the model did not finish within max_steps (Lily's bound)
     ├── UsageError                 bad input to the `lily` command (a missing notebook, ...)
-    └── ModelError                 a provider fault, with its `kind`
-        (auth, rate_limit, timeout, connection, server, bad_response, context_window,
-         not_found, bad_request)
+    ├── ReplayError                a session log that cannot be replayed
+    └── ModelError                 a provider fault, with its `kind` (a ModelFault)
 
-User-facing code shows `str(error)`; only errors outside this tree are bugs that keep
-their traceback.
+Messages are facts for a person, without a prefix: the edges frame them (the kernel
+shows `Error: <message>`, the CLI `lily: <message>`). Only errors outside this tree are
+bugs that keep their traceback.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 __all__ = [
     "CommandError",
     "ConfigError",
     "LilyError",
     "ModelError",
+    "ModelFault",
     "ModelNotConfiguredError",
+    "ReplayError",
     "SkillRootError",
     "StepLimitError",
     "ToolError",
+    "ToolRefusedError",
     "UsageError",
 ]
+
+
+class ModelFault(StrEnum):
+    """Every kind of model fault, as `ModelError.kind` and the log name it."""
+
+    AUTH = "auth"
+    RATE_LIMIT = "rate_limit"
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    SERVER = "server"
+    BAD_RESPONSE = "bad_response"
+    CONTEXT_WINDOW = "context_window"  # the request does not fit the model's window
+    NOT_FOUND = "not_found"
+    BAD_REQUEST = "bad_request"
+    LOCAL_MODEL = "local_model"  # a local GGUF that cannot be found, loaded or rendered
 
 
 class LilyError(Exception):
@@ -44,11 +65,15 @@ class SkillRootError(LilyError):
 
 
 class CommandError(LilyError):
-    """A command was called wrongly; the message is the exact text shown."""
+    """A command was called wrongly; the message says how."""
 
 
 class ToolError(LilyError):
-    """A tool refused its input or failed; the message becomes the tool result."""
+    """A tool failed on its input; the message becomes the tool result."""
+
+
+class ToolRefusedError(ToolError):
+    """A tool call that must not run: the policy, the person or a rule says no."""
 
 
 class ModelNotConfiguredError(LilyError):
@@ -59,13 +84,17 @@ class StepLimitError(LilyError):
     """A conversational turn reached `max_steps` model calls; not a provider fault."""
 
 
+class UsageError(LilyError):
+    """The `lily` command was given something it cannot use; shown as `lily: <message>`."""
+
+
+class ReplayError(LilyError):
+    """The log cannot be replayed (missing, not a session log, truncated)."""
+
+
 class ModelError(LilyError):
     """The model provider failed; `kind` names the fault for people and logs."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: ModelFault, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-class UsageError(LilyError):
-    """The `lily` command was given something it cannot use; shown as `lily: <message>`."""

@@ -1,35 +1,231 @@
-"""The session's structured event log: JSON Lines, one file per session, flushed per event."""
+"""The session's structured event log: JSON Lines, one file per session, flushed per event.
+
+Each kind of event is declared once below, as a frozen dataclass whose fields are the
+event's data (names and types): `EventLog.emit` writes one, and replay reads them back
+through the same declaration (`read_event`). A field a kind does not declare cannot be
+emitted (the dataclass refuses it, and mypy sees every emit site).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, ClassVar, TypeVar
 
-__all__ = ["EVENT_KINDS", "Event", "EventLog", "session_log_path"]
-
-EventKind = Literal[
-    "session_started",
-    "skill_catalog_updated",
-    "skill_loaded",
-    "skill_invoked",
-    "skill_warning",
-    "command",
-    "model_load",
-    "model_call",
-    "skill_selection",
-    "tool_call",
-    "cell",
-    "cell_finished",
-    "approval",
-    "skill_file_read",
-    "skill_script_run",
+__all__ = [
+    "EVENT_KINDS",
+    "KINDS",
+    "Approval",
+    "Cell",
+    "CellFinished",
+    "Command",
+    "Event",
+    "EventData",
+    "EventLog",
+    "ModelCall",
+    "ModelLoad",
+    "SessionStarted",
+    "SkillCatalogUpdated",
+    "SkillFileRead",
+    "SkillInvoked",
+    "SkillLoaded",
+    "SkillScriptRun",
+    "SkillSelection",
+    "SkillWarning",
+    "ToolCalled",
+    "read_event",
+    "session_log_path",
 ]
-EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
+
+Data = TypeVar("Data", bound="EventData")
+KINDS: dict[str, type[EventData]] = {}  # every declared kind by name, filled as declared
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventData:
+    """The data of one kind of event; `event` is its name in the log."""
+
+    event: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every declared kind is known by its name (a tool may declare its own).
+        super().__init_subclass__(**kwargs)
+        if cls.event:
+            KINDS[cls.event] = cls
+
+    def as_data(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionStarted(EventData):
+    event: ClassVar[str] = "session_started"
+    workspace: str
+    agent: str
+    model: str | None
+    persona_files: list[str]
+    settings: dict[str, str]  # the session's LILY_* variables (none credential-like)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillCatalogUpdated(EventData):
+    event: ClassVar[str] = "skill_catalog_updated"
+    version: int
+    count: int
+    roots: list[dict[str, Any]]  # source, path, exists
+    digest: str
+    shadowed: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillWarning(EventData):
+    """One diagnostic of a snapshot, with the keys `lily skills --json` gives it."""
+
+    event: ClassVar[str] = "skill_warning"
+    kind: str  # malformed, ineligible, shadowed, policy, warning
+    skill: str
+    source: str
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell(EventData):
+    event: ClassVar[str] = "cell"
+    code: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellFinished(EventData):
+    event: ClassVar[str] = "cell_finished"
+    status: str  # ok, error, interrupted
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command(EventData):
+    event: ClassVar[str] = "command"
+    name: str
+    argument: str
+    ok: bool
+    error: str | None = None
+    # What the person was shown, as a digest: replay compares it without the log
+    # holding every listing.
+    output_sha256: str | None = None
+    output_chars: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillInvoked(EventData):
+    event: ClassVar[str] = "skill_invoked"
+    name: str
+    mode: str  # manual (the person) or auto (the model)
+    command: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillLoaded(EventData):
+    event: ClassVar[str] = "skill_loaded"
+    name: str
+    path: str
+    digest: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillSelection(EventData):
+    """A model without tools declaring its skill."""
+
+    event: ClassVar[str] = "skill_selection"
+    outcome: str  # selected, none, unknown, malformed, too_long
+    name: str | None = None
+    detail: str | None = None
+    reply: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelLoad(EventData):
+    """A load that did not give the cell a model (failed or stopped)."""
+
+    event: ClassVar[str] = "model_load"
+    model: str | None
+    outcome: str  # a ModelFault, or interrupted
+    error: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCall(EventData):
+    event: ClassVar[str] = "model_call"
+    model: str
+    step: int | str
+    outcome: str  # ok, a ModelFault, cancelled, error (a bug)
+    latency_ms: float
+    context_window: int | None
+    supports_tools: bool
+    response: dict[str, Any] | None = None  # text and tool calls
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    cost: float | None = None
+    error: dict[str, str] | None = None  # kind and message
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCalled(EventData):
+    event: ClassVar[str] = "tool_call"
+    name: str
+    caller: str  # model, or owner (a tool_dispatch command)
+    allowed: bool
+    step: int | None = None
+    arguments: dict[str, Any] | None = None
+    error: str | None = None
+    result: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Approval(EventData):
+    event: ClassVar[str] = "approval"
+    tool: str
+    question: str
+    outcome: str  # approved, declined, unanswerable, interrupted
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillFileRead(EventData):
+    event: ClassVar[str] = "skill_file_read"
+    skill: str
+    path: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillScriptRun(EventData):
+    event: ClassVar[str] = "skill_script_run"
+    skill: str
+    script: str
+    sha256: str
+    arguments: list[str]
+    sandboxed: bool
+    outcome: str  # ran, timeout, interrupted
+    exit_code: int | None = None
+    duration_ms: float | None = None
+    output_bytes: int | None = None
+    output: str | None = None
+
+
+EVENT_KINDS: tuple[str, ...] = tuple(KINDS)  # Lily's own kinds, declared above
+
+
+def read_event(cls: type[Data], data: dict[str, Any]) -> Data:
+    """The event a log line's data holds, as its declaration (replay reads it so);
+    fields the declaration does not know are ignored, missing ones take their default."""
+    known = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -39,11 +235,11 @@ class Event:
     seq: int
     ts: str
     session_id: str
-    event: EventKind
+    event: str
     data: dict[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return dataclasses.asdict(self)
 
 
 def session_log_path(workspace: Path, session_id: str) -> Path:
@@ -74,13 +270,14 @@ class EventLog:
     def enabled(self) -> bool:
         return self.path is not None and self.problem is None
 
-    def emit(self, event: EventKind, **data: Any) -> Event:
+    def emit(self, event: EventData) -> Event:
         self._seq += 1
+        data = event.as_data()
         record = Event(
             seq=self._seq,
             ts=datetime.now(UTC).isoformat(timespec="milliseconds"),
             session_id=self.session_id,
-            event=event,
+            event=event.event,
             data=self.redact(data) if self.redact is not None else data,
         )
         if self.enabled:

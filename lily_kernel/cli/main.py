@@ -77,7 +77,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if missing:  # checked before anything is validated: bad input, not a bad skill
         raise UsageError(f"{missing[0]}: does not exist.")
     env = LilyEnvironment.load(Path.cwd())
-    rules, failed = env.load_rules(), False
+    rules, failed = env.snapshot_rules(), False
     skills, seen = [], set()
     for raw in args.paths:
         dirs = _skill_dirs(Path(raw))

@@ -15,14 +15,15 @@ from lily_kernel.errors import UsageError
 __all__ = ["run_notebook"]
 
 
-def _error_text(ename: str, evalue: str) -> str:
-    """`Error: …` as Lily says it; the exception name only where it adds something."""
-    return evalue if evalue.startswith("Error") else f"{ename}: {evalue}"
+def _error_text(ename: str, evalue: str, traceback: list[str]) -> str:
+    """An error as the kernel summed it up: its traceback's last line (Lily's own errors
+    are that one line, `Error: …`; a bug's ends with `Name: message`)."""
+    return traceback[-1] if traceback else f"{ename}: {evalue}"
 
 
 def _output_text(output: Any) -> str:
     if output.output_type == "error":
-        return _error_text(output.ename, output.evalue)
+        return _error_text(output.ename, output.evalue, list(output.traceback))
     if output.output_type == "stream":
         return str(output.text).rstrip("\n")
     data = output.get("data", {})
@@ -69,8 +70,8 @@ def run_notebook(path: Path, output: Path | None = None, out: TextIO = sys.stdou
         client.execute()
     except CellExecutionError as exc:
         status = 1
-        print(f"lily: {path} stopped at a failing cell: {_error_text(exc.ename, exc.evalue)}",
-              file=sys.stderr)
+        summary = _error_text(exc.ename, exc.evalue, str(exc.traceback).splitlines())
+        print(f"lily: {path} stopped at a failing cell: {summary}", file=sys.stderr)
     for cell in nb.cells:
         if cell.cell_type != "code" or cell.execution_count is None:
             continue

@@ -4,6 +4,7 @@ from lily_kernel.commands.builtins import (
     BUILTIN_COMMANDS,
     CommandOutcome,
     describe_skill,
+    dispatched,
     run_command,
     skills_result,
 )
@@ -19,6 +20,7 @@ from lily_kernel.commands.results import (
     SkillInvocation,
     Table,
     Text,
+    ToolDispatch,
 )
 
 __all__ = [
@@ -35,8 +37,10 @@ __all__ = [
     "StateChange",
     "Table",
     "Text",
+    "ToolDispatch",
     "complete",
     "describe_skill",
+    "dispatched",
     "inspect",
     "parse_command",
     "render_html",

@@ -21,16 +21,17 @@ from lily_kernel.commands.results import (
     SkillInvocation,
     Table,
     Text,
+    ToolDispatch,
 )
 from lily_kernel.config import EMBEDDED_MODEL, LOCAL_MODEL, ModelConfig
 from lily_kernel.errors import CommandError, SkillRootError
 from lily_kernel.skills import Eligibility, Skill, SkillSnapshot, diff_snapshots, shown_fields
-from lily_kernel.tools import run_tool
 
 __all__ = [
     "BUILTIN_COMMANDS",
     "CommandOutcome",
     "describe_skill",
+    "dispatched",
     "run_command",
     "skills_result",
 ]
@@ -47,7 +48,7 @@ Handler = Callable[[CommandContext, str], CommandOutcome]
 
 def _no_argument(name: str, argument: str) -> None:
     if argument:
-        raise CommandError(f"Error: /{name} takes no argument.")
+        raise CommandError(f"/{name} takes no argument.")
 
 
 def _missing(snapshot: SkillSnapshot, name: str) -> CommandError:
@@ -55,11 +56,11 @@ def _missing(snapshot: SkillSnapshot, name: str) -> CommandError:
     diag = snapshot.excluded_reason(name)
     if diag is not None:
         return CommandError(
-            f"Error: skill '{name}' is not available in this session (snapshot "
+            f"skill '{name}' is not available in this session (snapshot "
             f"{snapshot.version}): {diag.kind.value}: {diag.reason}."
         )
     return CommandError(
-        f"Error: no skill named '{name}' in this session (snapshot {snapshot.version}).")
+        f"no skill named '{name}' in this session (snapshot {snapshot.version}).")
 
 
 # --- /skills -----------------------------------------------------------------------
@@ -106,27 +107,27 @@ def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
 
 
 def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) -> CommandOutcome:
-    """Force `skill`: dispatch its tool directly, or hand the runtime the intent to ask
-    the model with the skill forced."""
+    """Force `skill`: hand the runtime the intent to run its tool with the request (no
+    model), or to ask the model with the skill forced."""
     if skill.invocation_mode == "tool_dispatch":
         tool = ctx.registry.get(skill.command_tool or "")
         if tool is None or tool.text_argument is None:
             raise CommandError(
-                f"Error: skill '{skill.name}': tool '{skill.command_tool}' cannot take a "
+                f"skill '{skill.name}': tool '{skill.command_tool}' cannot take a "
                 "text request."
             )
-        outcome = run_tool(
-            ctx.registry, ctx.policy, tool.name, {tool.text_argument: request},
-            ctx.tool_context, caller="owner",
-        )
-        if outcome.error:
-            raise CommandError(f"Error: /{command} ({tool.name}): {outcome.detail}")
-        return CommandOutcome(CommandResult(
-            command, f"{skill.name} ({tool.name})", (Preformatted(outcome.output),),
-            skill=skill.name,
-        ))
+        dispatch = ToolDispatch(skill.name, tool.name, {tool.text_argument: request})
+        return CommandOutcome(CommandResult(command, skill=skill.name, dispatch=dispatch))
     return CommandOutcome(CommandResult(command, skill=skill.name,
                                         invocation=SkillInvocation(skill.name, request)))
+
+
+def dispatched(result: CommandResult, text: str) -> CommandResult:
+    """A tool_dispatch command's result, once its tool ran: what it returned."""
+    assert result.dispatch is not None
+    dispatch = result.dispatch
+    return CommandResult(result.command, f"{dispatch.skill} ({dispatch.tool})",
+                         (Preformatted(text),), skill=dispatch.skill)
 
 
 def _split_first(argument: str) -> tuple[str, str]:
@@ -138,7 +139,7 @@ def _split_first(argument: str) -> tuple[str, str]:
 def _skill(ctx: CommandContext, argument: str) -> CommandOutcome:
     name, request = _split_first(argument)
     if not name:
-        raise CommandError("Error: /skill requires a skill name.")
+        raise CommandError("/skill requires a skill name.")
     snap = ctx.session.skill_snapshot
     skill = snap.get(name)
     if skill is None:
@@ -183,6 +184,7 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
     allow = "*" if policy.allow == "*" else ", ".join(policy.allow) or "(nothing)"
     offered = {t.name for t in policy.model_tools(ctx.registry)}
     with_skill = {t.name for t in policy.model_tools(ctx.registry, skill_active=True)} - offered
+    # Only the tools the policy governs (not load_skill, Lily's own skill selection).
     rows = tuple(
         (
             tool.name,
@@ -192,7 +194,7 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
             "yes" if tool.owner_only else "no",
             tool.description,
         )
-        for tool in ctx.registry
+        for tool in ctx.registry if tool.governed
     )
     return [
         Fields((("allow", allow), ("ask", ", ".join(policy.ask) or "(nothing)"),
@@ -299,7 +301,7 @@ def _agent(ctx: CommandContext, argument: str) -> CommandOutcome:
             (Fields((("persona files", files),)), Table(("agent", "status"), rows)),
         ))
     if argument not in agents:
-        raise CommandError(f"Error: no agent named '{argument}'; available: {', '.join(agents)}.")
+        raise CommandError(f"no agent named '{argument}'; available: {', '.join(agents)}.")
     persona = ctx.load_persona(argument)
     files = ", ".join(f"{f.name} ({f.source})" for f in persona.files) or "(none)"
     verb = "Reloaded" if argument == active else "Switched to"
@@ -319,7 +321,7 @@ def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     try:
         new = ctx.load_snapshot(old.version + 1)
     except SkillRootError as exc:
-        raise CommandError(f"Error: {exc}") from exc
+        raise CommandError(str(exc)) from exc
     diff = diff_snapshots(old, new)
     items = (
         ("added", ", ".join(diff.added) or "(none)"),
@@ -360,13 +362,13 @@ def run_command(ctx: CommandContext, parsed: ParsedCommand) -> CommandOutcome:
     """Dispatch exactly by name: a built-in, else a skill alias, else an error."""
     try:
         if not parsed.name:
-            raise CommandError("Error: empty command; type /help for the list of commands.")
+            raise CommandError("empty command; type /help for the list of commands.")
         handler = _HANDLERS.get(parsed.name)
         if handler is not None:
             return handler(ctx, parsed.argument)
         skill = ctx.session.skill_snapshot.by_command(parsed.name)
         if skill is not None:
             return invoke_skill(ctx, parsed.name, skill, parsed.argument)
-        raise CommandError(f"Error: unknown command /{parsed.name}.")
+        raise CommandError(f"unknown command /{parsed.name}.")
     except CommandError as exc:
         return CommandOutcome(CommandResult(parsed.name, error=str(exc)))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from lily_kernel.persona import Persona
 from lily_kernel.session import Session
 from lily_kernel.skills import SkillSnapshot
-from lily_kernel.tools import ToolContext, ToolPolicy, ToolRegistry
+from lily_kernel.tools import ToolPolicy, ToolRegistry
 
 __all__ = ["CommandContext", "StateChange"]
 
@@ -24,7 +24,6 @@ class CommandContext:
     session: Session
     registry: ToolRegistry
     policy: ToolPolicy
-    tool_context: ToolContext
     load_snapshot: Callable[[int], SkillSnapshot]
     load_persona: Callable[[str], Persona]
     list_agents: Callable[[], list[str]]

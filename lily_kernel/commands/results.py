@@ -13,6 +13,7 @@ __all__ = [
     "SkillInvocation",
     "Table",
     "Text",
+    "ToolDispatch",
 ]
 
 
@@ -60,6 +61,16 @@ class SkillInvocation:
 
 
 @dataclass(frozen=True)
+class ToolDispatch:
+    """A command's intent for the runtime: run the `tool_dispatch` skill's tool with the
+    person's request as its text argument (no model); the runtime's tool gate runs it."""
+
+    skill: str
+    tool: str
+    arguments: dict[str, str]
+
+
+@dataclass(frozen=True)
 class CommandResult:
     """What a command produced. `error` set means it failed and changed nothing."""
 
@@ -68,6 +79,7 @@ class CommandResult:
     blocks: tuple[Block, ...] = ()
     error: str | None = None
     invocation: SkillInvocation | None = None
+    dispatch: ToolDispatch | None = None
     skill: str | None = None
     notices: tuple[str, ...] = field(default=())
 

@@ -120,8 +120,8 @@ class CellError:
 
     @classmethod
     def from_lily(cls, error: LilyError) -> CellError:
-        """A user error: its message is the whole story, no Python traceback."""
-        message = str(error)
+        """A user error: `Error: <its message>` is the whole story, no Python traceback."""
+        message = f"Error: {error}"
         return cls(type(error).__name__, message, (message,))
 
     @classmethod

@@ -7,7 +7,7 @@ first conversational cell.
 from pathlib import Path
 
 from lily_kernel.config import ModelConfig
-from lily_kernel.errors import ModelError
+from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.local_files import local_model_file
 from lily_kernel.llm.scripted import ScriptedModel
@@ -25,7 +25,7 @@ def create_model(config: ModelConfig, prefix_cache: Path | None = None) -> ChatM
     try:
         file = local_model_file(config.model)
     except FileNotFoundError as exc:
-        raise ModelError("local_model", f"Error: {exc}") from None
+        raise ModelError(ModelFault.LOCAL_MODEL, str(exc)) from None
     if file is not None:
         from lily_kernel.llm.local_model import LocalModel
 

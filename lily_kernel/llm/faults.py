@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from lily_kernel.errors import ModelError
+from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.redaction import redact, secret_values
 
 __all__ = ["TRANSIENT_KINDS", "model_error", "redact", "secret_values"]
 
-TRANSIENT_KINDS = frozenset({"rate_limit", "timeout", "connection", "server"})
-_ADVICE = {
+TRANSIENT_KINDS = frozenset({ModelFault.RATE_LIMIT, ModelFault.TIMEOUT, ModelFault.CONNECTION,
+                             ModelFault.SERVER})
+_ADVICE: dict[str, str] = {
     "auth": "authentication failed: the provider rejected the API key (or refused it "
             "this model). Check the provider's key variable (e.g. OPENAI_API_KEY) and "
             "restart the kernel.",
@@ -30,7 +31,7 @@ _ADVICE = {
 }
 
 
-def model_error(kind: str, detail: str, secrets: list[str], attempts: int = 1,
+def model_error(kind: ModelFault, detail: str, secrets: list[str], attempts: int = 1,
                 by_provider: bool = True) -> ModelError:
     """A ModelError whose message names the fault and what to do; never a secret.
     `detail` is the provider's text, or Lily's own account when not `by_provider`."""
@@ -38,7 +39,7 @@ def model_error(kind: str, detail: str, secrets: list[str], attempts: int = 1,
     detail = redact(" ".join(detail.split()), secrets)
     if len(detail) > 300:
         detail = detail[:300] + "..."
-    message = f"Error: model call failed{tried}: {_ADVICE[kind]}"
+    message = f"model call failed{tried}: {_ADVICE[kind]}"
     if detail:
         message += f" {'Provider said' if by_provider else 'What happened'}: {detail}"
     return ModelError(kind, message)

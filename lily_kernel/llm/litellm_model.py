@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lily_kernel.config import ModelConfig
-from lily_kernel.errors import ModelError
+from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.faults import TRANSIENT_KINDS, model_error, secret_values
 
@@ -26,20 +26,20 @@ __all__ = ["LITELLM_FAULTS", "BadResponseError", "IncompleteStreamError", "LiteL
 # litellm's exception classes, by name, in the order they are tried (subclasses first).
 # Looked up by name because litellm exposes them only on `litellm.exceptions`; a test
 # fails if the pinned litellm lacks one, so a rename cannot fall through silently.
-LITELLM_FAULTS: tuple[tuple[str, str], ...] = (
-    ("ContextWindowExceededError", "context_window"),
-    ("AuthenticationError", "auth"),
-    ("PermissionDeniedError", "auth"),
-    ("RateLimitError", "rate_limit"),
-    ("MidStreamFallbackError", "bad_response"),
-    ("APIResponseValidationError", "bad_response"),
-    ("APIConnectionError", "connection"),
-    ("NotFoundError", "not_found"),
-    ("BadRequestError", "bad_request"),
-    ("UnprocessableEntityError", "bad_request"),
-    ("InternalServerError", "server"),
-    ("ServiceUnavailableError", "server"),
-    ("BadGatewayError", "server"),
+LITELLM_FAULTS: tuple[tuple[str, ModelFault], ...] = (
+    ("ContextWindowExceededError", ModelFault.CONTEXT_WINDOW),
+    ("AuthenticationError", ModelFault.AUTH),
+    ("PermissionDeniedError", ModelFault.AUTH),
+    ("RateLimitError", ModelFault.RATE_LIMIT),
+    ("MidStreamFallbackError", ModelFault.BAD_RESPONSE),
+    ("APIResponseValidationError", ModelFault.BAD_RESPONSE),
+    ("APIConnectionError", ModelFault.CONNECTION),
+    ("NotFoundError", ModelFault.NOT_FOUND),
+    ("BadRequestError", ModelFault.BAD_REQUEST),
+    ("UnprocessableEntityError", ModelFault.BAD_REQUEST),
+    ("InternalServerError", ModelFault.SERVER),
+    ("ServiceUnavailableError", ModelFault.SERVER),
+    ("BadGatewayError", ModelFault.SERVER),
 )
 # Where a provider fault comes from: exceptions raised by these packages' code (or of
 # their classes) are translated into ModelError; anything else is a bug in Lily and
@@ -124,7 +124,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def _fault_kind(litellm: Any, exc: BaseException) -> str:
+def _fault_kind(litellm: Any, exc: BaseException) -> ModelFault:
     """Which fault an exception from litellm is.
 
     litellm wraps transport failures in other classes (a refused connection arrives as
@@ -134,36 +134,37 @@ def _fault_kind(litellm: Any, exc: BaseException) -> str:
     import openai
 
     if isinstance(exc, BadResponseError):
-        return "bad_response"
+        return ModelFault.BAD_RESPONSE
     status = getattr(exc, "status_code", None)
     # The HTTP status decides first: a 401 whose body says `invalid_request_error` is
     # still a rejected key, and litellm wraps a 403 in its generic APIError.
     if status in (401, 403):
-        return "auth"
+        return ModelFault.AUTH
     # litellm's own verdict on a 200 that is no completion (an HTML page, say), which
     # it reports with a made-up 500: retrying would get the same page.
     if _NOT_A_COMPLETION in str(exc):
-        return "bad_response"
+        return ModelFault.BAD_RESPONSE
     causes = _causes(exc)
     timeouts = (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)
     if any(isinstance(c, timeouts) for c in causes):
-        return "timeout"
+        return ModelFault.TIMEOUT
     connection = (openai.APIConnectionError, httpx.TransportError, ConnectionError, OSError)
     if any(isinstance(c, json.JSONDecodeError) for c in causes):
-        return "bad_response"
+        return ModelFault.BAD_RESPONSE
     if any(isinstance(c, connection) for c in causes[1:]) or type(exc) is openai.APIConnectionError:
-        return "connection"
+        return ModelFault.CONNECTION
     # A bare OpenAIError is raised by the client before any request (e.g. no key).
     client_side = [c for c in causes if type(c) is openai.OpenAIError]
     if client_side:
         text = str(client_side[0]).lower()
-        return "auth" if "credential" in text or "api_key" in text else "bad_request"
+        auth = "credential" in text or "api_key" in text
+        return ModelFault.AUTH if auth else ModelFault.BAD_REQUEST
     for name, kind in LITELLM_FAULTS:
         if isinstance(exc, getattr(litellm.exceptions, name)):
             return kind
     if isinstance(status, int) and status >= 500:
-        return "server"
-    return "bad_response"
+        return ModelFault.SERVER
+    return ModelFault.BAD_RESPONSE
 
 
 class LiteLLMModel:

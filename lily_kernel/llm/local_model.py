@@ -27,7 +27,7 @@ from typing import Any
 
 from jinja2 import TemplateError
 
-from lily_kernel.errors import ModelError
+from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm.base import ChatRequest, ChatResponse, Usage
 from lily_kernel.llm.local_files import LocalModelFile, check_gguf
 
@@ -171,8 +171,8 @@ class LocalModel:
             self._format = _formatter(llama)
         except (ValueError, RuntimeError, OSError, TemplateError) as exc:
             raise ModelError(
-                "local_model",
-                f"Error: the local model could not be loaded from {path}: {exc}. "
+                ModelFault.LOCAL_MODEL,
+                f"the local model could not be loaded from {path}: {exc}. "
                 "Check the file (LILY_MODEL=local/<file.gguf>), or unset LILY_MODEL to use "
                 "the embedded model.",
             ) from exc
@@ -223,8 +223,8 @@ class LocalModel:
                 text = self._format(messages=_fold(messages)).prompt
             except (ValueError, TemplateError) as exc:
                 raise ModelError(
-                    "local_model",
-                    f"Error: the local model's chat template cannot render this "
+                    ModelFault.LOCAL_MODEL,
+                    f"the local model's chat template cannot render this "
                     f"conversation: {exc}.") from exc
         return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
@@ -253,8 +253,8 @@ class LocalModel:
         window = llama.n_ctx()
         if len(tokens) >= window:
             raise ModelError(
-                "context_window",
-                f"Error: the request is {len(tokens):,} tokens, more than the local "
+                ModelFault.CONTEXT_WINDOW,
+                f"the request is {len(tokens):,} tokens, more than the local "
                 f"model's {window:,}-token context window.")
         self._evaluate(tokens, self._prefix_length(messages, tokens), stop)
         choices = _choices(request.json_schema) if request.json_schema is not None else None
@@ -288,7 +288,7 @@ class LocalModel:
         end = llama.token_eos()  # after a choice's last token: it ends there
         spelled = [[*self._text_tokens(choice), end] for choice in choices]
         if len(tokens) + max(map(len, spelled)) > llama.n_ctx():
-            raise ModelError("context_window", "Error: the request leaves no room in the "
+            raise ModelError(ModelFault.CONTEXT_WINDOW, "the request leaves no room in the "
                              "local model's context window for its answer.")
         open_, depth = list(range(len(choices))), 0
         unread = tokens[llama.n_tokens:]  # what _evaluate left to this first batch

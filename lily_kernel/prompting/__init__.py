@@ -1,23 +1,32 @@
-"""Prompting: pure assembly of the system context and the per-turn model request."""
+"""Prompting: pure assembly of what the model reads: the system context, the per-turn
+request, a skill's SKILL.md, tool results and refusals. Every model-facing string is here."""
 
 from lily_kernel.prompting.request import EMPTY_REQUEST_TEXT, ModelRequest, build_model_request
-from lily_kernel.prompting.system import (
-    LOAD_SKILL,
+from lily_kernel.prompting.skill_text import (
     SKILL_FILES_NOTE,
-    Catalog,
-    build_catalog,
-    build_system_prompt,
-    load_skill_tool,
+    declared_skill_message,
+    loaded_skill_text,
+)
+from lily_kernel.prompting.system import Catalog, build_catalog, build_system_prompt
+from lily_kernel.prompting.tool_results import (
+    bad_arguments_text,
+    declined_reason,
+    tool_result_text,
+    unanswerable_reason,
 )
 
 __all__ = [
     "EMPTY_REQUEST_TEXT",
-    "LOAD_SKILL",
     "SKILL_FILES_NOTE",
     "Catalog",
     "ModelRequest",
+    "bad_arguments_text",
     "build_catalog",
     "build_model_request",
     "build_system_prompt",
-    "load_skill_tool",
+    "declared_skill_message",
+    "declined_reason",
+    "loaded_skill_text",
+    "tool_result_text",
+    "unanswerable_reason",
 ]

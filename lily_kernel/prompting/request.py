@@ -6,12 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lily_kernel.persona import Persona
-from lily_kernel.prompting.system import (
-    Catalog,
-    build_catalog,
-    build_system_prompt,
-    load_skill_tool,
-)
+from lily_kernel.prompting.system import Catalog, build_catalog, build_system_prompt
 from lily_kernel.skills import Skill, SkillSnapshot
 
 __all__ = ["EMPTY_REQUEST_TEXT", "ModelRequest", "build_model_request"]
@@ -22,10 +17,10 @@ EMPTY_REQUEST_TEXT = "Apply the skill to the conversation so far."
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """Messages (system first, then history, then the new user turn) and tools."""
+    """Messages (system first, then history, then the new user turn); the catalog the
+    system context lists (None when the person forced a skill)."""
 
     messages: tuple[dict[str, Any], ...]
-    tools: tuple[dict[str, Any], ...]
     user_message: dict[str, Any]
     forced_skill: str | None = None
     catalog: Catalog | None = None
@@ -41,30 +36,23 @@ def build_model_request(
     snapshot: SkillSnapshot,
     history: list[dict[str, Any]],
     user_text: str,
-    tool_schemas: list[dict[str, Any]],
     catalog_max_chars: int,
     forced_skill: Skill | None = None,
     tool_calls: bool = True,
 ) -> ModelRequest:
-    """A conversational turn (catalog + load_skill) or a forced-skill turn (body injected).
+    """A conversational turn (the catalog and the selection rules) or a forced-skill
+    turn (its body in the system context).
 
-    `tool_calls` False: a model that cannot call tools gets no tools and the rules of
-    a structured declaration instead of `load_skill`."""
+    `tool_calls` False: a model that cannot call tools gets the rules of a structured
+    declaration instead of `load_skill`."""
     text = user_text.strip() or (EMPTY_REQUEST_TEXT if forced_skill else "")
     user_message = {"role": "user", "content": text}
-    if forced_skill is not None:
-        catalog = None
-        tools = tuple(tool_schemas)
-    else:
-        catalog = build_catalog(snapshot.skills, catalog_max_chars)
-        tools = (load_skill_tool(), *tool_schemas)
-    if not tool_calls:
-        tools = ()
+    catalog = None if forced_skill is not None else build_catalog(snapshot.skills,
+                                                                  catalog_max_chars)
     system = {"role": "system",
               "content": build_system_prompt(persona, catalog, forced_skill, tool_calls)}
     return ModelRequest(
         messages=(system, *history, user_message),
-        tools=tools,
         user_message=user_message,
         forced_skill=forced_skill.name if forced_skill else None,
         catalog=catalog,

@@ -11,17 +11,10 @@ message once. Pure: the catalog in, a schema out; the reply in, a `Selection` ou
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = [
-    "SELECTION_MAX_TOKENS",
-    "Selection",
-    "parse_selection",
-    "selection_schema",
-    "skill_message",
-]
+__all__ = ["SELECTION_MAX_TOKENS", "Selection", "parse_selection", "selection_schema"]
 
 SELECTION_MAX_TOKENS = 64
 
@@ -33,26 +26,6 @@ def selection_schema(names: tuple[str, ...]) -> dict[str, Any]:
         "required": ["skill"],
         "additionalProperties": False,
     }
-
-
-def _body_message(name: str, body: str) -> dict[str, Any]:
-    """The selected skill's SKILL.md, as the model reads it before answering."""
-    return {
-        "role": "user",
-        "content": (f"SKILL.md of '{name}':\n\n{body.strip()}\n\nFollow this skill to answer "
-                    "my message above."),
-    }
-
-
-def skill_message(name: str, body: str, history: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """What the model reads before answering with a selected skill: its SKILL.md, or, when
-    that same SKILL.md is already in the conversation (selected in an earlier turn, and
-    unchanged), a line pointing back to it. The conversation then carries each body once:
-    a follow-up with the same skill reads a dozen tokens, not the whole file again."""
-    message = _body_message(name, body)
-    if message in history:
-        return {"role": "user", "content": f"Follow the SKILL.md of '{name}' above."}
-    return message
 
 
 @dataclass(frozen=True)

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
-from typing import Any
 
 from lily_kernel.persona import Persona
+from lily_kernel.prompting.skill_text import SKILL_FILES_NOTE, forced_skill_section
 from lily_kernel.skills import Skill
 
-__all__ = [
-    "LOAD_SKILL",
-    "SKILL_FILES_NOTE",
-    "Catalog",
-    "build_catalog",
-    "build_system_prompt",
-    "load_skill_tool",
-]
-
-LOAD_SKILL = "load_skill"
+__all__ = ["Catalog", "build_catalog", "build_system_prompt"]
 
 SELECTION_RULES = """\
 - Select at most one skill per request. Skills cannot be combined or chained.
@@ -36,14 +27,6 @@ or {"skill": null}. Its SKILL.md is then given to you. Follow no skill you were 
 FORCED_RULES = """\
 - The person invoked the skill `{name}` explicitly for this request. Follow its \
 SKILL.md below; do not switch to another skill."""
-
-# Said with every loaded skill: where the files its SKILL.md names by relative path are.
-SKILL_FILES_NOTE = (
-    "Paths this SKILL.md names (references/..., scripts/..., {baseDir}/...) are relative "
-    "to the skill's folder: read such a file with `read_skill_file(path)` and run a script "
-    "with `run_skill_script(script, args)` when those tools are offered."
-)
-
 
 @dataclass(frozen=True)
 class Catalog:
@@ -107,29 +90,8 @@ def build_system_prompt(
         # The note names the skill-file tools: only for a model that is offered them.
         note = "\n- " + SKILL_FILES_NOTE if tool_calls else ""
         parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name) + note)
-        parts.append(f"# Skill: {forced_skill.name}\n\n{forced_skill.body.strip()}")
+        parts.append(forced_skill_section(forced_skill.name, forced_skill.body))
     elif catalog is not None:
         parts.append("# Skills\n\n" + catalog.text)
         parts.append("# Rules\n\n" + (SELECTION_RULES if tool_calls else DECLARATION_RULES))
     return "\n\n".join(parts) + "\n"
-
-
-def load_skill_tool() -> dict[str, Any]:
-    """The `load_skill(name)` tool through which the model declares its one skill."""
-    return {
-        "type": "function",
-        "function": {
-            "name": LOAD_SKILL,
-            "description": (
-                "Declare the one skill you will follow for this request and receive its "
-                "SKILL.md. At most one call per request."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "description": "Exact skill name."}
-                },
-                "required": ["name"],
-            },
-        },
-    }

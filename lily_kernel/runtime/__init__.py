@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from lily_kernel.runtime.display import CommandResult, render_result
     from lily_kernel.runtime.environment import LilyEnvironment
     from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
-    from lily_kernel.runtime.runtime import CellSink, LilyRuntime
+    from lily_kernel.runtime.runtime import LilyRuntime
+    from lily_kernel.runtime.sink import CellSink
 
 __all__ = ["BackgroundRuntime", "CellSink", "CommandResult", "LilyEnvironment", "LilyRuntime",
            "render_result", "workspace_from_environment"]
@@ -21,7 +22,7 @@ __all__ = ["BackgroundRuntime", "CellSink", "CommandResult", "LilyEnvironment", 
 _HOMES = {
     "BackgroundRuntime": "lifecycle",
     "workspace_from_environment": "lifecycle",
-    "CellSink": "runtime",
+    "CellSink": "sink",
     "LilyRuntime": "runtime",
     "LilyEnvironment": "environment",
     "render_result": "display",

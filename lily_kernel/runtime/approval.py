@@ -1,64 +1,42 @@
-"""Asking the person before a tool call the policy puts under `ask`: the question, the answer.
+"""Asking the person about a tool call, through the cell's sink: the `ask` of a tool context.
 
-The question names exactly what would run (for a skill script: the skill, the script,
-its arguments, and whether it is sandboxed). It reaches the person through the cell
-sink's `ask` (Jupyter's input request); where no one can answer, the call is refused.
+The question reaches the person as Jupyter's input request; only `y`/`yes` approves.
+Every question is an `approval` event (approved, declined, unanswerable, or interrupted
+when the stop button ends the cell at it). Where no one can answer, the call is refused.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+import asyncio
 
-from lily_kernel.tools.scripts import ScriptPlan
+from lily_kernel.errors import ToolRefusedError
+from lily_kernel.events import Approval, EventLog
+from lily_kernel.prompting import unanswerable_reason
+from lily_kernel.runtime.sink import CellSink
+from lily_kernel.tools import Question
+from lily_kernel.tools.context import Ask
 
-if TYPE_CHECKING:
-    from lily_kernel.runtime.runtime import CellSink
-
-__all__ = ["Approval", "ask_person", "script_question", "tool_question"]
+__all__ = ["YES", "asker"]
 
 YES = frozenset({"y", "yes"})
 
 
-def _arguments(arguments: tuple[str, ...]) -> str:
-    if not arguments:
-        return "no arguments"
-    return "arguments " + json.dumps(list(arguments), ensure_ascii=False)
+def asker(sink: CellSink, log: EventLog, tool: str) -> Ask:
+    """The `ask` a call of `tool` gets in its context."""
 
+    async def ask(question: Question) -> bool:
+        try:
+            answer = await sink.ask(question.text)
+        except asyncio.CancelledError:
+            # Logged too: replay must stop this cell at this question, not answer it
+            # with a later cell's answer.
+            log.emit(Approval(tool=tool, question=question.text, outcome="interrupted"))
+            raise
+        outcome = ("unanswerable" if answer is None else
+                   "approved" if answer.strip().lower() in YES else "declined")
+        log.emit(Approval(tool=tool, question=question.text, outcome=outcome))
+        if answer is None:
+            raise ToolRefusedError(unanswerable_reason(question.action, tool))
+        return outcome == "approved"
 
-def script_question(plan: ScriptPlan) -> str:
-    """`Run scripts/fill.py of skill 'pdf' with arguments ["a.pdf"]? [y/N]`, and when
-    there is no sandbox, say so before the question mark."""
-    where = ("" if plan.sandboxed else
-             f" NOT sandboxed ({plan.sandbox_note}): it runs with your permissions, "
-             "network and files.")
-    return (f"Run {plan.script} of skill '{plan.skill}' with {_arguments(plan.arguments)}?"
-            f"{where} [y/N] ")
-
-
-def tool_question(name: str, arguments: dict[str, Any]) -> str:
-    shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
-    if len(shown) > 500:
-        shown = shown[:500] + " ..."
-    return f"Let the model run the tool '{name}' with {shown}? [y/N] "
-
-
-@dataclass(frozen=True)
-class Approval:
-    """What became of a question: approved, declined, or no one could answer."""
-
-    outcome: Literal["approved", "declined", "unanswerable"]
-    question: str
-
-    @property
-    def approved(self) -> bool:
-        return self.outcome == "approved"
-
-
-async def ask_person(sink: CellSink, question: str) -> Approval:
-    """Ask through the sink; only `y`/`yes` approves."""
-    answer = await sink.ask(question)
-    if answer is None:
-        return Approval("unanswerable", question)
-    return Approval("approved" if answer.strip().lower() in YES else "declined", question)
+    return ask

@@ -24,21 +24,15 @@ from lily_kernel.skills import (
     load_snapshot,
     resolve_skill_roots,
 )
-from lily_kernel.tools import (
-    ToolContext,
-    ToolPolicy,
-    ToolRegistry,
-    allowed_tool_names,
-    default_registry,
-)
+from lily_kernel.tools import ToolContext, ToolPolicy, ToolRegistry, default_registry
 
 __all__ = ["LilyEnvironment"]
 
 
 def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
-    """The configured policy with tool names matched case-insensitively to registered
-    tools; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
-    by_lower = {name.lower(): name for name in registry.names()}
+    """The configured policy with tool names matched case-insensitively to the tools it
+    governs; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
+    by_lower = {t.name.lower(): t.name for t in registry if t.governed}
 
     def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
         found = []
@@ -96,16 +90,18 @@ class LilyEnvironment:
             host=host or Host(environ=dict(environ) if environ is not None else Host().environ),
         )
 
-    def load_rules(self) -> LoadRules:
+    def snapshot_rules(self) -> LoadRules:
+        """What the loader checks skills against: the registered tools, those the policy
+        allows, the built-in commands."""
         return LoadRules(
             registered_tools=self.registry.names(),
-            allowed_tools=allowed_tool_names(self.registry, self.policy),
+            allowed_tools=self.policy.allowed_names(self.registry),
             reserved_commands=BUILTIN_COMMANDS,
         )
 
     def load_snapshot(self, version: int) -> SkillSnapshot:
         """Build a snapshot from disk (raises SkillRootError for an unreadable root)."""
-        return load_snapshot(self.skill_roots, self.load_rules(), self.host, version)
+        return load_snapshot(self.skill_roots, self.snapshot_rules(), self.host, version)
 
     @cached_property
     def tool_context(self) -> ToolContext:

@@ -28,7 +28,8 @@ from lily_kernel.errors import LilyError
 
 if TYPE_CHECKING:
     from lily_kernel.commands import CommandResult, Completion
-    from lily_kernel.runtime.runtime import CellSink, LilyRuntime
+    from lily_kernel.runtime.runtime import LilyRuntime
+    from lily_kernel.runtime.sink import CellSink
 
 __all__ = ["WARM_UP_DELAY", "BackgroundRuntime", "workspace_from_environment"]
 
@@ -46,7 +47,7 @@ def workspace_from_environment(environ: Mapping[str, str] | None = None) -> Path
 def _start_failure_error(failure: LilyError) -> LilyError:
     """What each cell reports while the session cannot start: the same kind of error,
     with the message saying that a fix needs no restart."""
-    message = (f"Error: Lily could not start this notebook's session: {failure} "
+    message = (f"Lily could not start this notebook's session: {failure} "
                "Fix it and run the cell again (no restart needed).")
     try:
         return type(failure)(message)
@@ -102,10 +103,6 @@ class BackgroundRuntime:
         """Block until the current start attempt ends (for scripts and tests)."""
         self._starting.result(timeout)
         return self.runtime
-
-    @property
-    def start_failure(self) -> BaseException | None:
-        return self._failure
 
     async def session(self) -> LilyRuntime | None:
         """The runtime once started; None while it cannot start. A failed start is tried

@@ -22,23 +22,29 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from lily_kernel.errors import LilyError
-from lily_kernel.events import Event
+from lily_kernel.errors import ReplayError
+from lily_kernel.events import (
+    Approval,
+    Cell,
+    Event,
+    EventData,
+    ModelCall,
+    ModelLoad,
+    SkillScriptRun,
+    read_event,
+)
 from lily_kernel.llm.base import ChatRequest, ChatResponse
 from lily_kernel.runtime.replay_records import error_from_record, response_from_record
 from lily_kernel.runtime.runtime import LilyRuntime
-from lily_kernel.tools.scripts import ScriptPlan, ScriptResult
+from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult
 
 __all__ = ["Divergence", "ReplayError", "ReplayReport", "read_session_log", "replay_session"]
 
 # Fields that differ on every run by nature; never compared.
 VOLATILE = frozenset({"latency_ms", "duration_ms"})
-
-
-class ReplayError(LilyError):
-    """The log cannot be replayed (missing, not a session log, truncated)."""
+Kind = TypeVar("Kind", bound=EventData)
 
 
 @dataclass(frozen=True)
@@ -129,14 +135,13 @@ def normalise(event: Mapping[str, Any]) -> dict[str, Any]:
 class ReplayModel:
     """A ChatModel that answers with the recorded model calls, in order."""
 
-    def __init__(self, calls: list[dict[str, Any]]) -> None:
+    def __init__(self, calls: list[ModelCall]) -> None:
         self.calls = deque(calls)
-        first = calls[0] if calls else {}
-        self.name = str(first.get("model", "replay"))
+        self.name = calls[0].model if calls else "replay"
         # As the recorded model: whether it called tools (else a selection step runs),
         # and its context window (the catalog budget and history trimming follow it).
-        self.supports_tools = bool(first.get("supports_tools", True))
-        windows = [c["context_window"] for c in calls if c.get("context_window")]
+        self.supports_tools = calls[0].supports_tools if calls else True
+        windows = [c.context_window for c in calls if c.context_window]
         self._context_window: int | None = int(windows[0]) if windows else None
 
     @property
@@ -148,18 +153,18 @@ class ReplayModel:
         if not self.calls:
             raise ReplayError("the replay asked the model for more answers than were recorded.")
         call = self.calls.popleft()
-        self.name = str(call.get("model"))
-        self.supports_tools = bool(call.get("supports_tools", self.supports_tools))
-        if "response" in call:
+        self.name = call.model
+        self.supports_tools = call.supports_tools
+        if call.response is not None:
             response = response_from_record(call)
             if response.text:
                 on_text(response.text)
             return response
-        if "error" in call:
-            raise error_from_record(call["error"])
-        if call.get("outcome") == "cancelled":
+        if call.error is not None:
+            raise error_from_record(call.error)
+        if call.outcome == "cancelled":
             raise asyncio.CancelledError  # the recorded call was interrupted
-        raise ReplayError(f"the recorded model call ended with {call.get('outcome')!r}.")
+        raise ReplayError(f"the recorded model call ended with {call.outcome!r}.")
 
 
 class RecordedLoads:
@@ -167,23 +172,23 @@ class RecordedLoads:
     or a cell stopped while waiting), in order, then the recorded answers (a session's
     model, once made, is kept, so those come first)."""
 
-    def __init__(self, unfinished: list[dict[str, Any]], model: ReplayModel) -> None:
+    def __init__(self, unfinished: list[ModelLoad], model: ReplayModel) -> None:
         self.unfinished = deque(unfinished)
         self.model = model
 
     def __call__(self) -> ReplayModel:
         if self.unfinished:
             load = self.unfinished.popleft()
-            if load.get("outcome") == "interrupted":
+            if load.outcome == "interrupted" or load.error is None:
                 raise asyncio.CancelledError  # (the waiting cell ends interrupted)
-            raise error_from_record(load["error"])
+            raise error_from_record(load.error)
         return self.model
 
 
 class ReplaySink:
     """Shows nothing; answers questions as the person answered them."""
 
-    def __init__(self, approvals: list[dict[str, Any]]) -> None:
+    def __init__(self, approvals: list[Approval]) -> None:
         self.approvals = deque(approvals)
 
     def show(self, result: object) -> None: ...
@@ -197,31 +202,32 @@ class ReplaySink:
     async def ask(self, prompt: str) -> str | None:
         if not self.approvals:
             raise asyncio.CancelledError  # the recording was interrupted at this question
-        outcome = self.approvals.popleft().get("outcome")
+        outcome = self.approvals.popleft().outcome
         if outcome == "interrupted":
             raise asyncio.CancelledError  # the person pressed stop at this question
-        return {"approved": "y", "declined": "n"}.get(str(outcome))
+        return {"approved": "y", "declined": "n"}.get(outcome)
 
 
 class RecordedScripts:
     """Stands in for running skill scripts: the recorded results, in order."""
 
-    def __init__(self, runs: list[dict[str, Any]]) -> None:
+    def __init__(self, runs: list[SkillScriptRun]) -> None:
         self.runs = deque(runs)
 
     async def __call__(self, plan: ScriptPlan, timeout: float) -> ScriptResult:
         if not self.runs:
             raise ReplayError("the replay ran more skill scripts than were recorded.")
         run = self.runs.popleft()
-        if run.get("outcome") == "interrupted":
+        if run.outcome == "interrupted":
             raise asyncio.CancelledError
         return ScriptResult(
-            exit_code=run.get("exit_code"), duration_ms=0.0, output=str(run.get("output", "")),
-            output_bytes=int(run.get("output_bytes", 0)), timed_out=run.get("outcome") == "timeout")
+            exit_code=run.exit_code, duration_ms=0.0, output=run.output or "",
+            output_bytes=run.output_bytes or 0, timed_out=run.outcome == "timeout")
 
 
-def _of(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [e["data"] for e in events if e.get("event") == kind]
+def _of(events: list[dict[str, Any]], kind: type[Kind]) -> list[Kind]:
+    """The recorded events of one kind, read through its declaration."""
+    return [read_event(kind, e["data"]) for e in events if e.get("event") == kind.event]
 
 
 def _environment(settings: Mapping[str, str]) -> dict[str, str]:
@@ -257,11 +263,11 @@ def replay_session(path: Path, before_cell: Callable[[int], None] | None = None
         session_id=str(recorded[0].get("session_id") or "replay"),
         listener=actual.append, write_log=False)
     try:
-        runtime.model_loader = RecordedLoads(_of(recorded, "model_load"),
-                                             ReplayModel(_of(recorded, "model_call")))
-        runtime.script_runner = RecordedScripts(_of(recorded, "skill_script_run"))
-        cells = [str(c.get("code", "")) for c in _of(recorded, "cell")]
-        asyncio.run(_run_cells(runtime, cells, ReplaySink(_of(recorded, "approval")),
+        runtime.model_loader = RecordedLoads(_of(recorded, ModelLoad),
+                                             ReplayModel(_of(recorded, ModelCall)))
+        runtime.scripts.run = RecordedScripts(_of(recorded, SkillScriptRun))
+        cells = [cell.code for cell in _of(recorded, Cell)]
+        asyncio.run(_run_cells(runtime, cells, ReplaySink(_of(recorded, Approval)),
                                before_cell))
     finally:
         runtime.close()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lily_kernel.errors import ModelError
+from lily_kernel.errors import ModelError, ModelFault
+from lily_kernel.events import ModelCall
 from lily_kernel.llm.base import ChatResponse, ToolCall, Usage
 
 __all__ = ["error_from_record", "error_record", "response_from_record", "response_record"]
@@ -31,23 +32,26 @@ def response_record(response: ChatResponse) -> dict[str, Any]:
     }
 
 
-def response_from_record(call: dict[str, Any]) -> ChatResponse:
+def response_from_record(call: ModelCall) -> ChatResponse:
     """The answer a `model_call` event recorded (see response_record)."""
-    record = call["response"]
+    record = call.response or {}
     return ChatResponse(
         text=str(record.get("text") or ""),
         tool_calls=tuple(ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"]))
                          for c in record.get("tool_calls") or ()),
-        usage=Usage(int(call.get("prompt_tokens") or 0),
-                    int(call.get("completion_tokens") or 0)),
-        finish_reason=call.get("finish_reason"),
-        cost=call.get("cost"),
+        usage=Usage(int(call.prompt_tokens or 0), int(call.completion_tokens or 0)),
+        finish_reason=call.finish_reason,
+        cost=call.cost,
     )
 
 
-def error_record(error: ModelError) -> dict[str, Any]:
-    return {"kind": error.kind, "message": str(error)}
+def error_record(error: ModelError) -> dict[str, str]:
+    return {"kind": error.kind.value, "message": str(error)}
 
 
-def error_from_record(record: dict[str, Any]) -> ModelError:
-    return ModelError(str(record.get("kind")), str(record.get("message")))
+def error_from_record(record: dict[str, str]) -> ModelError:
+    try:
+        fault = ModelFault(str(record.get("kind")))
+    except ValueError:  # a kind this Lily does not know: a provider's bad answer
+        fault = ModelFault.BAD_RESPONSE
+    return ModelError(fault, str(record.get("message")))

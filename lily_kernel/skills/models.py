@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from lily_kernel.skills.fields import Frontmatter, InvocationMode, allowed_tool_names
+from lily_kernel.skills.fields import Frontmatter, InvocationMode, tool_names_of_entries
 
 __all__ = [
     "AliasChange",
@@ -111,7 +111,7 @@ class Skill:
     def narrowed_tools(self) -> frozenset[str] | None:
         """The lower-case tool names `allowed-tools` narrows the model to while this skill
         is active; None when it has no `allowed-tools`."""
-        return None if self.allowed_tools is None else allowed_tool_names(self.allowed_tools)
+        return None if self.allowed_tools is None else tool_names_of_entries(self.allowed_tools)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,35 +1,36 @@
-"""Tools: the registry, the policy gate every call passes, and the built-in file tools."""
+"""Tools: the registry, the policy gate every call passes, and the built-in tools."""
 
+from lily_kernel.tools.context import ActiveSkill, Question, SkillSelector, ToolContext
 from lily_kernel.tools.files import file_tools, resolve_in_workspace
-from lily_kernel.tools.policy import (
-    Caller,
-    ToolOutcome,
-    ToolPolicy,
-    allowed_tool_names,
-    run_checked,
-    run_tool,
-)
-from lily_kernel.tools.registry import ActiveSkill, Tool, ToolContext, ToolRegistry
+from lily_kernel.tools.load_skill import LOAD_SKILL, load_skill_tool
+from lily_kernel.tools.policy import Caller, ToolPolicy, check_call
+from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry, blocking
+from lily_kernel.tools.sandbox import ScriptHost
 from lily_kernel.tools.scripts import run_skill_script_tool
 from lily_kernel.tools.skill_files import read_skill_file_tool
 
 __all__ = [
+    "LOAD_SKILL",
     "ActiveSkill",
     "Caller",
+    "Question",
+    "ScriptHost",
+    "SkillSelector",
     "Tool",
     "ToolContext",
     "ToolOutcome",
     "ToolPolicy",
     "ToolRegistry",
-    "allowed_tool_names",
+    "blocking",
+    "check_call",
     "default_registry",
     "file_tools",
     "resolve_in_workspace",
-    "run_checked",
-    "run_tool",
 ]
 
 
 def default_registry() -> ToolRegistry:
-    """A new registry holding the built-in tools."""
-    return ToolRegistry([*file_tools(), read_skill_file_tool(), run_skill_script_tool()])
+    """A new registry holding the built-in tools: the model's skill selection, the
+    workspace's files, the active skill's files and scripts."""
+    return ToolRegistry([load_skill_tool(), *file_tools(), read_skill_file_tool(),
+                         run_skill_script_tool()])

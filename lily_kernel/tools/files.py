@@ -16,7 +16,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from lily_kernel.errors import ToolError
-from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolContext
+from lily_kernel.tools.context import ToolContext
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool, blocking
 
 __all__ = ["MAX_READ_CHARS", "confine", "file_tools", "resolve_in_workspace"]
 
@@ -182,9 +183,10 @@ def _write(args: WriteArgs, ctx: ToolContext) -> str:
 def file_tools() -> list[Tool]:
     """Fresh instances of the built-in file tools."""
     return [
-        Tool("read", "Read a UTF-8 text file of the workspace.", ReadArgs, _read,
+        Tool("read", "Read a UTF-8 text file of the workspace.", ReadArgs, blocking(_read),
              text_argument="path"),
         Tool("list", "List a folder of the workspace (folders first, with sizes).",
-             ListArgs, _list, text_argument="path"),
-        Tool("write", "Create or replace a text file in the workspace.", WriteArgs, _write),
+             ListArgs, blocking(_list), text_argument="path"),
+        Tool("write", "Create or replace a text file in the workspace.", WriteArgs,
+             blocking(_write)),
     ]

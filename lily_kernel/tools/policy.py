@@ -15,20 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lily_kernel.errors import ToolError
-from lily_kernel.tools.registry import Tool, ToolContext, ToolRegistry
+from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry
 from lily_kernel.validation import ShapeError
 
-__all__ = [
-    "Caller",
-    "Decision",
-    "ToolOutcome",
-    "ToolPolicy",
-    "allowed_tool_names",
-    "check_call",
-    "run_checked",
-    "run_tool",
-]
+__all__ = ["Caller", "Decision", "ToolPolicy", "check_call"]
 
 Caller = Literal["model", "owner"]
 Decision = Literal["allow", "ask", "deny"]
@@ -57,72 +47,63 @@ class ToolPolicy:
         """True when the tool may run (for `ask` tools: once the person agrees)."""
         return self.decision(name) != "deny"
 
+    def decision_for(self, tool: Tool) -> Decision:
+        """The decision for a registered tool: one the policy does not govern is allowed."""
+        return self.decision(tool.name) if tool.governed else "allow"
+
+    def allowed_names(self, registry: ToolRegistry) -> frozenset[str]:
+        """The governed tools the policy allows (what `requires_tools` is checked against)."""
+        return frozenset(t.name for t in registry if t.governed and self.allows(t.name))
+
     def model_tools(
         self, registry: ToolRegistry, narrowed: frozenset[str] | None = None,
-        skill_active: bool = False,
+        skill_active: bool = False, selecting: bool = False,
     ) -> list[Tool]:
-        """Tools the model is offered: allowed, not owner-only, and (when a skill's
-        `allowed-tools` narrows them) named in `narrowed` (lower-case names); the
-        skill's own tools only while a skill is active."""
-        return [
+        """Tools the model is offered: allowed, not owner-only, offered in this state
+        of the request (a skill active; the model still choosing its skill) and, when a
+        skill's `allowed-tools` narrows them, named in `narrowed` (lower-case names).
+        The skill selection leads (`load_skill`), then the others by name."""
+        offered = [
             tool
             for tool in registry
-            if self.allows(tool.name)
+            if self.decision_for(tool) != "deny"
             and not tool.owner_only
-            and (skill_active or not tool.needs_skill)
+            and _offered(tool, skill_active, selecting)
             and (narrowed is None or _kept(tool, narrowed))
         ]
+        return sorted(offered, key=lambda tool: tool.offered != "while_selecting")
 
     def refusal(self, tool: Tool | None, name: str, caller: Caller,
                 offered: Iterable[str] | None = None) -> str | None:
         """Why a call must not run, or None when it may."""
         if tool is None:
             return f"unknown tool '{name}'"
-        if not self.allows(name):
+        if self.decision_for(tool) == "deny":
             return f"tool '{name}' is not allowed by the tool policy"
         if caller == "model" and tool.owner_only:
             return f"tool '{name}' is owner-only: only the person can run it, with a command"
         if caller == "model" and offered is not None and name not in set(offered):
-            if tool.needs_skill:
+            if tool.offered == "with_skill":
                 return (f"tool '{name}' works only while a skill is active (and its "
                         "allowed-tools permit it)")
+            if tool.offered == "while_selecting":
+                return f"tool '{name}' is not available: the person chose the skill"
             return f"tool '{name}' is not available while the active skill narrows the tools"
         return None
+
+
+def _offered(tool: Tool, skill_active: bool, selecting: bool) -> bool:
+    if tool.offered == "with_skill":
+        return skill_active
+    if tool.offered == "while_selecting":
+        return selecting
+    return True
 
 
 def _kept(tool: Tool, narrowed: frozenset[str]) -> bool:
     if tool.kept_by is None:
         return True
     return tool.name.lower() in narrowed or bool(tool.kept_by & narrowed)
-
-
-def allowed_tool_names(registry: ToolRegistry, policy: ToolPolicy) -> frozenset[str]:
-    """Registered tools the policy allows (what `requires_tools` is checked against)."""
-    return frozenset(name for name in registry.names() if policy.allows(name))
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """The result of one attempted call, ran or refused, for the log and the model."""
-
-    name: str
-    allowed: bool
-    output: str  # what the model is told
-    error: bool = False
-    detail: str = ""  # the bare reason of a refusal or failure, for people
-
-    @classmethod
-    def refused(cls, name: str, reason: str) -> ToolOutcome:
-        """A call that must not run; the one wording of a refusal, for the model and
-        for people (`allowed` False is how everyone tells a refusal)."""
-        return cls(name, allowed=False, output=f"Refused: {reason}.", error=True,
-                   detail=f"refused: {reason}.")
-
-    @classmethod
-    def failed(cls, name: str, error: ToolError) -> ToolOutcome:
-        """A call that ran and failed (the handler's ToolError)."""
-        return cls(name, allowed=True, output=f"Error: {error}", error=True,
-                   detail=str(error))
 
 
 def check_call(
@@ -138,34 +119,8 @@ def check_call(
     tool = registry.get(name)
     refusal = policy.refusal(tool, name, caller, offered)
     if refusal is not None or tool is None:
-        return ToolOutcome.refused(name, refusal or "")
+        return ToolOutcome(name, "refused", refusal or "")
     try:
         return tool, tool.parse_arguments(arguments)
     except ShapeError as exc:
-        detail = f"bad arguments: {exc.key}: {exc.problem}."
-        return ToolOutcome(name, allowed=True, output=f"Error: {detail}", error=True,
-                           detail=detail)
-
-
-def run_tool(
-    registry: ToolRegistry,
-    policy: ToolPolicy,
-    name: str,
-    arguments: dict[str, Any],
-    context: ToolContext,
-    caller: Caller,
-    offered: Iterable[str] | None = None,
-) -> ToolOutcome:
-    """The one gate: check policy, validate arguments, run the handler."""
-    checked = check_call(registry, policy, name, arguments, caller, offered)
-    if isinstance(checked, ToolOutcome):
-        return checked
-    return run_checked(*checked, context)
-
-
-def run_checked(tool: Tool, args: Any, context: ToolContext) -> ToolOutcome:
-    """Run the handler of a call check_call let through."""
-    try:
-        return ToolOutcome(tool.name, allowed=True, output=tool.handler(args, context))
-    except ToolError as exc:
-        return ToolOutcome.failed(tool.name, exc)
+        return ToolOutcome(name, "failed", f"bad arguments: {exc.key}: {exc.problem}.")

@@ -1,47 +1,49 @@
-"""The tool registry: named tools, each with an argument dataclass and a handler.
+"""The tool registry: named tools, each with an argument dataclass and an async handler.
 
 A tool's arguments are described once, as a frozen dataclass whose attribute docstrings
 are the descriptions the model reads. Every call is validated against it with plain
 code (`validation.build`); the JSON schema offered to the model is made from it by
-pydantic, imported only then (the conversation path), never at kernel start.
+pydantic, imported only then (the conversation path), never at kernel start. A handler
+is `async def handler(args, ctx) -> str` (tools/context.py says what `ctx` holds); it
+raises ToolError when it fails on its input and ToolRefusedError when the call may not run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.validation import build
 
-__all__ = ["ARGS_CONFIG", "ActiveSkill", "Tool", "ToolContext", "ToolRegistry"]
+__all__ = ["ARGS_CONFIG", "Handler", "Offered", "Tool", "ToolOutcome", "ToolRegistry",
+           "blocking"]
 
 # Set as `__pydantic_config__` on an argument dataclass: attribute docstrings become the
 # descriptions in its JSON schema. A plain dict, so defining one imports nothing.
 ARGS_CONFIG = {"use_attribute_docstrings": True}
 
 
-@dataclass(frozen=True)
-class ActiveSkill:
-    """The skill active in the current request: the folder its own tools work in."""
+Handler = Callable[[Any, ToolContext], Awaitable[str]]
+# When the model is offered the tool: always; only while a skill is active (the skill's
+# own tools); only while it may still choose the request's skill (not when the person
+# forced one).
+Offered = Literal["always", "with_skill", "while_selecting"]
 
-    name: str
-    folder: Path
 
+def blocking(function: Callable[[Any, ToolContext], str]) -> Handler:
+    """A handler doing file-system work in a worker thread: a large read or a slow disk
+    must leave the kernel responsive (and the stop button working) meanwhile."""
 
-@dataclass(frozen=True)
-class ToolContext:
-    """What a handler may use: the workspace it is confined to, Lily's own files and
-    folders (configuration, every skills root, persona, the Lily home, `.lily`), inside
-    the workspace or not, which no tool may write, and the active skill (None outside
-    a skill)."""
+    @functools.wraps(function)
+    async def handler(args: Any, ctx: ToolContext) -> str:
+        return await asyncio.to_thread(function, args, ctx)
 
-    workspace: Path
-    protected: tuple[Path, ...] = ()
-    skill: ActiveSkill | None = None
+    return handler
 
 
 @functools.cache
@@ -59,21 +61,29 @@ class Tool:
 
     `text_argument` names the argument that receives the raw request text when the
     tool is a skill's `command_tool`; a tool without one cannot be dispatched.
-    `needs_skill`: offered to the model only while a skill is active (the skill's own
-    tools). `explicit`: `allow: "*"` does not cover it; the policy must name it.
-    `kept_by`: lower-case `allowed-tools` names that keep the tool when a skill narrows
-    the tools (its own name always does); `None` means narrowing never removes it.
+    `offered`: when the model is offered it (see `Offered`). `explicit`: `allow: "*"`
+    does not cover it; the policy must name it. `governed` False: the tool policy does
+    not apply (Lily's own skill selection, `load_skill`: not named in lily.yaml, not
+    listed in /help's policy). `kept_by`: lower-case `allowed-tools` names that keep the
+    tool when a skill narrows the tools (its own name always does); `None` means
+    narrowing never removes it. `question`: how one call is put to the person when the
+    policy says `ask` (None: its name and arguments). `announce`: the notice a call
+    leaves in the notebook, from its arguments and outcome (None: `Tool <name>: ran`, or
+    why not; a function returning None: no notice).
     """
 
     name: str
     description: str
     args_model: type  # a dataclass: the arguments' one description
-    handler: Callable[[Any, ToolContext], str]
+    handler: Handler
     owner_only: bool = False
     text_argument: str | None = None
-    needs_skill: bool = False
+    offered: Offered = "always"
     explicit: bool = False
+    governed: bool = True
     kept_by: frozenset[str] | None = frozenset()
+    question: Callable[[Any, ToolContext], Awaitable[Question]] | None = None
+    announce: Callable[[dict[str, Any], ToolOutcome], str | None] | None = None
 
     def parse_arguments(self, arguments: dict[str, Any]) -> Any:
         """The arguments as `args_model`; raises validation.ShapeError."""
@@ -91,6 +101,29 @@ class Tool:
         }
 
 
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What became of one attempted call: it ran (`text` is what it returned), was
+    refused (`text` says why; it never ran) or failed (`text` says how). Facts only:
+    prompting/ words them for the model, the runtime for the person."""
+
+    name: str
+    status: Literal["ran", "refused", "failed"]
+    text: str
+
+    @property
+    def allowed(self) -> bool:
+        """False only for a refusal: the call was not let through."""
+        return self.status != "refused"
+
+    @property
+    def detail(self) -> str:
+        """Why it did not run, or how it failed, for people and the log ("" when it ran)."""
+        if self.status == "refused":
+            return f"refused: {self.text}."
+        return "" if self.status == "ran" else self.text
+
+
 class ToolRegistry:
     """Tools by name; one registry per session, never shared between sessions."""
 
@@ -102,6 +135,9 @@ class ToolRegistry:
     def register(self, tool: Tool) -> None:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
+        if not asyncio.iscoroutinefunction(tool.handler):
+            raise ValueError(f"{tool.name}: the handler must be async (blocking() wraps "
+                             "a synchronous one)")
         if not dataclasses.is_dataclass(tool.args_model):
             raise ValueError(f"{tool.name}: args_model must be a dataclass")
         names = {f.name for f in dataclasses.fields(tool.args_model)}

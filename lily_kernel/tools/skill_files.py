@@ -1,4 +1,5 @@
-"""The active skill's own files: paths confined to its folder, and `read_skill_file`.
+"""The active skill's own files: paths confined to its folder, and `read_skill_file`
+(each read a `skill_file_read` event with the file's sha256).
 
 A skill's SKILL.md names its files relative to its folder (`references/forms.md`,
 `scripts/fill.py`, OpenClaw's `{baseDir}/scripts/x.py`); these resolve them there,
@@ -8,13 +9,16 @@ links leading out of it, hidden parts. Reading is read-only and size-capped like
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from lily_kernel.errors import ToolError
+from lily_kernel.events import SkillFileRead
+from lily_kernel.tools.context import ActiveSkill, ToolContext
 from lily_kernel.tools.files import MAX_READ_CHARS, confine
-from lily_kernel.tools.registry import ARGS_CONFIG, ActiveSkill, Tool, ToolContext
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool
 
 __all__ = [
     "READ_SKILL_FILE",
@@ -109,8 +113,11 @@ class ReadSkillFileArgs:
     """File path relative to the active skill's folder, e.g. references/forms.md."""
 
 
-def _read_skill_file(args: ReadSkillFileArgs, ctx: ToolContext) -> str:
-    return read_skill_file(active_skill(ctx), args.path).text
+async def _read_skill_file(args: ReadSkillFileArgs, ctx: ToolContext) -> str:
+    found = await asyncio.to_thread(read_skill_file, active_skill(ctx), args.path)
+    ctx.emit(SkillFileRead(skill=found.skill, path=found.path, sha256=found.sha256,
+                           size=found.size))
+    return found.text
 
 
 def read_skill_file_tool() -> Tool:
@@ -118,5 +125,5 @@ def read_skill_file_tool() -> Tool:
         READ_SKILL_FILE,
         "Read a file of the active skill's folder (references, templates, scripts), by "
         "its path relative to that folder, as the SKILL.md names it.",
-        ReadSkillFileArgs, _read_skill_file, needs_skill=True, kept_by=None,
+        ReadSkillFileArgs, _read_skill_file, offered="with_skill", kept_by=None,
     )

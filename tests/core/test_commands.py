@@ -76,19 +76,19 @@ def state(runtime: LilyRuntime) -> object:
 @pytest.mark.parametrize(
     ("code", "message"),
     [
-        ("/skill", "Error: /skill requires a skill name."),
-        ("/skill   ", "Error: /skill requires a skill name."),
-        ("/foo", "Error: unknown command /foo."),
-        ("/Skills", "Error: unknown command /Skills."),
-        ("/skils", "Error: unknown command /skils."),
-        ("/", "Error: empty command; type /help for the list of commands."),
-        ("/skill nope", "Error: no skill named 'nope' in this session (snapshot 1)."),
-        ("/help nope", "Error: no skill named 'nope' in this session (snapshot 1)."),
-        ("/skills extra", "Error: /skills takes no argument."),
-        ("/reload_skills now", "Error: /reload_skills takes no argument."),
-        ("/agent ghost", "Error: no agent named 'ghost'; available: default."),
-        ("/ls ../..", "Error: /ls (list): '../..' uses '..'; paths must stay inside the workspace."),
-        ("/ls missing", "Error: /ls (list): no folder 'missing' in the workspace."),
+        ("/skill", "/skill requires a skill name."),
+        ("/skill   ", "/skill requires a skill name."),
+        ("/foo", "unknown command /foo."),
+        ("/Skills", "unknown command /Skills."),
+        ("/skils", "unknown command /skils."),
+        ("/", "empty command; type /help for the list of commands."),
+        ("/skill nope", "no skill named 'nope' in this session (snapshot 1)."),
+        ("/help nope", "no skill named 'nope' in this session (snapshot 1)."),
+        ("/skills extra", "/skills takes no argument."),
+        ("/reload_skills now", "/reload_skills takes no argument."),
+        ("/agent ghost", "no agent named 'ghost'; available: default."),
+        ("/ls ../..", "/ls (list): '../..' uses '..'; paths must stay inside the workspace."),
+        ("/ls missing", "/ls (list): no folder 'missing' in the workspace."),
     ],
 )
 def test_command_errors_are_exact_and_change_nothing(
@@ -101,7 +101,7 @@ def test_command_errors_are_exact_and_change_nothing(
 
 def test_excluded_skill_says_why(runtime: LilyRuntime) -> None:
     message = error_of(runtime, "/skill broken")
-    assert message.startswith("Error: skill 'broken' is not available in this session "
+    assert message.startswith("skill 'broken' is not available in this session "
                               "(snapshot 1): malformed: invalid YAML frontmatter")
 
 
@@ -143,7 +143,7 @@ def test_snapshot_is_stable_until_reload(runtime: LilyRuntime, workspace: Path) 
     write_skill(workspace / "skills", "alpha", skill_text("First skill, edited", command="a"))
     assert render_plain(run(runtime, "/skills").shown[0]) == first
     assert error_of(runtime, "/skill gamma") == (
-        "Error: no skill named 'gamma' in this session (snapshot 1).")
+        "no skill named 'gamma' in this session (snapshot 1).")
     reload = render_plain(run(runtime, "/reload_skills").shown[0])
     assert "Reloaded skills: snapshot 2 (was 1)" in reload
     assert re.search(r"^added\s+gamma$", reload, re.M)
@@ -176,7 +176,7 @@ def test_reload_names_what_broke_and_every_alias_that_moved(runtime: LilyRuntime
     assert re.search(r"^/a\s+alpha\s+\(dropped\)\s+alias /a is also claimed by alpha_copy; "
                      r"dropped for all of them \(use /skill alpha\)$", text, re.M), text
     assert "newly excluded" not in text  # the broken ones were reported already
-    assert error_of(runtime, "/a hello") == "Error: unknown command /a."
+    assert error_of(runtime, "/a hello") == "unknown command /a."
 
     (skills / "alpha_copy" / "SKILL.md").unlink()
     text = render_plain(run(runtime, "/reload_skills").shown[0])
@@ -191,7 +191,7 @@ def test_reload_with_unreadable_root_fails_and_keeps_the_snapshot(
     skills.rename(workspace / "moved")
     skills.write_text("a file where the skills folder was")
     message = error_of(runtime, "/reload_skills")
-    assert message.startswith("Error: Cannot read the workspace skills root")
+    assert message.startswith("Cannot read the workspace skills root")
     assert state(runtime) == before
 
 

@@ -61,10 +61,10 @@ def test_split_variants() -> None:
         _split("---\na: 1\n")
 
 
-def test_allowed_tool_names_take_the_name_part_in_lower_case() -> None:
-    from lily_kernel.skills.fields import allowed_tool_names
+def test_tool_names_of_entries_take_the_name_part_in_lower_case() -> None:
+    from lily_kernel.skills.fields import tool_names_of_entries
 
-    assert allowed_tool_names(("Read", "Bash(git add:*)", "LIST")) == {"read", "bash", "list"}
+    assert tool_names_of_entries(("Read", "Bash(git add:*)", "LIST")) == {"read", "bash", "list"}
 
 
 def test_allowed_tools_forms() -> None:

@@ -25,7 +25,7 @@ ALLOWED = {
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
-    "tools": {"config", "errors", "redaction", "validation"},
+    "tools": {"config", "errors", "events", "redaction", "validation"},
     "session": {"config", "persona", "skills"},
     "prompting": {"persona", "skills"},
     "llm": {"config", "errors", "redaction"},
@@ -82,6 +82,48 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
     wrong = {part: sorted(targets - ALLOWED[part]) for part, targets in found.items()
              if targets - ALLOWED[part]}
     assert wrong == {}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every lily_kernel module and the lily_kernel modules it imports: anywhere in the
+    file (inside functions and under TYPE_CHECKING too), each `from package import name`
+    that names a submodule counted as an import of that submodule."""
+    files = {_module_name(f): f for f in sorted(PACKAGE.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, file in files.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names if a.name in files)
+            elif isinstance(node, ast.ImportFrom) and node.module in files:
+                named = {f"{node.module}.{a.name}" for a in node.names}
+                edges.update(named & files.keys() or {node.module})
+        graph[module] = edges - {module}
+    return graph
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """No module reaches itself through imports (runtime/'s turn engine included),
+    however the imports are written (lazily, or only for the type checker)."""
+    graph = _import_graph()
+    assert "lily_kernel.runtime.turn" in graph
+    cycles = []
+    for start in graph:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for target in graph.get(node, ()):
+                if target == start:
+                    cycles.append(" -> ".join([*path, start]))
+                elif target not in seen:
+                    seen.add(target)
+                    stack.append((target, [*path, target]))
+    assert cycles == []
 
 
 def test_skills_layer_does_not_import_tools_or_commands() -> None:

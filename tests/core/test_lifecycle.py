@@ -58,7 +58,7 @@ def test_a_failed_start_is_reported_then_tried_again(workspace: Path,
         with pytest.raises(ConfigError) as err:
             await lily.run_cell("/skills", Sink())
         assert str(err.value) == (
-            "Error: Lily could not start this notebook's session: /nb/lily.yaml: key "
+            "Lily could not start this notebook's session: /nb/lily.yaml: key "
             "'modle': unknown key. Fix it and run the cell again (no restart needed).")
         sink = Sink()
         await lily.run_cell("/skills", sink)

@@ -48,9 +48,9 @@ name; its SKILL.md is returned to you. Never follow a skill you have not loaded.
 
 def test_system_prompt_golden() -> None:
     request = build_model_request(persona=PERSONA, snapshot=SNAP, history=[],
-                                  user_text="hi", tool_schemas=[], catalog_max_chars=10_000)
+                                  user_text="hi", catalog_max_chars=10_000)
     assert request.system == GOLDEN
-    assert [t["function"]["name"] for t in request.tools] == ["load_skill"]
+    assert request.catalog is not None and request.catalog.listed == ("alpha", "beta")
     assert request.messages[-1] == {"role": "user", "content": "hi"}
 
 
@@ -69,22 +69,20 @@ def test_a_catalog_entry_is_one_line_whatever_the_summary() -> None:
 
 def test_a_model_without_tools_gets_the_declaration_rules() -> None:
     request = build_model_request(persona=PERSONA, snapshot=SNAP, history=[],
-                                  user_text="hi", tool_schemas=[], catalog_max_chars=10_000,
+                                  user_text="hi", catalog_max_chars=10_000,
                                   tool_calls=False)
     rules = request.system.split("# Rules\n\n")[1]
     assert rules.startswith("- First name the one listed skill that fits the message, as "
                             'JSON: {"skill": "<name>"}, or {"skill": null}.')
     assert "load_skill" not in request.system
-    assert request.tools == ()
 
 
 def test_forced_skill_injects_body_and_drops_load_skill() -> None:
     history = [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "ok"}]
     request = build_model_request(persona=PERSONA, snapshot=SNAP, history=history,
-                                  user_text="", tool_schemas=[], catalog_max_chars=10_000,
+                                  user_text="", catalog_max_chars=10_000,
                                   forced_skill=SNAP.skills[0])
     assert request.system.endswith("# Skill: alpha\n\nBody of alpha.\n")
-    assert "<available_skills>" not in request.system
-    assert request.tools == ()
+    assert "<available_skills>" not in request.system and request.catalog is None
     assert request.messages[1:3] == tuple(history)
     assert request.user_message["content"] == "Apply the skill to the conversation so far."

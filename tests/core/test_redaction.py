@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lily_kernel.events import EventLog
+from lily_kernel.events import Command, EventLog
 from lily_kernel.redaction import Redactor, secret_values
 
 KEY = "AIzaTEST-do-not-leak-0987654321"
@@ -35,7 +35,7 @@ def test_structured_data_is_redacted_everywhere_inside() -> None:
 
 def test_the_event_log_is_redacted_before_it_is_written(tmp_path: Path) -> None:
     log = EventLog(tmp_path / "s.jsonl", "s", redact=Redactor([KEY]).data)
-    log.emit("command", name="skill", argument=f"echo {KEY[5:20]}", ok=True, error=None)
+    log.emit(Command(name="skill", argument=f"echo {KEY[5:20]}", ok=True))
     log.close()
     text = (tmp_path / "s.jsonl").read_text()
     assert "[redacted]" in text and KEY[5:13] not in text

@@ -14,15 +14,15 @@ import pytest
 
 from lily_kernel.errors import ToolError
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
-from lily_kernel.tools.scripts import (
+from lily_kernel.tools.sandbox import (
     Sandbox,
     ScriptPlan,
     ScriptResult,
     find_sandbox,
-    plan_script,
     run_script,
     script_environment,
 )
+from lily_kernel.tools.scripts import plan_script
 from tests.conftest import FIXTURES
 
 NO_SANDBOX = Sandbox(None, "bubblewrap (bwrap) is not installed")

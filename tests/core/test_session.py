@@ -51,7 +51,8 @@ def test_event_log_is_json_lines_flushed_per_event(workspace: Path,
     assert catalog["digest"] == runtime.session.skill_snapshot.digest
     assert events[2]["data"]["kind"] == "malformed"
     assert events[4]["data"] == {"name": "nope", "argument": "", "ok": False,
-                                 "error": "Error: unknown command /nope."}
+                                 "error": "unknown command /nope.", "output_sha256": None,
+                                 "output_chars": None}
 
 
 def test_event_log_can_be_turned_off(workspace: Path, environ: dict[str, str]) -> None:

@@ -15,11 +15,11 @@ from lily_kernel.tools import (
     ToolContext,
     ToolPolicy,
     default_registry,
-    run_tool,
 )
 from lily_kernel.tools.files import MAX_READ_CHARS
 from lily_kernel.tools.skill_files import read_skill_file, resolve_in_skill
 from tests.conftest import FIXTURES
+from tests.support.gate import run_tool
 
 FORMFILL = FIXTURES / "skill_files" / "formfill"
 

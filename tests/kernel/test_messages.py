@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lily_kernel import __version__
-from lily_kernel.runtime.conversation import NO_MODEL_MESSAGE
+from lily_kernel.runtime.runtime import NO_MODEL_MESSAGE
 from tests.kernel.conftest import HOSTILE, LilyProcess
 
 MIMETYPES = {"text/html", "text/markdown", "text/plain"}

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from lily_kernel.commands import CommandResult
-from lily_kernel.errors import ModelError, ModelNotConfiguredError, StepLimitError
+from lily_kernel.errors import ModelError, ModelFault, ModelNotConfiguredError, StepLimitError
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.prompting import SKILL_FILES_NOTE
 from lily_kernel.runtime import LilyRuntime
-from lily_kernel.tools import Tool, ToolContext, default_registry
+from lily_kernel.tools import Tool, ToolContext, blocking, default_registry
 from tests.conftest import skill_text, write_skill
 
 
@@ -52,7 +52,7 @@ class NoArgs:
 ran: list[str] = []
 
 
-def _owner(args: NoArgs, ctx: ToolContext) -> str:
+async def _owner(args: NoArgs, ctx: ToolContext) -> str:
     ran.append("owner_secret")
     return "secret"
 
@@ -185,7 +185,7 @@ def test_provider_fault_leaves_session_intact(runtime: LilyRuntime) -> None:
     run(runtime, "first", reply("one"))
     before = list(runtime.session.conversation_state.messages)
     with pytest.raises(ModelError, match="rate limit"):
-        run(runtime, "second", ModelError("rate_limit", "Error: model call failed: rate limit"))
+        run(runtime, "second", ModelError(ModelFault.RATE_LIMIT, "model call failed: rate limit"))
     assert runtime.session.conversation_state.messages == before
     _sink, model = run(runtime, "third", reply("three"))
     assert model.requests[0].messages[1:3] == before  # history sent on the next turn
@@ -224,7 +224,7 @@ def test_no_model_configured(workspace: Path, environ: dict[str, str]) -> None:
     assert runtime.model is None
     # A short first line and a short list, no line long enough to wrap mid-word.
     lines = str(err.value).splitlines()
-    assert lines[0] == "Error: no model configured."
+    assert lines[0] == "no model configured."  # the kernel shows it as "Error: no model..."
     assert max(map(len, lines)) <= 80
     assert sum(line.startswith("- ") for line in lines) >= 2
 
@@ -286,7 +286,7 @@ def test_events_for_a_turn(workspace: Path, environ: dict[str, str]) -> None:
     assert set(calls[0]["response"]) == {"text", "tool_calls"}
     assert calls[0]["response"]["tool_calls"][0]["name"] == "load_skill"
     invoked = next(d for k, d in events if k == "skill_invoked")
-    assert invoked == {"name": "echo", "mode": "auto"}
+    assert invoked == {"name": "echo", "mode": "auto", "command": None}
 
 
 def test_a_skill_loaded_in_the_same_message_narrows_the_calls_after_it(
@@ -337,7 +337,7 @@ def test_tools_run_off_the_event_loop(workspace: Path, environ: dict[str, str]) 
         return "probed"
 
     registry = default_registry()
-    registry.register(Tool("probe", "Probe.", NoArgs, probe))
+    registry.register(Tool("probe", "Probe.", NoArgs, blocking(probe)))
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "scripted/test"},
                                 registry=registry)
     run(runtime, "x", reply("", call("probe")), reply("done"))

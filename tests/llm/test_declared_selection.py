@@ -72,7 +72,7 @@ def test_a_declared_skill_is_loaded_and_shares_the_prefix(runtime: LilyRuntime,
     assert "Body of Echo in uppercase" in answer.messages[-1]["content"]
     assert sink.notices == ["Skill: echo (selected by the model)"]
     assert sink.replies == ["LOUD"]
-    assert events(workspace, "skill_invoked") == [{"name": "echo", "mode": "auto"}]
+    assert events(workspace, "skill_invoked") == [{"name": "echo", "mode": "auto", "command": None}]
     assert [e["outcome"] for e in events(workspace, "skill_selection")] == ["selected"]
     assert [e["step"] for e in events(workspace, "model_call")] == ["select", 1]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lily_kernel.errors import ModelFault
 from lily_kernel.llm.faults import model_error, redact, secret_values
 
 
@@ -20,7 +21,7 @@ def test_redaction_covers_values_key_shapes_and_urls() -> None:
 
 
 def test_model_error_never_contains_the_secret() -> None:
-    error = model_error("auth", "Incorrect API key provided: AIzaSECRET123.", ["AIzaSECRET123"])
+    error = model_error(ModelFault.AUTH, "Incorrect API key provided: AIzaSECRET123.", ["AIzaSECRET123"])
     assert error.kind == "auth" and "AIzaSECRET123" not in str(error)
     assert str(error).endswith("Provider said: Incorrect API key provided: [redacted].")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lily_kernel.cli.main import main
-from lily_kernel.errors import ModelError
+from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm import ScriptedModel
 from lily_kernel.runtime.replay import ReplayError, replay_session
 from tests.conftest import write_skill
@@ -29,7 +29,7 @@ def record(workspace: Path, environ: dict[str, str]) -> Path:
         reply("Filling.", SCRIPT_CALL), reply("Done: filled.txt"))
     run(runtime, "again", Sink("n"), LOAD, reply("", SCRIPT_CALL), reply("Not run."))
     with pytest.raises(ModelError):
-        run(runtime, "and now?", Sink(), ModelError("rate_limit", "Error: rate limit."))
+        run(runtime, "and now?", Sink(), ModelError(ModelFault.RATE_LIMIT, "rate limit."))
     run(runtime, "/help formfill", Sink())
     run(runtime, "thanks", Sink(), reply("You're welcome."))
     runtime.close()
@@ -175,7 +175,7 @@ def test_a_model_that_failed_to_load_replays_as_failed(workspace, environ) -> No
     def loader() -> ScriptedModel:
         tries.append(1)
         if len(tries) == 1:
-            raise ModelError("local_model", "Error: the local model could not be loaded.")
+            raise ModelError(ModelFault.LOCAL_MODEL, "the local model could not be loaded.")
         return model
 
     runtime.model_loader = loader

@@ -1,0 +1,56 @@
+"""What the model reads of a skill: its SKILL.md, framed, or a line pointing back to it.
+
+The one home of the framing, whichever way the skill was selected: by `load_skill` (a
+tool result), by a structured declaration (a message after the person's), or by the
+person (`/skill`, a section of the system context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "SKILL_FILES_NOTE",
+    "declared_skill_message",
+    "forced_skill_section",
+    "loaded_skill_text",
+]
+
+# Said with every loaded skill: where the files its SKILL.md names by relative path are.
+SKILL_FILES_NOTE = (
+    "Paths this SKILL.md names (references/..., scripts/..., {baseDir}/...) are relative "
+    "to the skill's folder: read such a file with `read_skill_file(path)` and run a script "
+    "with `run_skill_script(script, args)` when those tools are offered."
+)
+
+
+def _framed(name: str, body: str) -> str:
+    return f"SKILL.md of '{name}':\n\n{body.strip()}"
+
+
+def loaded_skill_text(name: str, body: str) -> str:
+    """The result of `load_skill`: the SKILL.md, and where its files are."""
+    return f"{_framed(name, body)}\n\n({SKILL_FILES_NOTE})\n"
+
+
+def forced_skill_section(name: str, body: str) -> str:
+    """The system context's section for a skill the person invoked."""
+    return f"# Skill: {name}\n\n{body.strip()}"
+
+
+def _body_message(name: str, body: str) -> dict[str, Any]:
+    return {"role": "user",
+            "content": f"{_framed(name, body)}\n\nFollow this skill to answer my message above."}
+
+
+def declared_skill_message(name: str, body: str,
+                           history: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a model that declared its skill reads before answering: the SKILL.md, or,
+    when that same SKILL.md is already in the conversation (selected in an earlier turn,
+    and unchanged), a line pointing back to it. The conversation then carries each body
+    once: a follow-up with the same skill reads a dozen tokens, not the whole file again."""
+    message = _body_message(name, body)
+    if message in history:
+        return {"role": "user", "content": f"Follow the SKILL.md of '{name}' above."}
+    return message

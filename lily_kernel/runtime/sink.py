@@ -1,0 +1,27 @@
+"""Where a cell's output goes: the kernel adapter implements it, tests record with it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from lily_kernel.commands import CommandResult
+
+__all__ = ["CellSink"]
+
+
+class CellSink(Protocol):
+    """One cell's output, and the person's answers to its questions."""
+
+    def show(self, result: CommandResult) -> None: ...
+
+    def stream(self, markdown: str) -> None:
+        """The reply so far, while it streams."""
+
+    def reply(self, markdown: str, footer: str | None = None) -> None:
+        """The finished reply, and a quiet one-line footer under it (None: none)."""
+
+    def notice(self, text: str) -> None: ...
+
+    async def ask(self, prompt: str) -> str | None:
+        """The person's answer to a yes/no question (Jupyter's input request); None
+        when no one can answer (nbclient, papermill, a frontend without stdin)."""

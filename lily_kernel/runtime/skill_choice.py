@@ -1,0 +1,70 @@
+"""A request's one skill: forced by the person, or selected by the model, at most once.
+
+The model selects by `load_skill` (this is the tool context's `skills`) or, when it
+cannot call tools, by a structured declaration; either way the selection is activated
+here, logged (`skill_invoked`, `skill_loaded`) and shown the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lily_kernel.errors import ToolRefusedError
+from lily_kernel.events import EventLog, SkillInvoked, SkillLoaded
+from lily_kernel.prompting import loaded_skill_text
+from lily_kernel.runtime.sink import CellSink
+from lily_kernel.skills import Skill, SkillSnapshot
+from lily_kernel.tools import ActiveSkill
+
+__all__ = ["SkillChoice"]
+
+
+@dataclass
+class SkillChoice:
+    """The skill state of one request; the model's selection goes through `select`
+    (load_skill) or `activate` (a declaration already checked against the catalog)."""
+
+    snapshot: SkillSnapshot
+    log: EventLog
+    sink: CellSink
+    forced: Skill | None = None
+    loaded: Skill | None = None
+
+    @property
+    def active(self) -> Skill | None:
+        """The skill this request follows: forced by the person, or loaded by the model."""
+        return self.forced or self.loaded
+
+    @property
+    def selecting(self) -> bool:
+        """Whether the model chooses the skill (the person did not force one)."""
+        return self.forced is None
+
+    def active_folder(self) -> ActiveSkill | None:
+        """The active skill as its own tools see it: its folder, whichever root it came from."""
+        skill = self.active
+        return None if skill is None else ActiveSkill(skill.name, Path(skill.path).parent)
+
+    def select(self, name: str) -> str:
+        """`load_skill(name)`: activate the skill; the SKILL.md the model reads."""
+        if self.forced is not None:
+            raise ToolRefusedError(f"the person invoked the skill '{self.forced.name}' for this "
+                              "request; load_skill is not available")
+        if self.loaded is not None:
+            raise ToolRefusedError(f"the skill '{self.loaded.name}' is already loaded for this "
+                              "request; only one skill can be used per request")
+        skill = self.snapshot.get(name)
+        if skill is None:
+            raise ToolRefusedError(f"no skill named {name!r} in this session")
+        if not skill.model_visible:
+            raise ToolRefusedError(f"the skill '{skill.name}' can only be invoked by the person")
+        self.activate(skill)
+        return loaded_skill_text(skill.name, skill.body)
+
+    def activate(self, skill: Skill) -> None:
+        """The model selected `skill`: it is the request's one skill from now on."""
+        self.loaded = skill
+        self.log.emit(SkillInvoked(name=skill.name, mode="auto"))
+        self.log.emit(SkillLoaded(name=skill.name, path=skill.path, digest=skill.digest))
+        self.sink.notice(f"Skill: {skill.name} (selected by the model)")

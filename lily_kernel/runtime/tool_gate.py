@@ -1,0 +1,118 @@
+"""The one gate every tool call passes, the model's and the person's alike.
+
+A call's arguments are parsed, the policy and the argument dataclass checked
+(`check_call`), the person asked where the policy says `ask` (the tool's own question,
+or its name and arguments), the handler run with its context, and the call recorded as
+a `tool_call` event; a model's call also leaves a notice in the notebook. No tool is
+special-cased here: what differs between tools is declared on the `Tool`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lily_kernel.errors import ToolError, ToolRefusedError
+from lily_kernel.events import EventLog, ToolCalled
+from lily_kernel.prompting import declined_reason, tool_result_text
+from lily_kernel.runtime.approval import asker
+from lily_kernel.runtime.sink import CellSink
+from lily_kernel.tools import (
+    ActiveSkill,
+    Caller,
+    SkillSelector,
+    Tool,
+    ToolContext,
+    ToolOutcome,
+    ToolPolicy,
+    ToolRegistry,
+    check_call,
+)
+from lily_kernel.tools.questions import call_question
+
+__all__ = ["ToolGate"]
+
+
+def _parsed(raw: str) -> dict[str, Any] | str:
+    """The arguments as a JSON object, or what is wrong with them."""
+    try:
+        arguments = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        return str(exc)
+    return arguments if isinstance(arguments, dict) else "not an object"
+
+
+def _announcement(tool: Tool | None, name: str, arguments: dict[str, Any],
+                  outcome: ToolOutcome) -> str | None:
+    if tool is not None and tool.announce is not None:
+        return tool.announce(arguments, outcome)
+    return f"Tool {name}: {'ran' if outcome.status == 'ran' else outcome.detail.rstrip('.')}"
+
+
+@dataclass(frozen=True)
+class ToolGate:
+    """Runs tool calls for one session: its tools, its policy, the context every call
+    starts from (workspace, Lily's own files, how scripts run), its log."""
+
+    registry: ToolRegistry
+    policy: ToolPolicy
+    context: ToolContext
+    log: EventLog
+
+    async def model_call(self, sink: CellSink, name: str, raw_arguments: str, *,
+                         offered: list[str], step: int, skill: ActiveSkill | None,
+                         skills: SkillSelector | None) -> str:
+        """Run a call the model made; what the model reads of it."""
+        arguments = _parsed(raw_arguments)
+        if isinstance(arguments, str):
+            outcome = ToolOutcome(name, "failed",
+                                  f"the arguments are not a JSON object ({arguments}).")
+            self._record(outcome, "model", None, step)
+            # Every call gets its notice, this one too (the model is told and may retry).
+            sink.notice(f"Tool {name}: not run: its arguments are not a JSON object")
+            return tool_result_text(outcome.status, outcome.text)
+        outcome = await self.run(sink, name, arguments, "model", offered=offered, step=step,
+                                 skill=skill, skills=skills)
+        notice = _announcement(self.registry.get(name), name, arguments, outcome)
+        if notice is not None:
+            sink.notice(notice)
+        return tool_result_text(outcome.status, outcome.text)
+
+    async def run(self, sink: CellSink, name: str, arguments: dict[str, Any], caller: Caller,
+                  *, offered: list[str] | None = None, step: int | None = None,
+                  skill: ActiveSkill | None = None,
+                  skills: SkillSelector | None = None) -> ToolOutcome:
+        """Check, ask where the policy says so, run; every call is a `tool_call` event."""
+        checked = check_call(self.registry, self.policy, name, arguments, caller, offered)
+        if isinstance(checked, ToolOutcome):
+            outcome = checked
+        else:
+            tool, args = checked
+            ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit,
+                          ask=asker(sink, self.log, name))
+            outcome = await self._run(tool, args, arguments, ctx)
+        self._record(outcome, caller, arguments, step)
+        return outcome
+
+    async def _run(self, tool: Tool, args: Any, arguments: dict[str, Any],
+                   ctx: ToolContext) -> ToolOutcome:
+        try:
+            if self.policy.decision_for(tool) == "ask":
+                question = (await tool.question(args, ctx) if tool.question is not None
+                            else call_question(tool.name, arguments))
+                if not await ctx.ask(question):
+                    return ToolOutcome(tool.name, "refused", declined_reason(question.action))
+            return ToolOutcome(tool.name, "ran", await tool.handler(args, ctx))
+        except ToolRefusedError as exc:
+            return ToolOutcome(tool.name, "refused", str(exc))
+        except ToolError as exc:
+            return ToolOutcome(tool.name, "failed", str(exc))
+
+    def _record(self, outcome: ToolOutcome, caller: Caller,
+                arguments: dict[str, Any] | None, step: int | None) -> None:
+        result = (tool_result_text(outcome.status, outcome.text) if caller == "model"
+                  else outcome.text)
+        self.log.emit(ToolCalled(name=outcome.name, caller=caller, allowed=outcome.allowed,
+                               step=step, arguments=arguments, error=outcome.detail or None,
+                               result=result))

@@ -1,0 +1,203 @@
+"""One chat turn, from the request to the answer: the model, at most one skill,
+policy-gated tools, a step bound.
+
+A `Turn` is made with its collaborators (the model, the tool gate, the event log, the
+cell's sink, the model settings) and the request prompting built for it; `run` returns
+the messages the turn adds to the history. It writes no session or runtime state: the
+runtime appends those messages only when the turn completed, so a turn that fails, is
+interrupted or hits the step limit leaves the history exactly as it was (what was
+shown stays visible in the notebook).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lily_kernel.config import ModelConfig
+from lily_kernel.errors import ModelError, StepLimitError
+from lily_kernel.events import EventLog, ModelCall, SkillSelection
+from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
+from lily_kernel.prompting import ModelRequest, declared_skill_message
+from lily_kernel.prompting.budget import answer_reserve, estimate_tokens
+from lily_kernel.prompting.selection import (
+    SELECTION_MAX_TOKENS,
+    parse_selection,
+    selection_schema,
+)
+from lily_kernel.runtime.replay_records import error_record, response_record
+from lily_kernel.runtime.sink import CellSink
+from lily_kernel.runtime.skill_choice import SkillChoice
+from lily_kernel.runtime.tool_gate import ToolGate
+
+__all__ = ["STREAM_INTERVAL", "Turn"]
+
+STREAM_INTERVAL = 0.05  # seconds between display updates while a reply streams
+
+
+class _StreamView:
+    """Accumulates streamed text and updates the display at most every STREAM_INTERVAL."""
+
+    def __init__(self, sink: CellSink, enabled: bool, before: str) -> None:
+        self.sink, self.enabled, self.before = sink, enabled, before
+        self.current = ""
+        self._last = 0.0
+
+    def __call__(self, delta: str) -> None:
+        self.current += delta
+        now = time.monotonic()
+        if self.enabled and now - self._last >= STREAM_INTERVAL:
+            self._last = now
+            self.sink.stream(self.before + self.current)
+
+
+def _assistant_message(response: ChatResponse) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": response.text or None}
+    if response.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in response.tool_calls
+        ]
+    return message
+
+
+class Turn:
+    """One request: the model's calls, its tool calls, and what the person sees."""
+
+    def __init__(self, *, model: ChatModel, gate: ToolGate, log: EventLog, sink: CellSink,
+                 settings: ModelConfig, request: ModelRequest, choice: SkillChoice) -> None:
+        self.model, self.gate, self.log, self.sink = model, gate, log, sink
+        self.settings, self.request, self.choice = settings, request, choice
+        self.messages: list[dict[str, Any]] = []  # what this turn adds after the request
+        self.texts: list[str] = []
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.last_context = 0  # tokens the last call read and wrote: the window it used
+        self.cost: float | None = 0.0  # None once any call's cost is unknown
+
+    async def run(self) -> list[dict[str, Any]]:
+        """Answer the request; the messages to append to the history (the person's
+        message first). Raises StepLimitError past `max_steps` model calls."""
+        base = list(self.request.messages)
+        await self._declare()
+        for step in range(1, self.settings.max_steps + 1):
+            schemas = [t.json_schema() for t in self._offered()] if self.model.supports_tools \
+                else []
+            view = _StreamView(self.sink, self.settings.stream, "\n\n".join([*self.texts, ""]))
+            response = await self._call(ChatRequest(base + self.messages, schemas), view, step)
+            self.messages.append(_assistant_message(response))
+            if response.text:
+                self.texts.append(response.text)
+            if not response.tool_calls:
+                self.sink.reply("\n\n".join(self.texts),
+                                self.footer() if self.settings.footer else None)
+                return [self.request.user_message, *self.messages]
+            for call in response.tool_calls:
+                # Recomputed per call: a skill loaded earlier in this same message
+                # narrows the tools for the calls after it.
+                offered = [t.name for t in self._offered()]
+                output = await self.gate.model_call(
+                    self.sink, call.name, call.arguments, offered=offered, step=step,
+                    skill=self.choice.active_folder(), skills=self.choice)
+                self.messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+        raise StepLimitError(
+            f"the model did not finish within {self.settings.max_steps} steps (max_steps); "
+            "the request was stopped and is not kept in the history. Raise max_steps in "
+            "lily.yaml if the task needs more.")
+
+    def _offered(self) -> list[Any]:
+        """The tools the model is offered now: the policy's, in this state of the
+        request (choosing its skill, a skill active and narrowing them)."""
+        active = self.choice.active
+        return self.gate.policy.model_tools(
+            self.gate.registry, active.narrowed_tools if active else None,
+            skill_active=active is not None, selecting=self.choice.selecting)
+
+    # --- model calls -------------------------------------------------------------------
+
+    async def _call(self, request: ChatRequest, on_text: Callable[[str], None],
+                    step: int | str) -> ChatResponse:
+        """One model call, logged as a `model_call` event, counted for the footer."""
+        started = time.perf_counter()
+        outcome = "error"  # a bug in Lily, unless one of the cases below
+        # What replay feeds back instead of a model (runtime/replay_records.py).
+        recorded: dict[str, Any] = {}
+        try:
+            response = await self.model.complete(request, on_text)
+            outcome = "ok"
+            recorded = response_record(response)
+        except ModelError as exc:
+            outcome = exc.kind
+            recorded = {"error": error_record(exc)}
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            self.log.emit(ModelCall(
+                model=self.model.name, step=step, outcome=outcome,
+                latency_ms=round((time.perf_counter() - started) * 1000, 1),
+                context_window=self.model.context_window,
+                supports_tools=self.model.supports_tools, **recorded))
+        self.tokens_in += response.usage.prompt_tokens
+        self.tokens_out += response.usage.completion_tokens
+        self.last_context = response.usage.prompt_tokens + response.usage.completion_tokens
+        self.cost = None if self.cost is None or response.cost is None \
+            else self.cost + response.cost
+        return response
+
+    async def _declare(self) -> None:
+        """For a model that cannot call tools: one constrained step that names a skill
+        of the catalog or none (prompting/selection.py); a named skill's body follows."""
+        catalog = self.request.catalog
+        if self.model.supports_tools or not self.choice.selecting or catalog is None \
+                or not catalog.listed:
+            return
+        messages = self.request.messages
+        request = ChatRequest(list(messages), json_schema=selection_schema(catalog.listed),
+                              max_tokens=SELECTION_MAX_TOKENS)
+        response = await self._call(request, lambda _text: None, "select")
+        selection = parse_selection(response.text, catalog.listed)
+        skill = self.choice.snapshot.get(selection.name or "")
+        body = declared_skill_message(skill.name, skill.body, messages) \
+            if skill is not None else None
+        if selection.outcome == "selected" and body is not None and \
+                not self._fits([*messages, body]):
+            selection = dataclasses.replace(
+                selection, outcome="too_long",
+                detail=f"the SKILL.md of '{selection.name}' does not fit the model's "
+                       f"{self.model.context_window:,}-token context window")
+        self.log.emit(SkillSelection(outcome=selection.outcome, name=selection.name,
+                                     detail=selection.detail or None,
+                                     reply=response.text[:200]))
+        if selection.outcome == "selected" and skill is not None and body is not None:
+            self.choice.activate(skill)
+            # Only the body (or the line pointing back to it) follows the shared prefix:
+            # the declaration's JSON is not kept (a small model would otherwise echo it).
+            self.messages.append(body)
+        elif selection.outcome != "none":
+            self.sink.notice(f"Skill selection refused: {selection.detail}; answering "
+                             "without a skill.")
+
+    def _fits(self, messages: list[dict[str, Any]]) -> bool:
+        window = self.model.context_window
+        if window is None:
+            return True
+        reserve = answer_reserve(window, self.settings.max_tokens)
+        return estimate_tokens(messages) <= window - reserve
+
+    def footer(self) -> str:
+        """Model, tokens in and out, share of the context window, cost where known."""
+        parts = [self.model.name, f"{self.tokens_in:,} tokens in, {self.tokens_out:,} out"]
+        window = self.model.context_window
+        if window:
+            parts.append(f"{100 * self.last_context / window:.0f}% of the {window:,}-token "
+                         "context")
+        if self.cost == 0.0:
+            parts.append("no cost")
+        elif self.cost is not None:
+            parts.append(f"${self.cost:.4f}")
+        return " · ".join(parts)

@@ -1,0 +1,78 @@
+"""What a tool handler receives besides its arguments: one small context per call.
+
+A handler never reaches into the runtime: what it may legitimately use comes in here,
+the workspace and Lily's own files, the active skill, the person (`ask`), the event
+log (`emit`), how scripts run on this host, and the request's skill selection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from lily_kernel.errors import ToolRefusedError
+from lily_kernel.events import EventData
+from lily_kernel.tools.sandbox import ScriptHost
+
+__all__ = ["ActiveSkill", "Ask", "Question", "SkillSelector", "ToolContext"]
+
+
+@dataclass(frozen=True)
+class ActiveSkill:
+    """The skill active in the current request: the folder its own tools work in."""
+
+    name: str
+    folder: Path
+
+
+@dataclass(frozen=True)
+class Question:
+    """A call put to the person: the question they read, and the action it would take
+    (`running scripts/fill.py of skill 'pdf'`), which names the call when it is refused."""
+
+    text: str
+    action: str
+
+
+class Ask(Protocol):
+    async def __call__(self, question: Question) -> bool:
+        """True when the person said yes, False when they said no; raises ToolRefusedError
+        when no one can answer (a frontend without stdin: nbclient, papermill)."""
+        ...
+
+
+class SkillSelector(Protocol):
+    def select(self, name: str) -> str:
+        """Make `name` the request's one skill; what the model reads then (its SKILL.md).
+        Raises ToolRefusedError when it may not be selected."""
+        ...
+
+
+async def _no_one_to_ask(question: Question) -> bool:
+    raise ToolRefusedError(f"{question.action} needs the person's approval, and no one can "
+                      "answer here")
+
+
+def _nowhere(event: EventData) -> None:
+    """Events of a context that logs nothing (a test's, or a tool run on its own)."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a handler may use. `workspace`: where the file tools are confined;
+    `protected`: Lily's own files and folders (configuration, every skills root,
+    persona, the Lily home, `.lily`), inside the workspace or not, which no tool may
+    write; `skill`: the active skill (None outside a skill); `ask`: a yes/no question to
+    the person; `emit`: an event for the session log; `scripts`: how skill scripts run
+    here (None: they cannot); `skills`: the request's skill selection (None: no
+    selection is open, e.g. a command's tool call)."""
+
+    workspace: Path
+    protected: tuple[Path, ...] = ()
+    skill: ActiveSkill | None = None
+    ask: Ask = _no_one_to_ask
+    emit: Callable[[EventData], object] = _nowhere
+    scripts: ScriptHost | None = None
+    skills: SkillSelector | None = None

@@ -1,0 +1,217 @@
+"""How a skill script runs on this host: bubblewrap, the environment, the run itself.
+
+`find_sandbox` looks for a working bubblewrap; `sandboxed` wraps a command in it (no
+network, the file system read-only but the workspace); `script_environment` is the
+environment without secrets; `run_script` runs a `ScriptPlan` in its own process group,
+with a time limit and an output cap, and kills the whole group when the cell is
+interrupted (cancelled). `ScriptHost` holds these for one session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lily_kernel.errors import ToolError
+from lily_kernel.redaction import Redactor, is_secret_name, secret_values
+
+__all__ = [
+    "MAX_OUTPUT_CHARS",
+    "Sandbox",
+    "ScriptHost",
+    "ScriptPlan",
+    "ScriptResult",
+    "find_sandbox",
+    "run_script",
+    "sandboxed",
+    "script_environment",
+]
+
+MAX_OUTPUT_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """bubblewrap as found on this machine: usable, or why not."""
+
+    bwrap: str | None
+    reason: str  # why there is no sandbox ("" when there is one)
+
+    @property
+    def available(self) -> bool:
+        return self.bwrap is not None
+
+
+def _probe(bwrap: str) -> str:
+    """"" when bwrap can build the sandbox here; else why not (it may lack permission
+    for namespaces inside a container)."""
+    try:
+        done = subprocess.run(
+            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--unshare-pid",
+             "--die-with-parent", "true"],
+            capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bwrap cannot run here ({exc})"
+    if done.returncode != 0:
+        said = " ".join(done.stderr.split())[:200] or f"exit status {done.returncode}"
+        return f"bwrap cannot build a sandbox here ({said})"
+    return ""
+
+
+def find_sandbox(environ: Mapping[str, str]) -> Sandbox:
+    """bubblewrap on the PATH of `environ`, if it works on this machine."""
+    bwrap = shutil.which("bwrap", path=environ.get("PATH", os.defpath))
+    if bwrap is None:
+        return Sandbox(None, "bubblewrap (bwrap) is not installed")
+    problem = _probe(bwrap)
+    return Sandbox(bwrap, "") if not problem else Sandbox(None, problem)
+
+
+def script_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without credentials: no variable with a credential-like name, none
+    holding a secret or any part of one the redactor would hide (an 8-character run,
+    a URL credential, a key-shaped string), and none of Lily's own settings."""
+    redact = Redactor(secret_values(environ))
+    env = {
+        key: value for key, value in environ.items()
+        if not is_secret_name(key) and not key.startswith("LILY_")
+        and redact(value) == value
+    }
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the skill folder is read-only in the sandbox
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def sandboxed(bwrap: str, command: list[str], workspace: Path, visible: Sequence[Path],
+               read_only: Sequence[Path]) -> list[str]:
+    """`command` inside bubblewrap: no network, the file system read-only except the
+    workspace (Lily's own files in it stay read-only) and a private, empty /tmp.
+    `visible` are shown again (read-only) over that /tmp when they live there (the skill
+    folder, the interpreter's installation)."""
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp"]
+    for path in visible:
+        if path.is_relative_to("/tmp") and path.exists():
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--bind", str(workspace), str(workspace)]
+    for path in read_only:
+        if path.exists():
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+             "--new-session", "--chdir", str(workspace), "--", *command]
+    return argv
+
+
+@dataclass(frozen=True)
+class ScriptPlan:
+    """Everything about one run, decided before it starts (what the person approves)."""
+
+    skill: str
+    script: str  # relative to the skill folder, e.g. scripts/fill.py
+    sha256: str
+    arguments: tuple[str, ...]
+    argv: tuple[str, ...]
+    cwd: Path
+    env: dict[str, str]
+    sandboxed: bool
+    sandbox_note: str  # why it is not sandboxed ("" when it is)
+
+
+@dataclass(frozen=True)
+class ScriptResult:
+    """How a run ended and what it printed (stdout and stderr together, capped)."""
+
+    exit_code: int | None  # None when it was killed for the time limit
+    duration_ms: float
+    output: str
+    output_bytes: int  # everything it printed, including what the cap cut
+    timed_out: bool = False
+
+    def for_model(self, limit_seconds: float) -> str:
+        if self.timed_out:
+            status = f"stopped: it ran longer than the time limit ({limit_seconds:g} s)"
+        else:
+            status = f"exit code {self.exit_code}"
+        body = self.output if self.output.strip() else "(no output)"
+        return f"[{status}]\n{body}"
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+async def _collect(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, int]:
+    """Read until EOF, keeping at most `limit` bytes (the rest is counted, not kept, so
+    a chatty script never blocks on a full pipe)."""
+    kept, total = bytearray(), 0
+    while chunk := await stream.read(65536):
+        total += len(chunk)
+        if len(kept) < limit:
+            kept += chunk[: limit - len(kept)]
+    return bytes(kept), total
+
+
+async def run_script(plan: ScriptPlan, timeout: float,
+                     max_chars: int = MAX_OUTPUT_CHARS) -> ScriptResult:
+    """Run the plan; a cancellation (the stop button) kills its process group."""
+    started = time.perf_counter()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *plan.argv, cwd=plan.cwd, env=plan.env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True)  # its own process group: killed as a whole
+    except OSError as exc:
+        raise ToolError(f"cannot start '{plan.script}': {exc.strerror or exc}.") from None
+    stdout = process.stdout
+    assert stdout is not None
+    timed_out = False
+    code: int | None
+
+    async def finish() -> tuple[bytes, int, int]:
+        data, total = await _collect(stdout, max_chars * 4)
+        return data, total, await process.wait()
+
+    try:
+        data, total, code = await asyncio.wait_for(finish(), timeout)
+    except TimeoutError:
+        timed_out, code, data, total = True, None, b"", 0
+        _kill_group(process)
+        await process.wait()
+    except BaseException:  # cancelled (the stop button) or anything else: nothing survives
+        _kill_group(process)
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(process.wait())
+        raise
+    finally:
+        _kill_group(process)  # children it left behind in its group
+    text = data.decode("utf-8", "replace")
+    if len(text) > max_chars or total > len(data):
+        text = text[:max_chars] + f"\n[... output truncated: {total:,} bytes in all]"
+    return ScriptResult(code, round((time.perf_counter() - started) * 1000, 1), text, total,
+                        timed_out)
+
+
+@dataclass
+class ScriptHost:
+    """How this session runs skill scripts: the host's environment, bubblewrap (looked
+    for once, on first use), the time limit in seconds, and the runner (replay swaps in
+    the recorded results)."""
+
+    environ: Mapping[str, str]
+    timeout: float
+    run: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] = run_script
+    _sandbox: Sandbox | None = field(default=None, repr=False)
+
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = find_sandbox(self.environ)
+        return self._sandbox
