@@ -168,7 +168,8 @@ def measure_lily(workspace: Path, threads: int) -> dict[str, float]:
     began = time.perf_counter()
     model.load()
     figures["Lily load"] = time.perf_counter() - began
-    prompt_tokens = len(model._tokens(request.messages))  # measuring: what the model reads
+    assert model.engine is not None
+    prompt_tokens = len(model.engine.tokens(request.messages))  # measuring: what it reads
 
     async def timed(req: ChatRequest) -> tuple[Any, list[float], float]:
         marks: list[float] = []
@@ -186,8 +187,8 @@ def measure_lily(workspace: Path, threads: int) -> dict[str, float]:
     tokens = response.usage.completion_tokens
     figures["decode tokens"] = tokens
     figures["decode tokens/s"] = (tokens - 1) / (marks[-1] - marks[0])
-    prompt = len(model._tokens(long.messages))
-    figures["eval alone tokens/s (ceiling)"] = model._worker.submit(
+    prompt = len(model.engine.tokens(long.messages))
+    figures["eval alone tokens/s (ceiling)"] = model.worker.submit(
         _eval_alone, model, prompt).result()
     return figures
 
@@ -197,7 +198,8 @@ def _eval_alone(model: LocalModel, prompt: int) -> float:
     positions, evaluated one at a time, with no sampling and no streaming. Decoding
     cannot be faster than this. (Run it on the model's worker thread: llama.cpp's
     OpenMP threads belong to the thread that first called it.)"""
-    llama = model._llama
+    assert model.engine is not None
+    llama = model.engine.llama
     answer = [int(token) for token in llama.input_ids[prompt:llama.n_tokens]]
     llama.n_tokens = prompt
     began = time.perf_counter()

@@ -177,8 +177,9 @@ def test_follow_ups_and_new_kernels_reuse_what_the_model_read(tmp_path: Path) ->
     """In-process, the real model: turn 2 reads only what is new; a second model on the
     same system context restores the saved state instead of reading it again."""
     from lily_kernel.llm.base import ChatRequest
+    from lily_kernel.llm.llama_engine import SAVED_PREFIX_MIN
     from lily_kernel.llm.local_files import local_model_file
-    from lily_kernel.llm.local_model import SAVED_PREFIX_MIN, LocalModel
+    from lily_kernel.llm.local_model import LocalModel
 
     file = local_model_file("local")
     assert file is not None
@@ -226,8 +227,15 @@ def test_a_declaration_is_chosen_among_the_names_deciding_only_where_they_differ
     messages = [{"role": "system", "content": f"Skills:\n{catalog}"},
                 {"role": "user", "content": "Use skill_00042 for this, please."}]
     reads: list[list[int]] = []  # the batches read after the prompt
-    real_read = model._read
-    model._read = lambda tokens, outputs: (reads.append(tokens), real_read(tokens, outputs))  # type: ignore
+    engine = model.engine
+    assert engine is not None
+    real_read = engine.read
+
+    def read(tokens: list[int], outputs: list[int]) -> Any:
+        reads.append(tokens)
+        return real_read(tokens, outputs)
+
+    engine.read = read  # type: ignore[method-assign]
 
     async def ask(schema: dict[str, Any]) -> tuple[Any, list[str]]:
         streamed: list[str] = []
@@ -241,7 +249,7 @@ def test_a_declaration_is_chosen_among_the_names_deciding_only_where_they_differ
     assert response.text in answers
     assert parse_selection(response.text, listed).outcome in ("selected", "none")
     assert streamed == [response.text]
-    spelled = len(model._llama.tokenize(response.text.encode(), add_bos=False))
+    spelled = len(engine.llama.tokenize(response.text.encode(), add_bos=False))
     assert response.usage.completion_tokens == spelled
     # One batch reads ahead to the first digits' decision (` "` or ` null`, then `haiku`
     # or `skill`, taking `skill_000` on the way), one more for the last digit.
@@ -283,14 +291,15 @@ def test_an_answer_is_llama_cpp_pythons_own_completion_the_same_every_time() -> 
     response, streamed = asyncio.run(ask(80))
 
     def library() -> dict[str, Any]:  # on the model's thread: llama.cpp's is bound to it
-        llama = model._llama
+        assert model.engine is not None
+        llama = model.engine.llama
         llama.n_tokens = 0
         done: dict[str, Any] = llama.create_completion(
-            prompt=model._tokens(messages), max_tokens=80, temperature=0.7,
+            prompt=model.engine.tokens(messages), max_tokens=80, temperature=0.7,
             repeat_penalty=1.1, seed=0)
         return done
 
-    expected = model._worker.submit(library).result()
+    expected = model.worker.submit(library).result()
     assert response.text == expected["choices"][0]["text"]
     assert response.usage.completion_tokens == expected["usage"]["completion_tokens"]
     assert response.finish_reason == expected["choices"][0]["finish_reason"]
