@@ -2,7 +2,7 @@
 
 from lily_kernel.tools.context import ActiveSkill, Question, SkillSelector, ToolContext
 from lily_kernel.tools.files import file_tools, resolve_in_workspace
-from lily_kernel.tools.load_skill import LOAD_SKILL, load_skill_tool
+from lily_kernel.tools.load_skill import LOAD_SKILL, skill_selection_tool
 from lily_kernel.tools.policy import Caller, ToolPolicy, check_call
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry, blocking
 from lily_kernel.tools.sandbox import ScriptHost
@@ -32,5 +32,5 @@ __all__ = [
 def default_registry() -> ToolRegistry:
     """A new registry holding the built-in tools: the model's skill selection, the
     workspace's files, the active skill's files and scripts."""
-    return ToolRegistry([load_skill_tool(), *file_tools(), read_skill_file_tool(),
+    return ToolRegistry([skill_selection_tool(), *file_tools(), read_skill_file_tool(),
                          run_skill_script_tool()])

@@ -14,7 +14,7 @@ from lily_kernel.errors import ToolError
 from lily_kernel.tools.context import ToolContext
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolOutcome
 
-__all__ = ["LOAD_SKILL", "load_skill_tool"]
+__all__ = ["LOAD_SKILL", "skill_selection_tool"]
 
 LOAD_SKILL = "load_skill"
 
@@ -42,7 +42,7 @@ def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str | None:
     return f"load_skill {name!r}: {outcome.text}" if outcome.status == "failed" else None
 
 
-def load_skill_tool() -> Tool:
+def skill_selection_tool() -> Tool:
     return Tool(
         LOAD_SKILL,
         "Declare the one skill you will follow for this request and receive its "

@@ -78,13 +78,13 @@ def test_a_model_going_another_way_drops_what_was_read_past_its_turn() -> None:
 
 
 def test_a_stop_between_batches_ends_the_choice() -> None:
-    class Stopped(Exception):
+    class StoppedError(Exception):
         pass
 
     def stopped() -> None:
-        raise Stopped
+        raise StoppedError
 
-    with pytest.raises(Stopped):
+    with pytest.raises(StoppedError):
         choose(spelled([1], [2]), [99], Wanting([1]), stopped)
 
 
