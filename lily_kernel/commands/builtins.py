@@ -25,7 +25,14 @@ from lily_kernel.commands.results import (
 )
 from lily_kernel.config import EMBEDDED_MODEL, LOCAL_MODEL, ModelConfig
 from lily_kernel.errors import CommandError, SkillRootError
-from lily_kernel.skills import Eligibility, Skill, SkillSnapshot, diff_snapshots, shown_fields
+from lily_kernel.skills import (
+    Eligibility,
+    Skill,
+    SkillSnapshot,
+    diff_snapshots,
+    query_words,
+    shown_fields,
+)
 
 __all__ = [
     "BUILTIN_COMMANDS",
@@ -98,9 +105,39 @@ def skills_result(snap: SkillSnapshot) -> CommandResult:
     return CommandResult("skills", title, tuple(blocks))
 
 
+RANKED_SHOWN = 10  # `/skills <words>` shows the most relevant skills, at most this many
+
+
+def ranked_result(snap: SkillSnapshot, words: str) -> CommandResult:
+    """`/skills <words>`: the snapshot's skills ranked against the words (the ranker
+    that gives the model its shortlist; no model involved), with their scores."""
+    looked_up = query_words(words)
+    ranked = snap.ranker.rank(words)
+    title = (f"Skills for \"{' '.join(words.split())}\": {len(ranked)} of "
+             f"{len(snap.skills)} match (snapshot {snap.version})")
+    if not looked_up:
+        return CommandResult("skills", title, (Text(
+            "These are all everyday words; none of them is looked up. Name what the "
+            "skill is about."),))
+    blocks: list[Block] = [Text(f"Looked up: {', '.join(looked_up)}.")]
+    if not ranked:
+        blocks.append(Text("No skill matches these words."))
+    else:
+        rows = []
+        for found in ranked[:RANKED_SHOWN]:
+            skill = snap.get(found.name)
+            assert skill is not None  # the ranker indexes this very snapshot
+            rows.append((skill.name, f"{found.score:.2f}", skill.summary, skill.source))
+        blocks.append(Table(("name", "score", "summary", "source"), tuple(rows)))
+        if len(ranked) > RANKED_SHOWN:
+            blocks.append(Text(f"... and {len(ranked) - RANKED_SHOWN} more with a lower "
+                               "score."))
+    return CommandResult("skills", title, tuple(blocks))
+
+
 def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
-    _no_argument("skills", argument)
-    return CommandOutcome(skills_result(ctx.session.skill_snapshot))
+    snap = ctx.session.skill_snapshot
+    return CommandOutcome(ranked_result(snap, argument) if argument else skills_result(snap))
 
 
 # --- /skill and aliases ------------------------------------------------------------
@@ -150,7 +187,8 @@ def _skill(ctx: CommandContext, argument: str) -> CommandOutcome:
 # --- /help -------------------------------------------------------------------------
 
 _BUILTIN_HELP = (
-    ("/skills", "list the skills of this session's snapshot, and the excluded ones"),
+    ("/skills [words]", "list the skills of this session's snapshot, and the excluded "
+                        "ones; with words, the skills ranked against them"),
     ("/skill <name> [request]", "force a skill for this request"),
     ("/help [skill]", "this list and the tool policy, or one skill's details"),
     ("/agent [name]", "show the agents, or switch to one (persona rebuilt)"),

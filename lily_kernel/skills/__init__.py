@@ -19,6 +19,7 @@ from lily_kernel.skills.models import (
     SnapshotDiff,
     diff_snapshots,
 )
+from lily_kernel.skills.ranker import Ranked, SkillRanker, query_words
 from lily_kernel.skills.roots import bundled_dir, lily_home, resolve_skill_roots
 
 __all__ = [
@@ -29,8 +30,10 @@ __all__ = [
     "Frontmatter",
     "Host",
     "LoadRules",
+    "Ranked",
     "Skill",
     "SkillFormatError",
+    "SkillRanker",
     "SkillRoot",
     "SkillSnapshot",
     "SnapshotDiff",
@@ -42,6 +45,7 @@ __all__ = [
     "lily_home",
     "load_snapshot",
     "parse_skill_document",
+    "query_words",
     "resolve_skill_roots",
     "shown_fields",
 ]

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from lily_kernel.skills.fields import Frontmatter, InvocationMode, tool_names_of_entries
+from lily_kernel.skills.ranker import SkillRanker
 
 __all__ = [
     "AliasChange",
@@ -108,6 +109,12 @@ class Skill:
         return not self.front.disable_model_invocation
 
     @property
+    def when_to_use(self) -> str:
+        """Claude Code's `when_to_use`: when the skill applies (the ranker reads it)."""
+        value = self.extra.get("when_to_use")
+        return value if isinstance(value, str) else ""
+
+    @property
     def narrowed_tools(self) -> frozenset[str] | None:
         """The lower-case tool names `allowed-tools` narrows the model to while this skill
         is active; None when it has no `allowed-tools`."""
@@ -152,12 +159,16 @@ class SkillSnapshot:
     diagnostics: tuple[Diagnostic, ...]
     _by_name: dict[str, Skill] = field(init=False, repr=False, compare=False)
     _by_command: dict[str, Skill] = field(init=False, repr=False, compare=False)
+    # Its skills ranked against a request (`/skills <words>`, the model's shortlist):
+    # indexed on first use, kept until the next snapshot.
+    ranker: SkillRanker = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {s.name: s for s in self.skills})
         object.__setattr__(
             self, "_by_command", {s.command: s for s in self.skills if s.command}
         )
+        object.__setattr__(self, "ranker", SkillRanker(self.skills))
 
     def get(self, name: str) -> Skill | None:
         return self._by_name.get(name)

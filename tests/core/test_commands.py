@@ -84,7 +84,6 @@ def state(runtime: LilyRuntime) -> object:
         ("/", "empty command; type /help for the list of commands."),
         ("/skill nope", "no skill named 'nope' in this session (snapshot 1)."),
         ("/help nope", "no skill named 'nope' in this session (snapshot 1)."),
-        ("/skills extra", "/skills takes no argument."),
         ("/reload_skills now", "/reload_skills takes no argument."),
         ("/agent ghost", "no agent named 'ghost'; available: default."),
         ("/ls ../..", "/ls (list): '../..' uses '..'; paths must stay inside the workspace."),
@@ -120,6 +119,20 @@ def test_skills_lists_snapshot_with_excluded_section(runtime: LilyRuntime) -> No
     html = render_html(result)
     assert "<details><summary>Excluded (1)</summary>" in html
     assert "<td style=\"text-align:left\">/a</td>" in html
+
+
+def test_skills_with_words_ranks_the_snapshot_with_scores(runtime: LilyRuntime) -> None:
+    before = state(runtime)
+    result = run(runtime, "/skills lists files please").shown[0]
+    text = render_plain(result)
+    assert result.title == 'Skills for "lists files please": 1 of 2 match (snapshot 1)'
+    assert "Looked up: lists, files." in text
+    assert re.search(r"^lister\s+\d+\.\d\d\s+Lists files\s+workspace$", text, re.M)
+    assert render_plain(run(runtime, "/skills lists files please").shown[0]) == text
+    everyday = render_plain(run(runtime, "/skills what is the way").shown[0])
+    assert "none of them is looked up" in everyday
+    assert "No skill matches these words." in render_plain(run(runtime, "/skills zzz").shown[0])
+    assert state(runtime) == before
 
 
 def test_tool_dispatch_runs_the_tool_without_a_model(runtime: LilyRuntime) -> None:

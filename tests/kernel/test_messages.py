@@ -50,7 +50,6 @@ ERRORS = [
     ("/Skills", "Error: unknown command /Skills."),
     ("/help nope", "Error: no skill named 'nope' in this session (snapshot 1)."),
     ("/agent nope", "Error: no agent named 'nope'; available: critic, default."),
-    ("/skills extra", "Error: /skills takes no argument."),
     ("/reload_skills now", "Error: /reload_skills takes no argument."),
     ("/ls ..", "Error: /ls (list): '..' uses '..'; paths must stay inside the workspace."),
     ("/ls nothere", "Error: /ls (list): no folder 'nothere' in the workspace."),
@@ -92,7 +91,7 @@ def test_a_chat_cell_without_a_model_says_how_to_configure_one(
     run = shared_kernel.execute(code)
     assert run.status == "error"
     assert run.reply["ename"] == "ModelNotConfiguredError"
-    assert run.reply["evalue"] == NO_MODEL_MESSAGE
+    assert run.reply["evalue"] == f"Error: {NO_MODEL_MESSAGE}"
     assert "LILY_MODEL" in run.reply["traceback"][0]
 
 

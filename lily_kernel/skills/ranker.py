@@ -1,0 +1,134 @@
+"""Rank a snapshot's skills against a request: lexical relevance, deterministic, no model.
+
+BM25 as SQLite's FTS5 computes it (`bm25()`, in the standard library's sqlite3): one
+in-memory table per snapshot, one row per skill, four columns weighted apart: the
+skill's name (its `-`/`_` parts as words), its one-line summary (or description), its
+`when_to_use`, and, lightly, its SKILL.md body (what the skill talks about: requests
+rarely use the description's words, measured in docs/skills.md). FTS5's `porter`
+tokenizer splits on anything but letters and digits (`scikit-learn` is `scikit` and
+`learn`) and stems English (`plots`, `plotting` match `plot`). The request's words are
+looked up one by one (any of them may match); everyday words ("the", "what", "how")
+are left out of the query, so a request made only of them matches nothing. Ties are
+broken by name: the same snapshot and request always give the same ranking.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["RELEVANT_SCORE", "STOP_WORDS", "Rankable", "Ranked", "SkillRanker", "query_words"]
+
+# Column weights of bm25(): the name counts most, then the summary and when_to_use, the
+# body least (chosen on the eval set's tuning part, docs/skills.md).
+NAME_WEIGHT, SUMMARY_WEIGHT, WHEN_WEIGHT, BODY_WEIGHT = 3.0, 1.0, 1.0, 0.1
+# A best match scoring below this is no match: the request needs no skill (measured on
+# the eval set's tuning part, docs/skills.md).
+RELEVANT_SCORE = 4.0
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Words that say nothing about which skill a request needs (English function words and
+# the politeness of requests). Measured on the eval set's tuning part (docs/skills.md).
+_STOP_TEXT = """
+a about above after again against all am an and any are as at be because
+been before being below between both but by can could did do does doing down during
+each few for from further had has have having he her here hers herself him himself
+his how i if in into is it its itself just let lets me more most
+my myself no nor not now of off on once only or other our ours ourselves
+out over own please same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we
+were what when where which while who whom why will with would you your yours yourself
+yourselves im ive id youre dont doesnt cant wont isnt thanks thank hi hey hello ok
+okay yes want need like get got make help tell give show one two also really
+something anything thing things way
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+def query_words(text: str) -> list[str]:
+    """The request's words that are looked up: lower-case, each once, in order, without
+    the stop words."""
+    words = (w.lower() for w in _WORD.findall(text))
+    return list(dict.fromkeys(w for w in words if w not in STOP_WORDS))
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One skill's relevance to a request: higher is more relevant, 0 is none."""
+
+    name: str
+    score: float
+
+
+class Rankable(Protocol):
+    """What the ranker reads of a skill (skills/models.py's `Skill`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def summary(self) -> str: ...
+
+    @property
+    def when_to_use(self) -> str: ...
+
+    @property
+    def body(self) -> str: ...
+
+
+def _name_text(name: str) -> str:
+    return " ".join(_WORD.findall(name))
+
+
+class SkillRanker:
+    """The skills of one snapshot; indexed on the first `rank` (never at kernel start)
+    and kept with the snapshot until the next `/reload_skills`."""
+
+    def __init__(self, skills: Sequence[Rankable]) -> None:
+        self._skills = skills
+        self._lock = threading.Lock()  # one index, built once, used from any thread
+        self._db: Any = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SkillRanker:
+        """A copy of the snapshot ranks as it does (indexed anew on first use)."""
+        import copy
+
+        return SkillRanker(copy.deepcopy(self._skills, memo))
+
+    def _index(self) -> Any:
+        import sqlite3  # with the first ranking, not at kernel start
+
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        db.execute("CREATE VIRTUAL TABLE skills USING fts5("
+                   "name, summary, when_to_use, body, tokenize='porter unicode61')")
+        db.executemany(
+            "INSERT INTO skills(rowid, name, summary, when_to_use, body) VALUES (?, ?, ?, ?, ?)",
+            [(row, _name_text(s.name), s.summary, s.when_to_use, s.body)
+             for row, s in enumerate(self._skills, 1)])
+        return db
+
+    def rank(self, text: str, limit: int | None = None) -> list[Ranked]:
+        """The skills that match any of the request's words, most relevant first (ties by
+        name); at most `limit` of them."""
+        words = query_words(text)
+        if not words:
+            return []
+        query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        with self._lock:
+            if self._db is None:
+                self._db = self._index()
+            found = self._db.execute(
+                "SELECT rowid, bm25(skills, ?, ?, ?, ?) FROM skills WHERE skills MATCH ?",
+                (NAME_WEIGHT, SUMMARY_WEIGHT, WHEN_WEIGHT, BODY_WEIGHT, query)).fetchall()
+        ranked = sorted((Ranked(self._skills[row - 1].name, round(-score, 6))
+                         for row, score in found),
+                        key=lambda r: (-r.score, r.name))
+        return ranked[:limit] if limit is not None else ranked
+
+    def best(self, text: str) -> Ranked | None:
+        """The most relevant skill, if it scores at least RELEVANT_SCORE (else the request
+        is taken to need none)."""
+        ranked = self.rank(text, limit=1)
+        return ranked[0] if ranked and ranked[0].score >= RELEVANT_SCORE else None
