@@ -68,7 +68,7 @@ async def measure(stream: bool, turns: int, server: OpenAIServer, workspace: Pat
         await runtime.run_cell("What should I do next?", NullSink())
         lily_times.append(time.perf_counter() - start)
         sent = server.requests[-1]
-        assert sent["messages"][0]["content"].count("<skill>") >= 1000  # + the bundled ones
+        assert sent["messages"][0]["content"].count("\n- skill-") >= 1000  # one line a skill
         # Raw litellm: the same payload, consumed the same way.
         server.script(Reply(text=ANSWER, pieces=6))
         kwargs = dict(model="openai/bench", api_base=server.base_url, messages=sent["messages"],

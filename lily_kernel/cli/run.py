@@ -15,15 +15,17 @@ from lily_kernel.errors import UsageError
 __all__ = ["run_notebook"]
 
 
-def _error_text(ename: str, evalue: str, traceback: list[str]) -> str:
-    """An error as the kernel summed it up: its traceback's last line (Lily's own errors
-    are that one line, `Error: …`; a bug's ends with `Name: message`)."""
-    return traceback[-1] if traceback else f"{ename}: {evalue}"
+def _error_text(output: Any) -> str:
+    """An error output as the kernel summed it up: its traceback's last entry (Lily's
+    own errors are that one entry, `Error: …`, however many lines; a bug's last entry
+    is `Name: message`)."""
+    traceback = list(output.get("traceback") or ())
+    return str(traceback[-1]) if traceback else f"{output.ename}: {output.evalue}"
 
 
 def _output_text(output: Any) -> str:
     if output.output_type == "error":
-        return _error_text(output.ename, output.evalue, list(output.traceback))
+        return _error_text(output)
     if output.output_type == "stream":
         return str(output.text).rstrip("\n")
     data = output.get("data", {})
@@ -70,7 +72,9 @@ def run_notebook(path: Path, output: Path | None = None, out: TextIO = sys.stdou
         client.execute()
     except CellExecutionError as exc:
         status = 1
-        summary = _error_text(exc.ename, exc.evalue, str(exc.traceback).splitlines())
+        failed = [o for cell in nb.cells if cell.cell_type == "code"
+                  for o in cell.outputs if o.output_type == "error"]
+        summary = _error_text(failed[-1]) if failed else f"{exc.ename}: {exc.evalue}"
         print(f"lily: {path} stopped at a failing cell: {summary}", file=sys.stderr)
     for cell in nb.cells:
         if cell.cell_type != "code" or cell.execution_count is None:

@@ -80,6 +80,7 @@ class LlamaEngine:
         self.llama = llama
         self._format = self._formatter()
         self.last_evaluated = 0  # prompt tokens the last request had to read (not held)
+        self._batch_start = 0  # where the batch read last began (for `keep`)
 
     def _open(self, window: int) -> Any:
         import llama_cpp

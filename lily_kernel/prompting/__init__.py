@@ -6,11 +6,13 @@ from lily_kernel.prompting.skill_text import (
     SKILL_FILES_NOTE,
     declared_skill_message,
     loaded_skill_text,
+    selection_refusal,
 )
 from lily_kernel.prompting.system import Catalog, build_catalog, build_system_prompt
 from lily_kernel.prompting.tool_results import (
-    bad_arguments_text,
     declined_reason,
+    not_json_reason,
+    policy_reason,
     tool_result_text,
     unanswerable_reason,
 )
@@ -20,13 +22,15 @@ __all__ = [
     "SKILL_FILES_NOTE",
     "Catalog",
     "ModelRequest",
-    "bad_arguments_text",
     "build_catalog",
     "build_model_request",
     "build_system_prompt",
     "declared_skill_message",
     "declined_reason",
     "loaded_skill_text",
+    "not_json_reason",
+    "policy_reason",
+    "selection_refusal",
     "tool_result_text",
     "unanswerable_reason",
 ]

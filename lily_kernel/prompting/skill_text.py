@@ -8,13 +8,15 @@ person (`/skill`, a section of the system context).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "SKILL_FILES_NOTE",
+    "SelectionRefusal",
     "declared_skill_message",
     "forced_skill_section",
     "loaded_skill_text",
+    "selection_refusal",
 ]
 
 # Said with every loaded skill: where the files its SKILL.md names by relative path are.
@@ -54,3 +56,21 @@ def declared_skill_message(name: str, body: str,
     if message in history:
         return {"role": "user", "content": f"Follow the SKILL.md of '{name}' above."}
     return message
+
+
+# Why `load_skill` may not select a skill: the person forced one, one is already loaded,
+# there is no such skill, or the skill is only for the person (disable-model-invocation).
+SelectionRefusal = Literal["forced", "loaded", "unknown", "person_only"]
+_SELECTION = {
+    "forced": ("the person invoked the skill '{name}' for this request; load_skill is not "
+               "available"),
+    "loaded": ("the skill '{name}' is already loaded for this request; only one skill can "
+               "be used per request"),
+    "unknown": "no skill named {name!r} in this session",
+    "person_only": "the skill '{name}' can only be invoked by the person",
+}
+
+
+def selection_refusal(why: SelectionRefusal, name: str) -> str:
+    """Why `load_skill` did not select: `name` is the skill it concerns."""
+    return _SELECTION[why].format(name=name)

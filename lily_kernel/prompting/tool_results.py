@@ -1,14 +1,34 @@
 """What the model reads of a tool call: the tool's result, or why there is none.
 
-The one wording of refusals and failures for the model (people see the same facts in
-the notebook's notices and the log's `error`, worded by the runtime).
+The one wording of refusals and failures (people read the same reasons in the
+notebook's notices and the log's `error`).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["bad_arguments_text", "declined_reason", "tool_result_text", "unanswerable_reason"]
+__all__ = [
+    "declined_reason",
+    "not_json_reason",
+    "policy_reason",
+    "tool_result_text",
+    "unanswerable_reason",
+]
+
+_POLICY = {
+    "unknown": "unknown tool '{name}'",
+    "denied": "tool '{name}' is not allowed by the tool policy",
+    "owner_only": "tool '{name}' is owner-only: only the person can run it, with a command",
+    "needs_skill": ("tool '{name}' works only while a skill is active (and its "
+                    "allowed-tools permit it)"),
+    "narrowed": "tool '{name}' is not available while the active skill narrows the tools",
+}
+
+
+def policy_reason(name: str, why: str) -> str:
+    """Why the gate refused a call of `name` (`why`: a tools.policy.Refusal)."""
+    return _POLICY[why].format(name=name)
 
 
 def tool_result_text(status: Literal["ran", "refused", "failed"], text: str) -> str:
@@ -20,18 +40,22 @@ def tool_result_text(status: Literal["ran", "refused", "failed"], text: str) -> 
     return text
 
 
-def bad_arguments_text(problem: str) -> str:
+def not_json_reason(problem: str) -> str:
     """Arguments that are not a JSON object (the call never reached its tool)."""
-    return f"Error: the arguments are not a JSON object ({problem})."
+    return f"the arguments are not a JSON object ({problem})."
 
 
 def declined_reason(action: str) -> str:
     return f"the person declined: {action} was not run"
 
 
-def unanswerable_reason(action: str, tool: str) -> str:
-    """Why a call that needs the person's yes is refused where no one can answer."""
-    return (f"{action} needs the person's approval (tools.ask in lily.yaml), and no one can "
-            "answer here: this notebook runs without input requests (nbclient, papermill, "
-            f"`lily run`, or a frontend without stdin). To allow it without asking, name "
-            f"{tool} in tools.allow instead")
+def unanswerable_reason(action: str, tool: str, policy_asks: bool) -> str:
+    """Why a call that needs the person's yes is refused where no one can answer; where
+    the policy is what asks (tools.ask), how to allow it without asking."""
+    where = " (tools.ask in lily.yaml)" if policy_asks else ""
+    reason = (f"{action} needs the person's approval{where}, and no one can answer here: "
+              "this notebook runs without input requests (nbclient, papermill, `lily run`, "
+              "or a frontend without stdin)")
+    if policy_asks:
+        reason += f". To allow it without asking, name {tool} in tools.allow instead"
+    return reason

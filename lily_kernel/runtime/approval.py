@@ -21,8 +21,9 @@ __all__ = ["YES", "asker"]
 YES = frozenset({"y", "yes"})
 
 
-def asker(sink: CellSink, log: EventLog, tool: str) -> Ask:
-    """The `ask` a call of `tool` gets in its context."""
+def asker(sink: CellSink, log: EventLog, tool: str, policy_asks: bool) -> Ask:
+    """The `ask` a call of `tool` gets in its context (`policy_asks`: the policy puts the
+    tool under `ask`, so the refusal where no one can answer says how to allow it)."""
 
     async def ask(question: Question) -> bool:
         try:
@@ -36,7 +37,7 @@ def asker(sink: CellSink, log: EventLog, tool: str) -> Ask:
                    "approved" if answer.strip().lower() in YES else "declined")
         log.emit(Approval(tool=tool, question=question.text, outcome=outcome))
         if answer is None:
-            raise ToolRefusedError(unanswerable_reason(question.action, tool))
+            raise ToolRefusedError(unanswerable_reason(question.action, tool, policy_asks))
         return outcome == "approved"
 
     return ask

@@ -94,7 +94,8 @@ class LilyEnvironment:
         """What the loader checks skills against: the registered tools, those the policy
         allows, the built-in commands."""
         return LoadRules(
-            registered_tools=self.registry.names(),
+            # A skill's tools are governed ones (load_skill is Lily's own selection).
+            registered_tools=frozenset(t.name for t in self.registry if t.governed),
             allowed_tools=self.policy.allowed_names(self.registry),
             reserved_commands=BUILTIN_COMMANDS,
         )

@@ -227,7 +227,16 @@ class RecordedScripts:
 
 def _of(events: list[dict[str, Any]], kind: type[Kind]) -> list[Kind]:
     """The recorded events of one kind, read through its declaration."""
-    return [read_event(kind, e["data"]) for e in events if e.get("event") == kind.event]
+    found = []
+    for number, event in enumerate(events, 1):
+        if event.get("event") != kind.event:
+            continue
+        try:
+            found.append(read_event(kind, event["data"]))
+        except TypeError:  # a field the kind needs is missing
+            raise ReplayError(f"event {number} ({kind.event}) lacks a field its kind "
+                              "declares: not a log this Lily wrote.") from None
+    return found
 
 
 def _environment(settings: Mapping[str, str]) -> dict[str, str]:

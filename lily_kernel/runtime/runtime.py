@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lily_kernel.commands import (
     CommandContext,
@@ -51,14 +52,13 @@ from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 from lily_kernel.runtime.environment import LilyEnvironment
 from lily_kernel.runtime.replay_records import error_record
 from lily_kernel.runtime.sink import CellSink
-from lily_kernel.runtime.skill_choice import SkillChoice
-from lily_kernel.runtime.tool_gate import ToolGate
-from lily_kernel.runtime.turn import Turn
-from lily_kernel.runtime.turn_request import build_turn_request, fit_request
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ScriptHost, ToolRegistry
 from lily_kernel.tools.sandbox import Sandbox
+
+if TYPE_CHECKING:  # (tool_gate imports nothing of this module: no cycle)
+    from lily_kernel.runtime.tool_gate import ToolGate
 
 __all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "LilyRuntime"]
 
@@ -114,6 +114,8 @@ class LilyRuntime:
     @cached_property
     def gate(self) -> ToolGate:
         """The session's one gate for tool calls (the model's and tool_dispatch commands')."""
+        from lily_kernel.runtime.tool_gate import ToolGate  # with the first tool call
+
         return ToolGate(self.env.registry, self.env.policy,
                         replace(self.env.tool_context, scripts=self.scripts), self.log)
 
@@ -224,8 +226,13 @@ class LilyRuntime:
         )
 
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
-        """Run one command; apply its state change only when it succeeded."""
-        return self._finish_command(parsed, run_command(self.command_context(), parsed))
+        """Run one command outside a cell (for scripts and tests); apply its state change
+        only when it succeeded. A command that hands over an intent (a skill for the
+        model, a tool to run) is returned with it, not carried out: `run_cell` does that."""
+        outcome = run_command(self.command_context(), parsed)
+        if outcome.result.dispatch is not None:
+            raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
+        return self._finish_command(parsed, outcome)
 
     def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
         """Log a command's outcome and apply its state change (only when it succeeded)."""
@@ -316,6 +323,11 @@ class LilyRuntime:
     async def _converse(self, text: str, forced: Skill | None, sink: CellSink) -> None:
         """Run one turn (with `forced` when the person invoked a skill); append it to the
         history only once it has completed."""
+        # The turn engine (and prompting) load with the first chat cell, not at start.
+        from lily_kernel.runtime.skill_choice import SkillChoice
+        from lily_kernel.runtime.turn import Turn
+        from lily_kernel.runtime.turn_request import build_turn_request, fit_request
+
         session = self.session
         if session.model_config.model is None:
             raise ModelNotConfiguredError(NO_MODEL_MESSAGE)

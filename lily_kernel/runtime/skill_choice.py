@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lily_kernel.errors import ToolRefusedError
 from lily_kernel.events import EventLog, SkillInvoked, SkillLoaded
-from lily_kernel.prompting import loaded_skill_text
+from lily_kernel.prompting import loaded_skill_text, selection_refusal
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import Skill, SkillSnapshot
 from lily_kernel.tools import ActiveSkill
@@ -49,16 +49,14 @@ class SkillChoice:
     def select(self, name: str) -> str:
         """`load_skill(name)`: activate the skill; the SKILL.md the model reads."""
         if self.forced is not None:
-            raise ToolRefusedError(f"the person invoked the skill '{self.forced.name}' for this "
-                              "request; load_skill is not available")
+            raise ToolRefusedError(selection_refusal("forced", self.forced.name))
         if self.loaded is not None:
-            raise ToolRefusedError(f"the skill '{self.loaded.name}' is already loaded for this "
-                              "request; only one skill can be used per request")
+            raise ToolRefusedError(selection_refusal("loaded", self.loaded.name))
         skill = self.snapshot.get(name)
         if skill is None:
-            raise ToolRefusedError(f"no skill named {name!r} in this session")
+            raise ToolRefusedError(selection_refusal("unknown", name))
         if not skill.model_visible:
-            raise ToolRefusedError(f"the skill '{skill.name}' can only be invoked by the person")
+            raise ToolRefusedError(selection_refusal("person_only", skill.name))
         self.activate(skill)
         return loaded_skill_text(skill.name, skill.body)
 

@@ -15,12 +15,18 @@ from typing import Any
 
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.events import EventLog, ToolCalled
-from lily_kernel.prompting import declined_reason, tool_result_text
+from lily_kernel.prompting import (
+    declined_reason,
+    not_json_reason,
+    policy_reason,
+    tool_result_text,
+)
 from lily_kernel.runtime.approval import asker
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.tools import (
     ActiveSkill,
     Caller,
+    PolicyRefusal,
     SkillSelector,
     Tool,
     ToolContext,
@@ -66,12 +72,11 @@ class ToolGate:
         """Run a call the model made; what the model reads of it."""
         arguments = _parsed(raw_arguments)
         if isinstance(arguments, str):
-            outcome = ToolOutcome(name, "failed",
-                                  f"the arguments are not a JSON object ({arguments}).")
-            self._record(outcome, "model", None, step)
+            failed = ToolOutcome(name, "failed", not_json_reason(arguments))
+            self._record(failed, "model", None, step)
             # Every call gets its notice, this one too (the model is told and may retry).
             sink.notice(f"Tool {name}: not run: its arguments are not a JSON object")
-            return tool_result_text(outcome.status, outcome.text)
+            return tool_result_text(failed.status, failed.text)
         outcome = await self.run(sink, name, arguments, "model", offered=offered, step=step,
                                  skill=skill, skills=skills)
         notice = _announcement(self.registry.get(name), name, arguments, outcome)
@@ -83,26 +88,34 @@ class ToolGate:
                   *, offered: list[str] | None = None, step: int | None = None,
                   skill: ActiveSkill | None = None,
                   skills: SkillSelector | None = None) -> ToolOutcome:
-        """Check, ask where the policy says so, run; every call is a `tool_call` event."""
+        """Check, ask where the policy says so, run; every call is a `tool_call` event.
+        The policy's `ask` is for the model's calls: the person's own command (a
+        tool_dispatch skill) is their yes already."""
         checked = check_call(self.registry, self.policy, name, arguments, caller, offered)
-        if isinstance(checked, ToolOutcome):
+        if isinstance(checked, PolicyRefusal):
+            outcome = ToolOutcome(name, "refused", policy_reason(name, checked.why))
+        elif isinstance(checked, ToolOutcome):
             outcome = checked
         else:
             tool, args = checked
+            policy_asks = caller == "model" and self.policy.decision_for(tool) == "ask"
             ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit,
-                          ask=asker(sink, self.log, name))
-            outcome = await self._run(tool, args, arguments, ctx)
+                          ask=asker(sink, self.log, name, policy_asks))
+            outcome = await self._run(tool, args, arguments, ctx, policy_asks)
         self._record(outcome, caller, arguments, step)
         return outcome
 
-    async def _run(self, tool: Tool, args: Any, arguments: dict[str, Any],
-                   ctx: ToolContext) -> ToolOutcome:
+    @staticmethod
+    async def _run(tool: Tool, args: Any, arguments: dict[str, Any], ctx: ToolContext,
+                   policy_asks: bool) -> ToolOutcome:
         try:
-            if self.policy.decision_for(tool) == "ask":
+            if policy_asks:
                 question = (await tool.question(args, ctx) if tool.question is not None
                             else call_question(tool.name, arguments))
                 if not await ctx.ask(question):
                     return ToolOutcome(tool.name, "refused", declined_reason(question.action))
+                # The handler does what the person was shown, not a new account of it.
+                ctx = replace(ctx, approved=question)
             return ToolOutcome(tool.name, "ran", await tool.handler(args, ctx))
         except ToolRefusedError as exc:
             return ToolOutcome(tool.name, "refused", str(exc))
@@ -111,8 +124,10 @@ class ToolGate:
 
     def _record(self, outcome: ToolOutcome, caller: Caller,
                 arguments: dict[str, Any] | None, step: int | None) -> None:
+        """The call's `tool_call` event: `result` is what the caller got (for the model,
+        as it reads it)."""
         result = (tool_result_text(outcome.status, outcome.text) if caller == "model"
                   else outcome.text)
         self.log.emit(ToolCalled(name=outcome.name, caller=caller, allowed=outcome.allowed,
-                               step=step, arguments=arguments, error=outcome.detail or None,
-                               result=result))
+                                 step=step, arguments=arguments, error=outcome.detail or None,
+                                 result=result))

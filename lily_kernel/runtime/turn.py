@@ -32,6 +32,7 @@ from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
 from lily_kernel.runtime.tool_gate import ToolGate
+from lily_kernel.tools import Tool
 
 __all__ = ["STREAM_INTERVAL", "Turn"]
 
@@ -108,7 +109,7 @@ class Turn:
             "the request was stopped and is not kept in the history. Raise max_steps in "
             "lily.yaml if the task needs more.")
 
-    def _offered(self) -> list[Any]:
+    def _offered(self) -> list[Tool]:
         """The tools the model is offered now: the policy's, in this state of the
         request (choosing its skill, a skill active and narrowing them)."""
         active = self.choice.active

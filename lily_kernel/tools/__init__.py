@@ -2,18 +2,19 @@
 
 from lily_kernel.tools.context import ActiveSkill, Question, SkillSelector, ToolContext
 from lily_kernel.tools.files import file_tools, resolve_in_workspace
-from lily_kernel.tools.load_skill import LOAD_SKILL, skill_selection_tool
-from lily_kernel.tools.policy import Caller, ToolPolicy, check_call
+from lily_kernel.tools.load_skill import skill_selection_tool
+from lily_kernel.tools.policy import Caller, PolicyRefusal, Refusal, ToolPolicy, check_call
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry, blocking
 from lily_kernel.tools.sandbox import ScriptHost
 from lily_kernel.tools.scripts import run_skill_script_tool
 from lily_kernel.tools.skill_files import read_skill_file_tool
 
 __all__ = [
-    "LOAD_SKILL",
     "ActiveSkill",
     "Caller",
+    "PolicyRefusal",
     "Question",
+    "Refusal",
     "ScriptHost",
     "SkillSelector",
     "Tool",

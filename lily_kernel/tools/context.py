@@ -29,11 +29,13 @@ class ActiveSkill:
 
 @dataclass(frozen=True)
 class Question:
-    """A call put to the person: the question they read, and the action it would take
-    (`running scripts/fill.py of skill 'pdf'`), which names the call when it is refused."""
+    """A call put to the person: the question they read, the action it would take
+    (`running scripts/fill.py of skill 'pdf'`), which names the call when it is refused,
+    and what exactly was shown (`subject`: e.g. the script's plan), for the handler."""
 
     text: str
     action: str
+    subject: object = None
 
 
 class Ask(Protocol):
@@ -51,8 +53,8 @@ class SkillSelector(Protocol):
 
 
 async def _no_one_to_ask(question: Question) -> bool:
-    raise ToolRefusedError(f"{question.action} needs the person's approval, and no one can "
-                      "answer here")
+    """The `ask` of a context outside a session: there is no one at all."""
+    raise ToolRefusedError(f"no one can approve {question.action} here")
 
 
 def _nowhere(event: EventData) -> None:
@@ -67,7 +69,8 @@ class ToolContext:
     write; `skill`: the active skill (None outside a skill); `ask`: a yes/no question to
     the person; `emit`: an event for the session log; `scripts`: how skill scripts run
     here (None: they cannot); `skills`: the request's skill selection (None: no
-    selection is open, e.g. a command's tool call)."""
+    selection is open, e.g. a command's tool call); `approved`: the question the person
+    said yes to for this call, where the policy asked."""
 
     workspace: Path
     protected: tuple[Path, ...] = ()
@@ -76,3 +79,4 @@ class ToolContext:
     emit: Callable[[EventData], object] = _nowhere
     scripts: ScriptHost | None = None
     skills: SkillSelector | None = None
+    approved: Question | None = None

@@ -13,15 +13,34 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Literal
 
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry
 from lily_kernel.validation import ShapeError
 
-__all__ = ["Caller", "Decision", "ToolPolicy", "check_call"]
+__all__ = ["Caller", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy", "check_call"]
 
 Caller = Literal["model", "owner"]
 Decision = Literal["allow", "ask", "deny"]
+
+
+class Refusal(StrEnum):
+    """Why the gate refuses a call before its tool (prompting/ words it)."""
+
+    UNKNOWN = "unknown"  # no tool of that name
+    DENIED = "denied"  # the policy does not allow it
+    OWNER_ONLY = "owner_only"  # only the person may run it, with a command
+    NEEDS_SKILL = "needs_skill"  # a skill's own tool, and no skill is active
+    NARROWED = "narrowed"  # the active skill's allowed-tools leave it out
+
+
+@dataclass(frozen=True)
+class PolicyRefusal:
+    """A call the gate refuses: the tool's name and why."""
+
+    name: str
+    why: Refusal
 
 
 @dataclass(frozen=True)
@@ -73,22 +92,19 @@ class ToolPolicy:
         ]
         return sorted(offered, key=lambda tool: tool.offered != "while_selecting")
 
-    def refusal(self, tool: Tool | None, name: str, caller: Caller,
-                offered: Iterable[str] | None = None) -> str | None:
-        """Why a call must not run, or None when it may."""
+    def refusal(self, tool: Tool | None, caller: Caller,
+                offered: Iterable[str] | None = None) -> Refusal | None:
+        """Why a call must not run, or None when it may. A tool offered only while the
+        model chooses its skill (`load_skill`) says itself why it is not available."""
         if tool is None:
-            return f"unknown tool '{name}'"
+            return Refusal.UNKNOWN
         if self.decision_for(tool) == "deny":
-            return f"tool '{name}' is not allowed by the tool policy"
+            return Refusal.DENIED
         if caller == "model" and tool.owner_only:
-            return f"tool '{name}' is owner-only: only the person can run it, with a command"
-        if caller == "model" and offered is not None and name not in set(offered):
-            if tool.offered == "with_skill":
-                return (f"tool '{name}' works only while a skill is active (and its "
-                        "allowed-tools permit it)")
-            if tool.offered == "while_selecting":
-                return f"tool '{name}' is not available: the person chose the skill"
-            return f"tool '{name}' is not available while the active skill narrows the tools"
+            return Refusal.OWNER_ONLY
+        if caller == "model" and offered is not None and tool.name not in set(offered) \
+                and tool.offered != "while_selecting":
+            return Refusal.NEEDS_SKILL if tool.offered == "with_skill" else Refusal.NARROWED
         return None
 
 
@@ -113,13 +129,13 @@ def check_call(
     arguments: dict[str, Any],
     caller: Caller,
     offered: Iterable[str] | None = None,
-) -> tuple[Tool, Any] | ToolOutcome:
-    """The gate before any handler: policy, then the arguments. The tool and its
-    validated arguments, or the outcome that ends the call."""
+) -> tuple[Tool, Any] | PolicyRefusal | ToolOutcome:
+    """The checks before any handler: policy, then the arguments. The tool and its
+    validated arguments; or why the call is refused; or the failure that ends it."""
     tool = registry.get(name)
-    refusal = policy.refusal(tool, name, caller, offered)
-    if refusal is not None or tool is None:
-        return ToolOutcome(name, "refused", refusal or "")
+    why = policy.refusal(tool, caller, offered)
+    if why is not None or tool is None:
+        return PolicyRefusal(name, why or Refusal.UNKNOWN)
     try:
         return tool, tool.parse_arguments(arguments)
     except ShapeError as exc:

@@ -51,7 +51,11 @@ def _parameters(args_model: type) -> dict[str, Any]:
     from pydantic import TypeAdapter  # the conversation path only
 
     schema = TypeAdapter(args_model).json_schema()
+    # pydantic's titles repeat each name (`"title": "Path"` for `path`): tokens the model
+    # reads with every request, and nothing it needs.
     schema.pop("title", None)
+    for field in schema.get("properties", {}).values():
+        field.pop("title", None)
     return schema
 
 

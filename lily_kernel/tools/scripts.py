@@ -10,6 +10,7 @@ event.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -27,7 +28,6 @@ from lily_kernel.tools.sandbox import (
     Sandbox,
     ScriptHost,
     ScriptPlan,
-    ScriptResult,
     sandboxed,
     script_environment,
 )
@@ -138,32 +138,26 @@ async def _plan(args: RunSkillScriptArgs, ctx: ToolContext) -> ScriptPlan:
 
 async def _question(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:
     plan = await _plan(args, ctx)
-    return Question(script_question(plan), f"running {plan.script} of skill '{plan.skill}'")
-
-
-def _run_event(plan: ScriptPlan, result: ScriptResult | None) -> SkillScriptRun:
-    """The `skill_script_run` event of a run that ended (None: stopped by the person)."""
-    if result is None:
-        return SkillScriptRun(skill=plan.skill, script=plan.script, sha256=plan.sha256,
-                              arguments=list(plan.arguments), sandboxed=plan.sandboxed,
-                              outcome="interrupted")
-    return SkillScriptRun(skill=plan.skill, script=plan.script, sha256=plan.sha256,
-                          arguments=list(plan.arguments), sandboxed=plan.sandboxed,
-                          outcome="timeout" if result.timed_out else "ran",
-                          exit_code=result.exit_code, duration_ms=result.duration_ms,
-                          output_bytes=result.output_bytes, output=result.output)
+    return Question(script_question(plan), f"running {plan.script} of skill '{plan.skill}'",
+                    subject=plan)
 
 
 async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> str:
     host = _host(ctx)
-    plan = await _plan(args, ctx)
+    # The plan the person approved (its script's sha256 included), when they were asked.
+    approved = ctx.approved.subject if ctx.approved is not None else None
+    plan = approved if isinstance(approved, ScriptPlan) else await _plan(args, ctx)
+    stopped = SkillScriptRun(skill=plan.skill, script=plan.script, sha256=plan.sha256,
+                             arguments=list(plan.arguments), sandboxed=plan.sandboxed,
+                             outcome="interrupted")
     try:
         result = await host.run(plan, host.timeout)
     except asyncio.CancelledError:
-        stopped = _run_event(plan, None)
         ctx.emit(stopped)
         raise
-    ran = _run_event(plan, result)
+    ran = dataclasses.replace(
+        stopped, outcome="timeout" if result.timed_out else "ran", exit_code=result.exit_code,
+        duration_ms=result.duration_ms, output_bytes=result.output_bytes, output=result.output)
     ctx.emit(ran)
     return result.for_model(host.timeout)
 

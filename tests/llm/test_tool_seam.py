@@ -116,10 +116,11 @@ def test_its_question_declined_or_unanswerable_stamps_nothing(
     unattended = workspace / "unattended"
     unattended.mkdir()
     result, events = turn(unattended, environ, Person(None))
-    assert result == ("Refused: stamping 'draft' needs the person's approval (tools.ask in "
-                      "lily.yaml), and no one can answer here: this notebook runs without "
-                      "input requests (nbclient, papermill, `lily run`, or a frontend without "
-                      "stdin). To allow it without asking, name stamp in tools.allow instead.")
+    # The tool asks of its own accord: no setting would spare the question, so the
+    # refusal names none.
+    assert result == ("Refused: stamping 'draft' needs the person's approval, and no one can "
+                      "answer here: this notebook runs without input requests (nbclient, "
+                      "papermill, `lily run`, or a frontend without stdin).")
     assert "stamped" not in kinds(events)
     call = next(e["data"] for e in events if e["event"] == "tool_call")
     assert (call["name"], call["allowed"]) == ("stamp", False)
@@ -131,6 +132,21 @@ def test_the_policy_gates_the_new_tool_like_every_other(
     result, events = turn(workspace, {**environ, "LILY_TOOLS_DENY": "stamp"}, person)
     assert result == "Refused: tool 'stamp' is not allowed by the tool policy."
     assert person.asked == [] and "stamped" not in kinds(events)
+
+
+def test_under_tools_ask_the_policy_asks_first_and_says_how_to_allow_it(
+        workspace: Path, environ: dict[str, str]) -> None:
+    person = Person("y", "y")
+    result, _ = turn(workspace, {**environ, "LILY_TOOLS_ASK": "stamp"}, person)
+    assert result == "stamped draft"
+    assert person.asked == ['Let the model run the tool \'stamp\' with {"label": "draft"}? '
+                            "[y/N] ", "Stamp 'draft'? [y/N] "]
+    unattended = workspace / "unattended"
+    unattended.mkdir()
+    result, _ = turn(unattended, {**environ, "LILY_TOOLS_ASK": "stamp"}, Person(None))
+    assert result.startswith("Refused: the call of 'stamp' needs the person's approval "
+                             "(tools.ask in lily.yaml), and no one can answer here")
+    assert result.endswith("To allow it without asking, name stamp in tools.allow instead.")
 
 
 def test_a_tool_with_a_blocking_handler_is_refused_at_registration() -> None:
