@@ -142,6 +142,19 @@ def test_tool_dispatch_runs_the_tool_without_a_model(runtime: LilyRuntime) -> No
     assert render_plain(same).endswith("data.txt  (5 bytes)")
 
 
+def test_the_persons_own_tool_dispatch_is_not_asked_about(workspace: Path,
+                                                         environ: dict[str, str]) -> None:
+    """tools.ask is for the model's calls: /ls is the person's own yes (the Recorder
+    fails the test if anything is asked)."""
+    write_skill(workspace / "skills", "lister", "---\nsummary: Lists files\n"
+                "invocation_mode: tool_dispatch\ncommand: ls\ncommand_tool: list\n---\n")
+    (workspace / "data.txt").write_text("12345")
+    asking = LilyRuntime.start(workspace, {**environ, "LILY_TOOLS_ASK": "list"})
+    assert render_plain(run(asking, "/ls").shown[0]).endswith("data.txt  (5 bytes)")
+    denying = LilyRuntime.start(workspace, {**environ, "LILY_TOOLS_DENY": "list"})
+    assert "lister" not in [s.name for s in denying.session.skill_snapshot.skills]
+
+
 def test_prompt_rewrite_returns_an_intent_then_needs_a_model(runtime: LilyRuntime) -> None:
     """The command says what to do (skill and request); the runtime builds the request."""
     outcome = runtime.run_command(parse_command("/a summarise this"))  # type: ignore[arg-type]

@@ -63,3 +63,18 @@ def test_bad_arguments_are_one_line_and_exit_2_before_any_cell_runs(tmp_path: Pa
         assert done.stderr.startswith(said) and done.stderr.count("\n") == 1, done.stderr
         assert "Traceback" not in done.stderr
     assert not (workspace / ".lily").exists(), "a kernel started: a cell could have run"
+
+
+def test_a_failing_cell_is_reported_whole_however_many_lines(tmp_path: Path) -> None:
+    """A Lily error of several lines (no model configured) is said whole, not its last line."""
+    from lily_kernel.runtime.runtime import NO_MODEL_MESSAGE
+
+    path = tmp_path / "chat.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("hello")]), path)
+    hidden = str(REPO / "tests" / "support" / "hide_local_model")
+    done = subprocess.run([*LILY, str(path)], env=kernel_env(tmp_path / "home",
+                                                              PYTHONPATH=hidden),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert done.stderr.endswith(f"stopped at a failing cell: Error: {NO_MODEL_MESSAGE}\n")
+    assert NO_MODEL_MESSAGE.count("\n") >= 3
