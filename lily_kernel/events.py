@@ -138,13 +138,18 @@ class SkillLoaded(EventData):
 
 @dataclass(frozen=True, kw_only=True)
 class SkillSelection(EventData):
-    """A model without tools declaring its skill."""
+    """The skill of a request to a model without tools: the shortlist (name and score
+    of its best matches), who decided (the ranker, or the model among near-equal
+    matches) and why, and what came of it."""
 
     event: ClassVar[str] = "skill_selection"
     outcome: str  # selected, none, unknown, malformed, too_long
     name: str | None = None
     detail: str | None = None
-    reply: str = ""
+    reply: str = ""  # the model's declaration, when it was asked
+    shortlist: list[dict[str, Any]] | None = None
+    decided_by: str | None = None  # ranker, or model
+    reason: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "BODY_SHARE",
     "CHARS_PER_TOKEN",
     "FittedMessages",
     "answer_reserve",
     "catalog_budget",
     "estimate_tokens",
     "fit_messages",
+    "skill_body_budget",
 ]
 
 CHARS_PER_TOKEN = 3  # English runs ~4 characters a token; 3 leaves room for code and JSON
@@ -31,6 +33,9 @@ SYSTEM_SHARE = 0.5
 ANSWER_SHARE = 0.25
 ANSWER_RESERVE_MAX = 2048
 MESSAGE_OVERHEAD = 8  # role markers and separators a chat template adds per message
+# A declared skill's SKILL.md may take this share of the window (512 of the embedded
+# model's 8,192 tokens): read at ~300 tokens/s on 2 cores, its answer starts within ~2 s.
+BODY_SHARE = 1 / 16
 
 
 def estimate_tokens(messages: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> int:
@@ -48,6 +53,11 @@ def answer_reserve(window: int, max_tokens: int | None) -> int:
     if max_tokens is not None:
         return min(max_tokens, window // 2)
     return min(ANSWER_RESERVE_MAX, int(window * ANSWER_SHARE))
+
+
+def skill_body_budget(window: int | None) -> int | None:
+    """Characters a declared skill's SKILL.md may take (None: no bound, window unknown)."""
+    return None if window is None else int(window * BODY_SHARE) * CHARS_PER_TOKEN
 
 
 def catalog_budget(window: int | None, configured: int, system_without_catalog: str) -> int:

@@ -39,16 +39,18 @@ def build_model_request(
     catalog_max_chars: int,
     forced_skill: Skill | None = None,
     tool_calls: bool = True,
+    keep: frozenset[str] = frozenset(),
 ) -> ModelRequest:
     """A conversational turn (the catalog and the selection rules) or a forced-skill
     turn (its body in the system context).
 
-    `tool_calls` False: a model that cannot call tools gets the rules of a structured
-    declaration instead of `load_skill`."""
+    `tool_calls` False: a model that cannot call tools gets no catalog and the rules of
+    a structured declaration instead of `load_skill`. `keep`: skills the catalog lists
+    whatever its budget (the request's shortlist)."""
     text = user_text.strip() or (EMPTY_REQUEST_TEXT if forced_skill else "")
     user_message = {"role": "user", "content": text}
-    catalog = None if forced_skill is not None else build_catalog(snapshot.skills,
-                                                                  catalog_max_chars)
+    catalog = (build_catalog(snapshot.skills, catalog_max_chars, keep)
+               if forced_skill is None and tool_calls else None)
     system = {"role": "system",
               "content": build_system_prompt(persona, catalog, forced_skill, tool_calls)}
     return ModelRequest(

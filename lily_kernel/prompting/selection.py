@@ -1,11 +1,15 @@
-"""Skill selection by structured declaration, for models that cannot call tools.
+"""Skill selection for models that cannot call tools: the request's shortlist, and the
+declaration among its near-equal best matches.
 
-One constrained step after the person's message: the model answers a JSON object that
-names one skill of the catalog or none. The step is the answer's own request (system
-context, history, the person's message) with a JSON schema, and no question of its own:
-the system rules say what the step is for and the schema says the rest. So the answer
-that follows reuses everything the model read for it, and each turn reads the person's
-message once. Pure: the catalog in, a schema out; the reply in, a `Selection` out.
+The ranker (skills/ranker.py) gives each request its shortlist. Its best match decides
+when it is clear: none scoring RELEVANT_SCORE or more means no skill, and one match
+ahead of the others by more than MARGIN is that skill, with no model step. Only where
+several matches are within MARGIN of the best does the model declare, in one constrained
+step after the person's message: a JSON object naming one of those candidates, listed
+in a message of their own, or none. (Measured on the eval set's tuning part: the
+embedded model choosing among the first three was right for 39 of 85 requests, the
+ranker's best for 60; asking it only on near-ties kept 60. docs/skills.md.) Pure:
+rankings in, a `Shortlist` out; the reply in, a `Selection` out.
 """
 
 from __future__ import annotations
@@ -14,9 +18,70 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["SELECTION_MAX_TOKENS", "Selection", "parse_selection", "selection_schema"]
+from lily_kernel.skills import RELEVANT_SCORE, Ranked, Skill
+
+__all__ = [
+    "MARGIN",
+    "SELECTION_MAX_TOKENS",
+    "SHORTLIST",
+    "Selection",
+    "Shortlist",
+    "candidates_message",
+    "parse_selection",
+    "selection_schema",
+    "shortlist",
+]
 
 SELECTION_MAX_TOKENS = 64
+SHORTLIST = 5  # the request's best matches, as the event records them
+MARGIN = 0.1  # matches within 10% of the best one's score are near-equal: the model picks
+
+
+@dataclass(frozen=True)
+class Shortlist:
+    """A request's best matches (at most SHORTLIST, model-visible skills only), and the
+    candidates among them: those scoring RELEVANT_SCORE or more, within MARGIN of the
+    best. No candidate: no skill; one: that skill; several: the model declares."""
+
+    ranked: tuple[Ranked, ...]
+    candidates: tuple[str, ...]
+
+    def record(self) -> list[dict[str, Any]]:
+        """The shortlist as the `skill_selection` event keeps it."""
+        return [{"name": r.name, "score": r.score} for r in self.ranked]
+
+    def reason(self) -> str:
+        """Why the ranker's decision is what it is, for the event and the person."""
+        if not self.ranked:
+            return "no skill matches the request's words"
+        best = self.ranked[0]
+        if not self.candidates:
+            return (f"the best match, {best.name}, scores {best.score:.2f}, under "
+                    f"{RELEVANT_SCORE:.2f}: no skill fits")
+        if len(self.candidates) == 1:
+            second = (f"; the next, {self.ranked[1].name}, {self.ranked[1].score:.2f}"
+                      if len(self.ranked) > 1 else "")
+            return f"{best.name} scores {best.score:.2f}{second}"
+        return (f"{len(self.candidates)} matches within {MARGIN:.0%} of the best "
+                f"({best.score:.2f}): the model chose")
+
+
+def shortlist(ranked: list[Ranked], visible: set[str]) -> Shortlist:
+    """The shortlist of a request's ranking (best first), among the `visible` skills."""
+    best = tuple(r for r in ranked if r.name in visible)[:SHORTLIST]
+    top = best[0].score if best else 0.0
+    candidates = tuple(r.name for r in best
+                       if r.score >= RELEVANT_SCORE and r.score >= top * (1 - MARGIN))
+    return Shortlist(best, candidates)
+
+
+def candidates_message(skills: list[Skill]) -> dict[str, Any]:
+    """What the model reads before declaring: the near-equal candidates, one line each."""
+    lines = "\n".join(f"- {s.name}: {' '.join(s.summary.split())}" for s in skills)
+    return {"role": "user",
+            "content": f"Skills that may fit my message:\n{lines}\nName the one that fits, "
+                       "or null."}
+
 
 def selection_schema(names: tuple[str, ...]) -> dict[str, Any]:
     """A JSON object with one key, `skill`: a listed name or null."""

@@ -13,6 +13,7 @@ from typing import Any, Literal
 __all__ = [
     "SKILL_FILES_NOTE",
     "SelectionRefusal",
+    "bounded_body",
     "declared_skill_message",
     "forced_skill_section",
     "loaded_skill_text",
@@ -41,18 +42,34 @@ def forced_skill_section(name: str, body: str) -> str:
     return f"# Skill: {name}\n\n{body.strip()}"
 
 
+def bounded_body(body: str, max_chars: int | None) -> tuple[str, int]:
+    """The SKILL.md body as a model with a small window reads it: its opening, cut at a
+    line end, with a line saying how much was left out (never silently); and how many
+    characters were left out (0: it is whole)."""
+    body = body.strip()
+    if max_chars is None or len(body) <= max_chars:
+        return body, 0
+    opening = body[:max_chars]
+    if "\n" in opening:
+        opening = opening[: opening.rindex("\n")]
+    left = len(body) - len(opening)
+    return (f"{opening.rstrip()}\n\n[The rest of this SKILL.md, {left:,} characters, is "
+            "left out to fit the model's context window.]"), left
+
+
 def _body_message(name: str, body: str) -> dict[str, Any]:
     return {"role": "user",
             "content": f"{_framed(name, body)}\n\nFollow this skill to answer my message above."}
 
 
-def declared_skill_message(name: str, body: str,
-                           history: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """What a model that declared its skill reads before answering: the SKILL.md, or,
-    when that same SKILL.md is already in the conversation (selected in an earlier turn,
-    and unchanged), a line pointing back to it. The conversation then carries each body
-    once: a follow-up with the same skill reads a dozen tokens, not the whole file again."""
-    message = _body_message(name, body)
+def declared_skill_message(name: str, body: str, history: Sequence[dict[str, Any]],
+                           max_chars: int | None = None) -> dict[str, Any]:
+    """What a model without tools reads before answering with a selected skill: the
+    SKILL.md (its opening, past `max_chars`), or, when that same SKILL.md is already in
+    the conversation (selected in an earlier turn, and unchanged), a line pointing back
+    to it. The conversation then carries each body once: a follow-up with the same skill
+    reads a dozen tokens, not the whole file again."""
+    message = _body_message(name, bounded_body(body, max_chars)[0])
     if message in history:
         return {"role": "user", "content": f"Follow the SKILL.md of '{name}' above."}
     return message

@@ -20,9 +20,10 @@ name; its SKILL.md is returned to you. Never follow a skill you have not loaded.
 
 # For a model that cannot call tools; short, as such models are small and local.
 DECLARATION_RULES = """\
-- First name the one listed skill that fits the message, as JSON: {"skill": "<name>"}, \
-or {"skill": null}. Its SKILL.md is then given to you. Follow no skill you were not given.
-- When no skill clearly applies, answer directly."""
+- When skills are listed after a message, first name the one that fits, as JSON: \
+{"skill": "<name>"}, or {"skill": null}. Its SKILL.md is then given to you.
+- When a skill's SKILL.md follows a message, follow it to answer. Follow no skill you \
+were not given; without one, answer directly."""
 
 FORCED_RULES = """\
 - The person invoked the skill `{name}` explicitly for this request. Follow its \
@@ -44,22 +45,26 @@ def _catalog_entry(skill: Skill) -> str:
     return f"- {escape(skill.name, quote=False)}: {escape(summary, quote=False)}"
 
 
-def build_catalog(skills: tuple[Skill, ...], max_chars: int) -> Catalog:
-    """Model-visible skills in snapshot order, until `max_chars` is reached."""
+def build_catalog(skills: tuple[Skill, ...], max_chars: int,
+                  keep: frozenset[str] = frozenset()) -> Catalog:
+    """Model-visible skills in snapshot order, until `max_chars` is reached; the skills
+    in `keep` (the request's shortlist) are listed whatever the budget, first counted."""
+    visible = [s for s in skills if s.model_visible]
+    used = sum(len(_catalog_entry(s)) + 1 for s in visible if s.name in keep)
     entries: list[str] = []
     listed: list[str] = []
     omitted: list[str] = []
-    used = 0
-    for skill in skills:
-        if not skill.model_visible:
-            continue
+    full = False
+    for skill in visible:
         entry = _catalog_entry(skill)
-        if omitted or used + len(entry) + 1 > max_chars:
-            omitted.append(skill.name)  # once over budget, everything after is left out
-            continue
+        if skill.name not in keep:
+            if full or used + len(entry) + 1 > max_chars:
+                full = True  # once over budget, everything after is left out
+                omitted.append(skill.name)
+                continue
+            used += len(entry) + 1
         entries.append(entry)
         listed.append(skill.name)
-        used += len(entry) + 1
     text = "<available_skills>\n" + "".join(e + "\n" for e in entries) + "</available_skills>"
     return Catalog(text=text, listed=tuple(listed), omitted=tuple(omitted))
 
@@ -80,8 +85,9 @@ def build_system_prompt(
 ) -> str:
     """Persona sections, then either the catalog and selection rules or a forced skill.
 
-    `tool_calls`: the model declares its skill with `load_skill`; otherwise it is asked
-    for a structured declaration (prompting/selection.py)."""
+    `tool_calls`: the model declares its skill with `load_skill`; otherwise there is no
+    catalog: the request's shortlist selects, and the model declares only among
+    near-equal matches (prompting/selection.py)."""
     parts = []
     sections = _persona_sections(persona)
     if sections:
@@ -91,7 +97,10 @@ def build_system_prompt(
         note = "\n- " + SKILL_FILES_NOTE if tool_calls else ""
         parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name) + note)
         parts.append(forced_skill_section(forced_skill.name, forced_skill.body))
+    elif not tool_calls:
+        # No catalog: the request's shortlist chooses (prompting/selection.py).
+        parts.append("# Rules\n\n" + DECLARATION_RULES)
     elif catalog is not None:
         parts.append("# Skills\n\n" + catalog.text)
-        parts.append("# Rules\n\n" + (SELECTION_RULES if tool_calls else DECLARATION_RULES))
+        parts.append("# Rules\n\n" + SELECTION_RULES)
     return "\n\n".join(parts) + "\n"

@@ -60,9 +60,10 @@ class SkillChoice:
         self.activate(skill)
         return loaded_skill_text(skill.name, skill.body)
 
-    def activate(self, skill: Skill) -> None:
-        """The model selected `skill`: it is the request's one skill from now on."""
+    def activate(self, skill: Skill, how: str = "selected by the model") -> None:
+        """`skill` is the request's one skill from now on (selected by the model, or the
+        request's clear best match: `how` says which, for the person)."""
         self.loaded = skill
         self.log.emit(SkillInvoked(name=skill.name, mode="auto"))
         self.log.emit(SkillLoaded(name=skill.name, path=skill.path, digest=skill.digest))
-        self.sink.notice(f"Skill: {skill.name} (selected by the model)")
+        self.sink.notice(f"Skill: {skill.name} ({how})")

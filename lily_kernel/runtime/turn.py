@@ -22,12 +22,17 @@ from lily_kernel.errors import ModelError, StepLimitError
 from lily_kernel.events import EventLog, ModelCall, SkillSelection
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
 from lily_kernel.prompting import ModelRequest, declared_skill_message
-from lily_kernel.prompting.budget import answer_reserve, estimate_tokens
+from lily_kernel.prompting.budget import answer_reserve, estimate_tokens, skill_body_budget
 from lily_kernel.prompting.selection import (
     SELECTION_MAX_TOKENS,
+    Selection,
+    Shortlist,
+    candidates_message,
     parse_selection,
     selection_schema,
+    shortlist,
 )
+from lily_kernel.prompting.skill_text import bounded_body
 from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
@@ -151,19 +156,20 @@ class Turn:
         return response
 
     async def _declare(self) -> None:
-        """For a model that cannot call tools: one constrained step that names a skill
-        of the catalog or none (prompting/selection.py); a named skill's body follows."""
-        catalog = self.request.catalog
-        if self.model.supports_tools or not self.choice.selecting or catalog is None \
-                or not catalog.listed:
+        """For a model that cannot call tools: the request's shortlist decides, or the
+        model declares among its near-equal best matches (prompting/selection.py); a
+        selected skill's SKILL.md (its opening, for a small window) follows."""
+        if self.model.supports_tools or not self.choice.selecting:
             return
+        snapshot = self.choice.snapshot
         messages = self.request.messages
-        request = ChatRequest(list(messages), json_schema=selection_schema(catalog.listed),
-                              max_tokens=SELECTION_MAX_TOKENS)
-        response = await self._call(request, lambda _text: None, "select")
-        selection = parse_selection(response.text, catalog.listed)
-        skill = self.choice.snapshot.get(selection.name or "")
-        body = declared_skill_message(skill.name, skill.body, messages) \
+        visible = {s.name for s in snapshot.skills if s.model_visible}
+        short = shortlist(snapshot.ranker.rank(str(self.request.user_message["content"])),
+                          visible)
+        selection, reply = await self._decide(short)
+        skill = snapshot.get(selection.name or "")
+        bound = skill_body_budget(self.model.context_window)
+        body = declared_skill_message(skill.name, skill.body, messages, bound) \
             if skill is not None else None
         if selection.outcome == "selected" and body is not None and \
                 not self._fits([*messages, body]):
@@ -171,17 +177,38 @@ class Turn:
                 selection, outcome="too_long",
                 detail=f"the SKILL.md of '{selection.name}' does not fit the model's "
                        f"{self.model.context_window:,}-token context window")
+        decided_by = "model" if len(short.candidates) > 1 else "ranker"
         self.log.emit(SkillSelection(outcome=selection.outcome, name=selection.name,
-                                     detail=selection.detail or None,
-                                     reply=response.text[:200]))
+                                     detail=selection.detail or None, reply=reply[:200],
+                                     shortlist=short.record(), decided_by=decided_by,
+                                     reason=short.reason()))
         if selection.outcome == "selected" and skill is not None and body is not None:
-            self.choice.activate(skill)
+            left = bounded_body(skill.body, bound)[1]
+            how = ("chosen by the model among near-equal matches" if decided_by == "model"
+                   else f"best match for this request, score {short.ranked[0].score:.2f}")
+            if left:
+                how += f"; its SKILL.md less its last {left:,} characters, to fit"
+            self.choice.activate(skill, how)
             # Only the body (or the line pointing back to it) follows the shared prefix:
-            # the declaration's JSON is not kept (a small model would otherwise echo it).
+            # a declaration's JSON is not kept (a small model would otherwise echo it).
             self.messages.append(body)
         elif selection.outcome != "none":
             self.sink.notice(f"Skill selection refused: {selection.detail}; answering "
                              "without a skill.")
+
+    async def _decide(self, short: Shortlist) -> tuple[Selection, str]:
+        """The shortlist's decision (no candidate: none; one: that skill), or the model's
+        declaration among several near-equal candidates; and the model's reply."""
+        if not short.candidates:
+            return Selection("none"), ""
+        if len(short.candidates) == 1:
+            return Selection("selected", name=short.candidates[0]), ""
+        skills = [s for s in map(self.choice.snapshot.get, short.candidates) if s is not None]
+        request = ChatRequest([*self.request.messages, candidates_message(skills)],
+                              json_schema=selection_schema(short.candidates),
+                              max_tokens=SELECTION_MAX_TOKENS)
+        response = await self._call(request, lambda _text: None, "select")
+        return parse_selection(response.text, short.candidates), response.text
 
     def _fits(self, messages: list[dict[str, Any]]) -> bool:
         window = self.model.context_window

@@ -14,21 +14,23 @@ from lily_kernel.prompting import (
     build_system_prompt,
 )
 from lily_kernel.prompting.budget import answer_reserve, catalog_budget, fit_messages
+from lily_kernel.prompting.selection import shortlist
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill
 
 __all__ = ["build_turn_request", "fit_request"]
 
 
-def _catalog_notice(omitted: tuple[str, ...], budget: int, configured: int,
-                    window: int | None) -> str:
+def _catalog_notice(omitted: tuple[str, ...], kept: tuple[str, ...], budget: int,
+                    configured: int, window: int | None) -> str:
     shown = ", ".join(omitted[:10]) + (f" and {len(omitted) - 10} more"
                                        if len(omitted) > 10 else "")
     limit = (f"catalog_max_chars = {configured:,}" if budget == configured else
              f"{budget:,} characters, what the model's {window:,}-token "
              "context window leaves for it")
+    best = (f" The request's best matches are listed: {', '.join(kept)}." if kept else "")
     return (f"{len(omitted)} skill(s) left out of the model's catalog (over {limit}): "
-            f"{shown}. They still work with /skill.")
+            f"{shown}. They still work with /skill.{best}")
 
 
 def fit_request(session: Session, model: ChatModel, request: ModelRequest
@@ -59,16 +61,22 @@ def build_turn_request(session: Session, catalog_max_chars: int, model: ChatMode
     without_catalog = build_system_prompt(session.persona, empty,
                                           tool_calls=model.supports_tools)
     budget = catalog_budget(model.context_window, catalog_max_chars, without_catalog)
-    request = build_model_request(
-        persona=session.persona,
-        snapshot=session.skill_snapshot,
-        history=session.conversation_state.messages,
-        user_text=text,
-        catalog_max_chars=budget,
-        forced_skill=forced,
-        tool_calls=model.supports_tools,
-    )
-    omitted = request.catalog.omitted if request.catalog else ()
-    catalog_notice = (_catalog_notice(omitted, budget, catalog_max_chars,
-                                      model.context_window) if omitted else None)
-    return request, catalog_notice
+    snapshot = session.skill_snapshot
+
+    def build(keep: frozenset[str]) -> ModelRequest:
+        return build_model_request(
+            persona=session.persona, snapshot=snapshot,
+            history=session.conversation_state.messages, user_text=text,
+            catalog_max_chars=budget, forced_skill=forced, tool_calls=model.supports_tools,
+            keep=keep)
+
+    request = build(frozenset())
+    if request.catalog is None or not request.catalog.omitted:
+        return request, None
+    # Over budget: the request's shortlist is listed whatever it costs.
+    visible = {s.name for s in snapshot.skills if s.model_visible}
+    kept = tuple(r.name for r in shortlist(snapshot.ranker.rank(text), visible).ranked)
+    request = build(frozenset(kept))
+    assert request.catalog is not None
+    return request, _catalog_notice(request.catalog.omitted, kept, budget,
+                                    catalog_max_chars, model.context_window)

@@ -19,11 +19,12 @@ from lily_kernel.skills.models import (
     SnapshotDiff,
     diff_snapshots,
 )
-from lily_kernel.skills.ranker import Ranked, SkillRanker, query_words
+from lily_kernel.skills.ranker import RELEVANT_SCORE, Ranked, SkillRanker, query_words
 from lily_kernel.skills.roots import bundled_dir, lily_home, resolve_skill_roots
 
 __all__ = [
     "MAX_SKILL_BYTES",
+    "RELEVANT_SCORE",
     "Diagnostic",
     "DiagnosticKind",
     "Eligibility",

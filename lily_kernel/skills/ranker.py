@@ -14,6 +14,7 @@ broken by name: the same snapshot and request always give the same ranking.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Sequence
@@ -25,9 +26,17 @@ __all__ = ["RELEVANT_SCORE", "STOP_WORDS", "Rankable", "Ranked", "SkillRanker", 
 # Column weights of bm25(): the name counts most, then the summary and when_to_use, the
 # body least (chosen on the eval set's tuning part, docs/skills.md).
 NAME_WEIGHT, SUMMARY_WEIGHT, WHEN_WEIGHT, BODY_WEIGHT = 3.0, 1.0, 1.0, 0.1
+# BM25 weighs a word by its rarity among the skills (its IDF); among two or three skills
+# no word is rare and every score is near 0. A small snapshot is indexed with blank
+# skills up to this many (each column as long as the real ones on average, of a word no
+# request looks up), so a word of one skill in five weighs as it would in a workspace.
+MIN_POPULATION = 50
+_FILLER = "lilyfillerword"
 # A best match scoring below this is no match: the request needs no skill (measured on
-# the eval set's tuning part, docs/skills.md).
-RELEVANT_SCORE = 4.0
+# the eval set's tuning part, docs/skills.md). Scores are BM25's divided by ln(1 + the
+# number of skills), the most a word's rarity (its IDF) can weigh: raw BM25 grows with
+# the number of skills, and one threshold must serve 5 skills and 1,000.
+RELEVANT_SCORE = 1.0
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Words that say nothing about which skill a request needs (English function words and
 # the politeness of requests). Measured on the eval set's tuning part (docs/skills.md).
@@ -103,16 +112,21 @@ class SkillRanker:
         db = sqlite3.connect(":memory:", check_same_thread=False)
         db.execute("CREATE VIRTUAL TABLE skills USING fts5("
                    "name, summary, when_to_use, body, tokenize='porter unicode61')")
+        rows = [(_name_text(s.name), s.summary, s.when_to_use, s.body) for s in self._skills]
+        if 0 < len(rows) < MIN_POPULATION:
+            lengths = [sum(len(_WORD.findall(row[c])) for row in rows) // len(rows)
+                       for c in range(4)]
+            blank = tuple(" ".join([_FILLER] * n) for n in lengths)
+            rows += [blank] * (MIN_POPULATION - len(rows))  # type: ignore[list-item]
         db.executemany(
             "INSERT INTO skills(rowid, name, summary, when_to_use, body) VALUES (?, ?, ?, ?, ?)",
-            [(row, _name_text(s.name), s.summary, s.when_to_use, s.body)
-             for row, s in enumerate(self._skills, 1)])
+            [(row, *columns) for row, columns in enumerate(rows, 1)])
         return db
 
     def rank(self, text: str, limit: int | None = None) -> list[Ranked]:
         """The skills that match any of the request's words, most relevant first (ties by
         name); at most `limit` of them."""
-        words = query_words(text)
+        words = [w for w in query_words(text) if w != _FILLER]
         if not words:
             return []
         query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
@@ -122,8 +136,9 @@ class SkillRanker:
             found = self._db.execute(
                 "SELECT rowid, bm25(skills, ?, ?, ?, ?) FROM skills WHERE skills MATCH ?",
                 (NAME_WEIGHT, SUMMARY_WEIGHT, WHEN_WEIGHT, BODY_WEIGHT, query)).fetchall()
-        ranked = sorted((Ranked(self._skills[row - 1].name, round(-score, 6))
-                         for row, score in found),
+        scale = math.log(1 + max(len(self._skills), MIN_POPULATION))
+        ranked = sorted((Ranked(self._skills[row - 1].name, round(-score / scale, 6))
+                         for row, score in found if row <= len(self._skills)),
                         key=lambda r: (-r.score, r.name))
         return ranked[:limit] if limit is not None else ranked
 

@@ -121,3 +121,15 @@ def test_the_ranker_benchmark_prints_both_parts_beside_its_baseline() -> None:
     for line in ("tune: 85 requests", "heldout: 84 requests", "Lily ranker", "plain BM25",
                  "per request: median"):
         assert line in done.stdout, done.stdout
+
+
+def test_a_small_snapshot_weighs_words_as_a_workspace_would() -> None:
+    """Among two skills plain BM25 gives every word ~0 weight (no word is rare); blank
+    skills pad the index, so the one skill about walruses clearly matches."""
+    from lily_kernel.skills import RELEVANT_SCORE
+
+    ranker = SkillRanker([Doc("walruses", "Huge manual of walruses", body="All about them."),
+                          Doc("other", "Other", body="Something else entirely.")])
+    (best,) = ranker.rank("tell me about walruses")
+    assert best.name == "walruses" and best.score >= RELEVANT_SCORE
+    assert ranker.rank("lilyfillerword") == []  # the padding never matches

@@ -1,5 +1,6 @@
-"""Models that cannot call tools: skill selection by declaration, the context budget,
-history trimming and the footer, with a scripted model (no llama.cpp needed)."""
+"""Models that cannot call tools: the request's shortlist, the declaration among
+near-equal matches, the context budget, history trimming and the footer, with a scripted
+model (no llama.cpp needed)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
     write_skill(skills, "echo", skill_text("Echo in uppercase", command="shout"))
     write_skill(skills, "haiku", skill_text("Write a haiku"))
     write_skill(skills, "private", "---\nsummary: p\ndisable-model-invocation: true\n---\nP.\n")
+    write_skill(skills, "tables-clean", skill_text("Clean messy CSV tables"))
+    write_skill(skills, "tables-tidy", skill_text("Tidy messy CSV tables"))
     env = {**environ, "LILY_MODEL": "scripted/no-tools", "LILY_EVENT_LOG": "1"}
     return LilyRuntime.start(workspace, env, session_id="s1")
 
@@ -52,36 +55,75 @@ def events(workspace: Path, kind: str) -> list[dict[str, object]]:
     return [e["data"] for e in map(json.loads, lines) if e["event"] == kind]
 
 
-def test_a_declared_skill_is_loaded_and_shares_the_prefix(runtime: LilyRuntime,
+NEAR_TIE = "clean and tidy messy csv tables"  # both tables skills score the same
+
+
+def test_a_clear_best_match_is_selected_without_a_model_step(runtime: LilyRuntime,
+                                                             workspace: Path) -> None:
+    sink, model = run(runtime, "echo this in uppercase", reply("ECHO THIS"))
+    (answer,) = model.requests  # no declaration step: the ranker's best match is clear
+    assert answer.tools == [] and answer.json_schema is None
+    system = answer.messages[0]["content"]
+    # No catalog for such a model, and no word of load_skill.
+    assert "load_skill" not in system and "- haiku: " not in system
+    assert answer.messages[1] == {"role": "user", "content": "echo this in uppercase"}
+    assert len(answer.messages) == 3 and "Body of Echo in uppercase" in answer.messages[2][
+        "content"]
+    (notice,) = sink.notices
+    assert notice.startswith("Skill: echo (best match for this request, score ")
+    assert sink.replies == ["ECHO THIS"]
+    assert events(workspace, "skill_invoked") == [{"name": "echo", "mode": "auto",
+                                                   "command": None}]
+    (selection,) = events(workspace, "skill_selection")
+    assert (selection["outcome"], selection["name"], selection["decided_by"]) == (
+        "selected", "echo", "ranker")
+    assert [entry["name"] for entry in selection["shortlist"]] == ["echo"]  # type: ignore[union-attr]
+    assert str(selection["reason"]).startswith("echo scores ")
+    assert [e["step"] for e in events(workspace, "model_call")] == [1]
+
+
+def test_no_match_answers_without_a_skill_or_a_model_step(runtime: LilyRuntime,
                                                           workspace: Path) -> None:
-    sink, model = run(runtime, "make it loud", reply('{"skill": "echo"}'), reply("LOUD"))
+    sink, model = run(runtime, "hello, how are you?", reply("Hi"))
+    (answer,) = model.requests
+    assert len(answer.messages) == 2  # system + the message, nothing injected
+    assert sink.notices == [] and sink.replies == ["Hi"]
+    assert events(workspace, "skill_invoked") == []
+    (selection,) = events(workspace, "skill_selection")
+    assert (selection["outcome"], selection["decided_by"], selection["shortlist"]) == (
+        "none", "ranker", [])
+    assert selection["reason"] == "no skill matches the request's words"
+
+
+def test_near_equal_matches_are_declared_by_the_model(runtime: LilyRuntime,
+                                                      workspace: Path) -> None:
+    sink, model = run(runtime, NEAR_TIE, reply('{"skill": "tables-tidy"}'), reply("Tidied"))
     select, answer = model.requests
-    assert select.tools == [] and answer.tools == []  # no tools for such a model
     assert select.json_schema == {
-        "type": "object", "properties": {"skill": {"enum": ["echo", "haiku", None]}},
+        "type": "object", "properties": {"skill": {"enum": ["tables-clean", "tables-tidy",
+                                                            None]}},
         "required": ["skill"], "additionalProperties": False}
-    assert select.max_tokens is not None
-    system = select.messages[0]["content"]
-    assert "load_skill" not in system and "\n- haiku: " in system
-    # The declaration is the answer's own request with a schema and no question of its
-    # own: the answer reads the same system context, history and message, then the body.
-    prefix = select.messages
-    assert answer.messages[: len(prefix)] == prefix
-    assert prefix[-1] == {"role": "user", "content": "make it loud"}
-    assert len(answer.messages) == len(prefix) + 1  # the skill's body, nothing else
-    assert "Body of Echo in uppercase" in answer.messages[-1]["content"]
-    assert sink.notices == ["Skill: echo (selected by the model)"]
-    assert sink.replies == ["LOUD"]
-    assert events(workspace, "skill_invoked") == [{"name": "echo", "mode": "auto", "command": None}]
-    assert [e["outcome"] for e in events(workspace, "skill_selection")] == ["selected"]
+    assert select.max_tokens is not None and select.tools == []
+    listing = select.messages[-1]["content"]
+    assert "- tables-clean: Clean messy CSV tables" in listing
+    assert "- tables-tidy: Tidy messy CSV tables" in listing and "echo" not in listing
+    # The answer reads what the declaration read, less the listing, then the body.
+    assert answer.messages[: len(select.messages) - 1] == select.messages[:-1]
+    assert len(answer.messages) == len(select.messages)
+    assert "Body of Tidy messy CSV tables" in answer.messages[-1]["content"]
+    assert sink.notices == ["Skill: tables-tidy (chosen by the model among near-equal "
+                            "matches)"]
+    (selection,) = events(workspace, "skill_selection")
+    assert (selection["outcome"], selection["decided_by"]) == ("selected", "model")
+    assert selection["reply"] == '{"skill": "tables-tidy"}'
     assert [e["step"] for e in events(workspace, "model_call")] == ["select", 1]
 
 
-def test_declaring_none_answers_without_a_skill(runtime: LilyRuntime, workspace: Path) -> None:
-    sink, model = run(runtime, "hello", reply('{"skill": null}'), reply("Hi"))
-    assert len(model.requests[1].messages) == 2  # system + the message, nothing injected
-    assert sink.notices == [] and sink.replies == ["Hi"]
-    assert events(workspace, "skill_invoked") == []
+def test_the_model_may_declare_none_among_near_equal_matches(runtime: LilyRuntime,
+                                                             workspace: Path) -> None:
+    sink, model = run(runtime, NEAR_TIE, reply('{"skill": null}'), reply("Plain"))
+    assert len(model.requests[1].messages) == 2
+    assert sink.notices == [] and sink.replies == ["Plain"]
     assert [e["outcome"] for e in events(workspace, "skill_selection")] == ["none"]
 
 
@@ -94,35 +136,34 @@ def test_a_skill_already_read_is_pointed_to_not_read_again(runtime: LilyRuntime,
     def bodies(messages: list[dict[str, object]], text: str) -> int:
         return sum(text in str(m.get("content")) for m in messages)
 
-    run(runtime, "make it loud", reply('{"skill": "echo"}'), reply("LOUD"))
-    sink, model = run(runtime, "again", reply('{"skill": "echo"}'), reply("AGAIN"))
-    answer = model.requests[1].messages
+    run(runtime, "echo this in uppercase", reply("LOUD"))
+    sink, model = run(runtime, "echo that in uppercase too", reply("AGAIN"))
+    answer = model.requests[0].messages
     assert bodies(answer, "Body of Echo in uppercase") == 1  # turn 1's, in the history
     assert answer[-1] == {"role": "user", "content": "Follow the SKILL.md of 'echo' above."}
-    assert sink.notices == ["Skill: echo (selected by the model)"]
     assert len(events(workspace, "skill_invoked")) == 2
 
-    _, model = run(runtime, "a poem", reply('{"skill": "haiku"}'), reply("Poem"))
-    assert "Body of Write a haiku" in model.requests[1].messages[-1]["content"]
+    _, model = run(runtime, "write a haiku about the sea", reply("Poem"))
+    assert "Body of Write a haiku" in model.requests[0].messages[-1]["content"]
 
-    write_skill(workspace / "skills", "echo", skill_text("Echo louder"))
+    write_skill(workspace / "skills", "echo", skill_text("Echo in uppercase, louder"))
     run(runtime, "/reload_skills")
-    _, model = run(runtime, "once more", reply('{"skill": "echo"}'), reply("MORE"))
-    answer = model.requests[1].messages
-    assert "Body of Echo louder" in answer[-1]["content"]  # changed: read in full
-    assert bodies(answer, "Body of Echo in uppercase") == 1  # the old one, in the history
+    _, model = run(runtime, "echo once more in uppercase", reply("MORE"))
+    answer = model.requests[0].messages
+    assert "Body of Echo in uppercase, louder" in answer[-1]["content"]  # changed: in full
+    assert bodies(answer, "Body of Echo in uppercase\n") == 1  # the old one, in the history
 
 
 @pytest.mark.parametrize(("declared", "outcome", "notice"), [
-    ('{"skill": "private"}', "unknown", "no skill named 'private' in the catalog"),
+    ('{"skill": "echo"}', "unknown", "no skill named 'echo' in the catalog"),  # not listed
     ('{"skill": "nope"}', "unknown", "no skill named 'nope' in the catalog"),
-    ("echo please", "malformed", "not JSON"),
-    ('["echo"]', "malformed", 'not an object with a "skill" key'),
+    ("tables-tidy please", "malformed", "not JSON"),
+    ('["tables-tidy"]', "malformed", 'not an object with a "skill" key'),
 ])
 def test_a_declaration_that_is_not_a_choice_falls_back_to_no_skill(
     runtime: LilyRuntime, workspace: Path, declared: str, outcome: str, notice: str,
 ) -> None:
-    sink, model = run(runtime, "hello", reply(declared), reply("Plain answer"))
+    sink, model = run(runtime, NEAR_TIE, reply(declared), reply("Plain answer"))
     assert len(model.requests[1].messages) == 2
     assert sink.replies == ["Plain answer"]
     assert len(sink.notices) == 1 and notice in sink.notices[0]
@@ -131,7 +172,7 @@ def test_a_declaration_that_is_not_a_choice_falls_back_to_no_skill(
     assert [e["outcome"] for e in events(workspace, "skill_selection")] == [outcome]
 
 
-def test_a_forced_skill_needs_no_declaration(runtime: LilyRuntime) -> None:
+def test_a_forced_skill_needs_no_declaration(runtime: LilyRuntime, workspace: Path) -> None:
     sink, model = run(runtime, "/shout hi", reply("HI"))
     (only,) = model.requests
     assert only.json_schema is None and only.tools == []
@@ -139,10 +180,11 @@ def test_a_forced_skill_needs_no_declaration(runtime: LilyRuntime) -> None:
     # No word of tools the model is not offered (read_skill_file, run_skill_script).
     assert "read_skill_file" not in only.messages[0]["content"]
     assert sink.replies == ["HI"]
+    assert events(workspace, "skill_selection") == []
 
 
 def test_the_footer_names_model_tokens_window_and_cost(runtime: LilyRuntime) -> None:
-    sink, _ = run(runtime, "hello", reply('{"skill": null}', 100, 7, cost=0.0),
+    sink, _ = run(runtime, NEAR_TIE, reply('{"skill": null}', 100, 7, cost=0.0),
                   reply("Hi", 120, 30, cost=0.0), window=1000)
     assert sink.footers == ["tiny · 220 tokens in, 37 out · 15% of the 1,000-token context"
                             " · no cost"]
@@ -164,30 +206,37 @@ def test_the_footer_leaves_out_what_is_unknown_and_can_be_turned_off(
     assert sink.footers == [None] and sink.replies == ["Hi"]
 
 
-def test_the_catalog_follows_the_context_window(workspace: Path, environ: dict[str, str]) -> None:
+def test_the_catalog_follows_the_context_window_and_keeps_the_shortlist(
+        workspace: Path, environ: dict[str, str]) -> None:
+    """A model that calls tools reads the catalog: cut to what its window leaves, in
+    snapshot order, but always with the request's best matches (its shortlist)."""
     for i in range(60):
-        write_skill(workspace / "skills", f"skill{i:02}", skill_text(f"Does thing number {i} " * 4))
+        write_skill(workspace / "skills", f"skill{i:02}",
+                    skill_text(f"Does thing {i} " * 4 + f"with word{i}"))
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y"})
-    sink, model = run(runtime, "hi", reply('{"skill": null}'), reply("ok"), window=2048)
+    runtime.model = ScriptedModel(reply("ok"), name="tools", context_window=2048)
+    sink = Sink()
+    asyncio.run(runtime.run_cell("hi, please use word57", sink))
+    model = runtime.model
+    assert isinstance(model, ScriptedModel)
     system = model.requests[0].messages[0]["content"]
     assert len(system) <= 2048 // 2 * 3  # at most half the window (3 characters a token)
-    assert "\n- skill00: " in system and "\n- skill59: " not in system
-    (notice,) = sink.notices
     listed = re.findall(r"^- (skill\d\d): ", system, re.MULTILINE)
-    assert listed == [f"skill{i:02}" for i in range(len(listed))]  # in order, then cut
+    assert listed[-1] == "skill57" and "skill56" not in listed  # kept whatever the budget
+    assert listed[:-1] == [f"skill{i:02}" for i in range(len(listed) - 1)]  # then in order
+    (notice,) = sink.notices
     assert notice.startswith(f"{60 - len(listed)} skill(s) left out")  # the notice agrees
     assert "left out of the model's catalog" in notice and "2,048-token context window" in notice
-    assert f"skill{len(listed):02}, " in notice and "more. They still work with /skill." in notice
+    assert "They still work with /skill. The request's best matches are listed: skill57." \
+        in notice
 
 
 def test_oldest_complete_turns_are_left_out_to_fit_with_a_notice(runtime: LilyRuntime) -> None:
     long = "word " * 300  # ~1,500 characters: ~500 estimated tokens a message
     for i in range(4):
-        run(runtime, f"question {i} {long}", reply('{"skill": null}'), reply(f"answer {i} {long}"),
-            window=3000)
-    sink, model = run(runtime, "last question", reply('{"skill": null}'), reply("done"),
-                      window=3000)
-    answer = model.requests[1].messages
+        run(runtime, f"question {i} {long}", reply(f"answer {i} {long}"), window=3000)
+    sink, model = run(runtime, "last question", reply("done"), window=3000)
+    answer = model.requests[0].messages
     users = [m["content"][:10] for m in answer if m["role"] == "user"]
     assert users[-1] == "last quest"
     assert users[0].startswith("question") and users[0] != "question 0"
@@ -206,16 +255,22 @@ def test_a_message_too_long_for_the_window_is_a_clear_error(runtime: LilyRuntime
     assert runtime.session.conversation_state.messages == []
 
 
-def test_a_skill_too_long_for_the_window_is_not_injected(workspace: Path,
-                                                        environ: dict[str, str]) -> None:
-    write_skill(workspace / "skills", "huge", "---\nsummary: Huge\n---\n" + "word " * 3000)
+def test_a_long_skill_is_read_in_part_and_says_so(workspace: Path,
+                                                 environ: dict[str, str]) -> None:
+    """For a small window, a long SKILL.md's opening is injected (1/16 of the window),
+    with a line saying what was left out; the person is told too. Never silently."""
+    write_skill(workspace / "skills", "huge", "---\nsummary: Huge manual of walruses\n---\n"
+                + "".join(f"Line {i} about walruses.\n" for i in range(600)))
+    write_skill(workspace / "skills", "other", skill_text("Something else"))
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y",
                                             "LILY_EVENT_LOG": "1"}, session_id="s1")
-    sink, model = run(runtime, "hi", reply('{"skill": "huge"}'), reply("plain"), window=2048)
-    assert len(model.requests[1].messages) == 2  # system + message: no body
-    assert sink.replies == ["plain"]
-    assert sink.notices == ["Skill selection refused: the SKILL.md of 'huge' does not fit "
-                            "the model's 2,048-token context window; answering without a "
-                            "skill."]
-    assert [e["outcome"] for e in events(workspace, "skill_selection")] == ["too_long"]
-    assert events(workspace, "skill_invoked") == []
+    sink, model = run(runtime, "tell me about walruses", reply("plain"), window=2048)
+    body = model.requests[0].messages[-1]["content"]
+    assert body.startswith("SKILL.md of 'huge':\n\nLine 0 about walruses.\n")
+    assert "Line 599" not in body
+    opening = body.split("\n\n")[1]
+    assert len(opening) <= 2048 // 16 * 3 and opening.endswith("walruses.")  # a whole line
+    assert "characters, is left out to fit the model's context window.]" in body
+    (notice,) = sink.notices
+    assert notice.startswith("Skill: huge (best match") and "less its last" in notice
+    assert [e["outcome"] for e in events(workspace, "skill_selection")] == ["selected"]

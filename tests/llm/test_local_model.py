@@ -102,15 +102,23 @@ def test_the_selection_step_runs_and_is_logged(kernel: LilyProcess) -> None:
     selections = [e["data"] for e in events if e["event"] == "skill_selection"]
     calls = [e["data"] for e in events if e["event"] == "model_call"]
     assert {c["model"] for c in calls} == {NAME}
-    # One declaration step per chat turn so far, each read and logged with its reply.
+    # One selection per chat turn so far: the shortlist's, or the model's declaration
+    # step among near-equal matches, read and logged with its reply.
     steps = [c["step"] for c in calls]
-    assert steps.count("select") == len(selections) >= 1
-    assert all(s["reply"] and s["reply"].startswith("{") for s in selections), selections
+    assert len(selections) >= 1 and all(s["decided_by"] in ("ranker", "model")
+                                        for s in selections)
+    declared = [s for s in selections if s["decided_by"] == "model"]
+    assert steps.count("select") == len(declared)
+    assert all(s["reply"].startswith("{") for s in declared), selections
     assert all(c["completion_tokens"] >= 1 for c in calls if c["outcome"] == "ok")
     assert all(c["cost"] == 0.0 and c["context_window"] == 8192 for c in calls
                if c["outcome"] == "ok")
-    if selections[-1]["outcome"] == "selected":
-        assert f"Skill: {selections[-1]['name']} (selected by the model)" in notices(run)
+    # "echo" names the bundled echo skill: the clear best match, with no model step.
+    last = selections[-1]
+    assert (last["outcome"], last["name"], last["decided_by"]) == ("selected", "echo", "ranker")
+    assert [e["name"] for e in last["shortlist"]][0] == "echo"
+    assert any(n.startswith("Skill: echo (best match for this request, score ")
+               for n in notices(run))
 
 
 def _interrupt_when(kernel: LilyProcess, code: str, started: str) -> tuple[dict[str, Any], float]:

@@ -107,21 +107,32 @@ def test_bad_logs_are_clear_errors(tmp_path: Path) -> None:
         replay_session(other)
 
 
-def test_a_model_without_tools_replays_its_selection_step(workspace, environ) -> None:
-    """The embedded model cannot call tools: its skill is declared in a structured step
-    (step "select"). Replay feeds that step too, and knows the model had no tools."""
+def test_a_model_without_tools_replays_its_selections(workspace, environ) -> None:
+    """The embedded model cannot call tools: the request's shortlist selects its skill,
+    or, among near-equal matches, a structured step (step "select") does. Replay derives
+    the shortlist again, feeds that step, and knows the model had no tools."""
+    for name, summary in (("tables-clean", "Clean messy CSV tables"),
+                          ("tables-tidy", "Tidy messy CSV tables")):
+        (workspace / "skills" / name).mkdir(parents=True)
+        (workspace / "skills" / name / "SKILL.md").write_text(
+            f"---\nsummary: {summary}\n---\nBody of {name}.\n")
     runtime = start(workspace, environ)
-    model = ScriptedModel(reply('{"skill": "formfill"}'), reply("Name and date, please."),
-                          name="local/smol.gguf", supports_tools=False, context_window=8192)
+    model = ScriptedModel(reply("Name and date, please."), reply('{"skill": "tables-tidy"}'),
+                          reply("Tidied."), name="local/smol.gguf", supports_tools=False,
+                          context_window=8192)
     runtime.model = model
-    asyncio.run(runtime.run_cell("I need a form filled", Sink()))
+    asyncio.run(runtime.run_cell("I need a form filled, name and date", Sink()))
+    asyncio.run(runtime.run_cell("clean and tidy messy csv tables", Sink()))
     runtime.close()
     assert runtime.log.path is not None
     log = runtime.log.path
-    steps = [json.loads(line)["data"].get("step") for line in log.read_text().splitlines()
-             if '"event": "model_call"' in line]
-    assert steps == ["select", 1]
-    assert model.requests[1].tools == []  # no tools were offered to it
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    steps = [e["data"]["step"] for e in lines if e["event"] == "model_call"]
+    assert steps == [1, "select", 1]
+    chosen = [(e["data"]["name"], e["data"]["decided_by"]) for e in lines
+              if e["event"] == "skill_selection"]
+    assert chosen == [("formfill", "ranker"), ("tables-tidy", "model")]
+    assert model.requests[0].tools == []  # no tools were offered to it
     report = replay_session(log)
     assert report.identical, report.describe()
 
