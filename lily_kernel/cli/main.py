@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from lily_kernel.cli.eval import add_eval_parser
 from lily_kernel.cli.replay import add_replay_parser
 from lily_kernel.commands import render_plain, skills_result
 from lily_kernel.errors import LilyError, UsageError
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
 
     add_replay_parser(sub)
+    add_eval_parser(sub)
 
     install = sub.add_parser("install", help="install the Lily kernelspec")
     where = install.add_mutually_exclusive_group()

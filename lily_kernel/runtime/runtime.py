@@ -57,8 +57,9 @@ from lily_kernel.skills import Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ScriptHost, ToolRegistry
 from lily_kernel.tools.sandbox import Sandbox
 
-if TYPE_CHECKING:  # (tool_gate imports nothing of this module: no cycle)
+if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
     from lily_kernel.runtime.tool_gate import ToolGate
+    from lily_kernel.runtime.turn import Turn
 
 __all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "LilyRuntime"]
 
@@ -323,6 +324,19 @@ class LilyRuntime:
     async def _converse(self, text: str, forced: Skill | None, sink: CellSink) -> None:
         """Run one turn (with `forced` when the person invoked a skill); append it to the
         history only once it has completed."""
+        turn = await self._turn(text, forced, sink)
+        self.session.conversation_state.messages.extend(await turn.run())
+
+    async def select_skill(self, text: str, sink: CellSink) -> str | None:
+        """The skill a chat message selects, through the real selection path, without
+        answering it (`lily eval`); the history is untouched."""
+        turn = await self._turn(text, None, sink)
+        selected = await turn.select()
+        return selected.name if selected is not None else None
+
+    async def _turn(self, text: str, forced: Skill | None, sink: CellSink) -> Turn:
+        """A turn for `text`: the session's model, its request sized to the model, the
+        notices the person is owed (the model, once; left-out skills and turns)."""
         # The turn engine (and prompting) load with the first chat cell, not at start.
         from lily_kernel.runtime.skill_choice import SkillChoice
         from lily_kernel.runtime.turn import Turn
@@ -347,9 +361,8 @@ class LilyRuntime:
         if trim_notice is not None:
             sink.notice(trim_notice)
         choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced)
-        turn = Turn(model=model, gate=self.gate, log=self.log, sink=sink,
+        return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
                     settings=session.model_config, request=request, choice=choice)
-        session.conversation_state.messages.extend(await turn.run())
 
     # --- completion and inspection -----------------------------------------------
 

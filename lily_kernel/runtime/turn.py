@@ -37,6 +37,7 @@ from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
 from lily_kernel.runtime.tool_gate import ToolGate
+from lily_kernel.skills import Skill
 from lily_kernel.tools import Tool
 
 __all__ = ["STREAM_INTERVAL", "Turn"]
@@ -113,6 +114,26 @@ class Turn:
             f"the model did not finish within {self.settings.max_steps} steps (max_steps); "
             "the request was stopped and is not kept in the history. Raise max_steps in "
             "lily.yaml if the task needs more.")
+
+    async def select(self) -> Skill | None:
+        """Only the selection of `run`, for measuring it (`lily eval`): a model without
+        tools declares; a model that calls tools makes its first call, and of its tool
+        calls only those of the selection tools (offered while it chooses: load_skill)
+        run, through the gate. Nothing is answered; the skill selected, or None."""
+        if not self.model.supports_tools:
+            await self._declare()
+            return self.choice.loaded
+        offered = self._offered()
+        selecting = {t.name for t in offered if t.offered == "while_selecting"}
+        response = await self._call(
+            ChatRequest(list(self.request.messages), [t.json_schema() for t in offered]),
+            lambda _text: None, 1)
+        for call in response.tool_calls:
+            if call.name in selecting:
+                await self.gate.model_call(
+                    self.sink, call.name, call.arguments, offered=[t.name for t in offered],
+                    step=1, skill=None, skills=self.choice)
+        return self.choice.loaded
 
     def _offered(self) -> list[Tool]:
         """The tools the model is offered now: the policy's, in this state of the

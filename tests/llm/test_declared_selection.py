@@ -14,6 +14,7 @@ import pytest
 from lily_kernel.errors import ModelError
 from lily_kernel.llm import ChatResponse, ScriptedModel, Usage
 from lily_kernel.runtime import LilyRuntime
+from lily_kernel.skills import RELEVANT_SCORE
 from tests.conftest import skill_text, write_skill
 from tests.llm.test_conversation import Sink
 
@@ -77,7 +78,9 @@ def test_a_clear_best_match_is_selected_without_a_model_step(runtime: LilyRuntim
     (selection,) = events(workspace, "skill_selection")
     assert (selection["outcome"], selection["name"], selection["decided_by"]) == (
         "selected", "echo", "ranker")
-    assert [entry["name"] for entry in selection["shortlist"]] == ["echo"]  # type: ignore[union-attr]
+    shortlisted = selection["shortlist"]
+    assert isinstance(shortlisted, list) and [e["name"] for e in shortlisted] == ["echo"]
+    assert shortlisted[0]["score"] >= RELEVANT_SCORE
     assert str(selection["reason"]).startswith("echo scores ")
     assert [e["step"] for e in events(workspace, "model_call")] == [1]
 
@@ -137,7 +140,7 @@ def test_a_skill_already_read_is_pointed_to_not_read_again(runtime: LilyRuntime,
         return sum(text in str(m.get("content")) for m in messages)
 
     run(runtime, "echo this in uppercase", reply("LOUD"))
-    sink, model = run(runtime, "echo that in uppercase too", reply("AGAIN"))
+    _, model = run(runtime, "echo that in uppercase too", reply("AGAIN"))
     answer = model.requests[0].messages
     assert bodies(answer, "Body of Echo in uppercase") == 1  # turn 1's, in the history
     assert answer[-1] == {"role": "user", "content": "Follow the SKILL.md of 'echo' above."}

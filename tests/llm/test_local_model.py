@@ -116,7 +116,7 @@ def test_the_selection_step_runs_and_is_logged(kernel: LilyProcess) -> None:
     # "echo" names the bundled echo skill: the clear best match, with no model step.
     last = selections[-1]
     assert (last["outcome"], last["name"], last["decided_by"]) == ("selected", "echo", "ranker")
-    assert [e["name"] for e in last["shortlist"]][0] == "echo"
+    assert last["shortlist"][0]["name"] == "echo"
     assert any(n.startswith("Skill: echo (best match for this request, score ")
                for n in notices(run))
 
