@@ -36,6 +36,11 @@ EVAL_BATCH = 128  # tokens per prompt batch: the stop button waits at most one (
 SAVED_PREFIX_MIN = 256  # shorter system contexts are cheaper to read than to restore
 SAVED_PREFIXES_KEPT = 4
 TOP_K, PENALTY_WINDOW, REPEAT_PENALTY, SEED = 40, 64, 1.1, 0  # llama-cpp-python's sampling
+# llama.cpp's DRY sampler ("don't repeat yourself"), with its usual settings: a token that
+# would extend a run already seen (3 tokens or more, anywhere in the context) is
+# penalised, more the longer the run. Without it the small model repeats whole lines.
+DRY_MULTIPLIER, DRY_BASE, DRY_ALLOWED, DRY_BREAKERS = 0.8, 1.75, 2, ["\n", ":", "\"", "*"]
+DRY_WINDOW = 1024  # answer tokens it looks back over (-1, "the context", reads as 0 here)
 _CHATML = (  # for a GGUF without a chat template
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
     "{{ message['content'] }}<|im_end|>\n{% endfor %}"
@@ -81,6 +86,7 @@ class LlamaEngine:
         self._format = self._formatter()
         self.last_evaluated = 0  # prompt tokens the last request had to read (not held)
         self._batch_start = 0  # where the batch read last began (for `keep`)
+        self.dry = True  # the DRY sampler in the chain (off: llama-cpp-python's own chain)
 
     def _open(self, window: int) -> Any:
         import llama_cpp
@@ -251,6 +257,9 @@ class LlamaEngine:
         sampler.add_penalties(
             n_vocab=self.llama.n_vocab(), penalty_last_n=PENALTY_WINDOW,
             penalty_repeat=REPEAT_PENALTY, penalty_freq=0.0, penalty_present=0.0)
+        if self.dry:
+            sampler.add_dry(self.llama._model, DRY_MULTIPLIER, DRY_BASE, DRY_ALLOWED,
+                            DRY_WINDOW, DRY_BREAKERS)
         if schema is not None:
             grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
             sampler.add_grammar(self.llama._model, grammar)

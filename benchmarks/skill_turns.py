@@ -1,0 +1,136 @@
+"""Benchmark: how soon a chat turn's answer starts with the embedded model, with and
+without a skill, and whether answers repeat lines.
+
+    .venv/bin/python benchmarks/skill_turns.py [--split heldout] [--answers 10]
+
+The routing eval set's workspace (evals/routing, assembled from ../shared/corpus), the
+embedded model loaded once and each request sent as the first chat cell of a fresh
+session (as `lily eval` does): the seconds from the cell's start to its first streamed
+answer text, for the turns that select a skill (goal: median <= 3 s, worst <= 6 s on 2
+cores) and, beside them in the same run, for the turns that select none. Each turn is
+stopped at its first text (as the stop button would), except the first `--answers`,
+which run to the end: how many of those repeat a line of 20 characters or more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lily_kernel.runtime.runtime import LilyRuntime  # noqa: E402
+
+CORPUS = REPO.parent / "shared" / "corpus"
+EVALS = REPO / "evals" / "routing"
+
+
+class FirstText:
+    """A sink that notes when the answer's first text streams, and the whole answer."""
+
+    def __init__(self, began: float, stop: asyncio.Event | None) -> None:
+        self.began, self.stop = began, stop
+        self.first: float | None = None
+        self.answer = ""
+        self.skill: str | None = None
+
+    def show(self, result: object) -> None: ...
+
+    def stream(self, markdown: str) -> None:
+        if self.first is None and markdown.strip():
+            self.first = time.perf_counter() - self.began
+            if self.stop is not None:
+                self.stop.set()
+
+    def reply(self, markdown: str, footer: str | None = None) -> None:
+        self.answer = markdown
+        self.stream(markdown)
+
+    def notice(self, text: str) -> None:
+        if text.startswith("Skill: "):
+            self.skill = text.split()[1]
+
+    async def ask(self, prompt: str) -> str | None:
+        return None
+
+
+async def turn(workspace: Path, environ: dict[str, str], model: Any, query: str,
+               whole: bool) -> FirstText:
+    runtime = LilyRuntime.start(workspace, environ)
+    runtime.model = model
+    stop = None if whole else asyncio.Event()
+    sink = FirstText(time.perf_counter(), stop)
+    task = asyncio.ensure_future(runtime.run_cell(query, sink))
+    if stop is not None:
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):  # stopped, or a fault
+        await task
+    runtime.close()
+    return sink
+
+
+def repeats(answer: str) -> bool:
+    """Whether a line of 20 characters or more comes twice (a code fence, a brace or a
+    short `return x` may rightly repeat; a sentence or a heading should not)."""
+    lines = Counter(line.strip() for line in answer.splitlines() if len(line.strip()) >= 20)
+    return any(count > 1 for count in lines.values())
+
+
+async def main_async(split: str, answers: int) -> None:
+    requests = [r for r in json.loads((EVALS / "requests.json").read_text())
+                if split == "both" or r["split"] == split]
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp) / "workspace"
+        (workspace / "skills").mkdir(parents=True)
+        for skill in json.loads((EVALS / "workspace.json").read_text())["skills"]:
+            os.symlink(CORPUS / skill["corpus_path"], workspace / "skills" / skill["name"])
+        environ = {**os.environ, "LILY_EVENT_LOG": "0", "LILY_HOME": str(Path(tmp) / "home")}
+        environ.pop("LILY_MODEL", None)
+        first = LilyRuntime.start(workspace, environ)
+        model = await first.get_model()
+        await turn(workspace, environ, model, "hello", False)  # the persona's prefix, read once
+        with_skill, without, repeated, whole = [], [], 0, 0
+        for index, request in enumerate(requests):
+            sink = await turn(workspace, environ, model, request["query"], index < answers)
+            if sink.first is None:
+                continue
+            (with_skill if sink.skill else without).append(sink.first)
+            if index < answers:
+                whole += 1
+                repeated += repeats(sink.answer)
+    print(f"{split}: {len(requests)} requests, each the first chat cell of a fresh session")
+    for label, times in (("selects a skill", with_skill), ("selects none", without)):
+        if times:
+            print(f"  {label:16} {len(times):3} turns: first text median "
+                  f"{statistics.median(times):.2f} s, worst {max(times):.2f} s")
+    print(f"  answers run to the end: {whole}; repeating a line: {repeated}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("tune", "heldout", "both"), default="heldout")
+    parser.add_argument("--answers", type=int, default=10)
+    args = parser.parse_args()
+    if not CORPUS.is_dir():
+        print(f"skill_turns: needs {CORPUS} (the shared corpus)", file=sys.stderr)
+        return 2
+    asyncio.run(main_async(args.split, args.answers))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
