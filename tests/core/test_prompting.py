@@ -72,9 +72,11 @@ def test_a_model_without_tools_gets_the_declaration_rules() -> None:
                                   user_text="hi", catalog_max_chars=10_000,
                                   tool_calls=False)
     rules = request.system.split("# Rules\n\n")[1]
-    assert rules.startswith("- First name the one listed skill that fits the message, as "
-                            'JSON: {"skill": "<name>"}, or {"skill": null}.')
+    assert rules.startswith("- When skills are listed after a message, first name the one "
+                            'that fits, as JSON: {"skill": "<name>"}, or {"skill": null}.')
     assert "load_skill" not in request.system
+    # No catalog: the request's shortlist chooses (prompting/selection.py).
+    assert "<available_skills>" not in request.system and request.catalog is None
 
 
 def test_forced_skill_injects_body_and_drops_load_skill() -> None:

@@ -80,6 +80,11 @@ def test_a_chat_cell_is_answered_streamed_in_place_and_told_once(
     second = kernel.execute("Thank you.", timeout=120)
     assert second.status == "ok", second.reply
     assert EMBEDDED_NOTICE not in notices(second)  # told once per session
+    # Neither greeting nor thanks calls for a skill: none selected, no declaration step.
+    selections = [e["data"] for e in session_events(kernel) if e["event"] == "skill_selection"]
+    assert [(s["outcome"], s["decided_by"]) for s in selections[:2]] == [
+        ("none", "ranker"), ("none", "ranker")]
+    assert not any(n.startswith("Skill: ") for n in notices(first) + notices(second))
     assert not network_log.exists(), network_log.read_text()
 
 
