@@ -103,7 +103,9 @@ async def main_async(split: str, answers: int) -> None:
         first = LilyRuntime.start(workspace, environ)
         model = await first.get_model()
         await turn(workspace, environ, model, "hello", False)  # the persona's prefix, read once
-        with_skill, without, repeated, whole = [], [], 0, 0
+        with_skill: list[float] = []
+        without: list[float] = []
+        repeated = whole = 0
         for index, request in enumerate(requests):
             sink = await turn(workspace, environ, model, request["query"], index < answers)
             if sink.first is None:
