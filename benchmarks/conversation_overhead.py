@@ -25,18 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lily_kernel.llm.litellm_model import import_litellm
 from lily_kernel.runtime import LilyRuntime
+from lily_kernel.runtime.sink import SilentSink
 from tests.support.openai_server import OpenAIServer, Reply
 
 ANSWER = "A short answer of about twenty words, streamed in a few chunks like a real reply."
-
-
-class NullSink:
-    def show(self, result: object) -> None: ...
-    def stream(self, markdown: str) -> None: ...
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-    def notice(self, text: str) -> None: ...
-    async def ask(self, prompt: str) -> str | None:
-        return None
 
 
 def make_workspace(root: Path) -> Path:
@@ -65,7 +57,7 @@ async def measure(stream: bool, turns: int, server: OpenAIServer, workspace: Pat
         runtime.session.conversation_state.messages = list(history)
         server.script(Reply(text=ANSWER, pieces=6))
         start = time.perf_counter()
-        await runtime.run_cell("What should I do next?", NullSink())
+        await runtime.run_cell("What should I do next?", SilentSink())
         lily_times.append(time.perf_counter() - start)
         sent = server.requests[-1]
         assert sent["messages"][0]["content"].count("\n- skill-") >= 1000  # one line a skill

@@ -19,21 +19,6 @@ from lily_kernel.errors import UsageError
 __all__ = ["add_eval_parser"]
 
 
-class _Quiet:
-    """The cell sink of an eval session: nothing is shown, no one answers."""
-
-    def show(self, result: object) -> None: ...
-
-    def stream(self, markdown: str) -> None: ...
-
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def notice(self, text: str) -> None: ...
-
-    async def ask(self, prompt: str) -> str | None:
-        return None
-
-
 def _progress(done: int, total: int) -> None:
     if sys.stderr.isatty():
         filled = 30 * done // total
@@ -90,6 +75,7 @@ async def _evaluate(args: argparse.Namespace) -> Any:
         trigger_eval_files,
     )
     from lily_kernel.runtime.runtime import LilyRuntime
+    from lily_kernel.runtime.sink import SilentSink
 
     workspace = Path(args.workspace)
     if not workspace.is_dir():
@@ -113,7 +99,7 @@ async def _evaluate(args: argparse.Namespace) -> Any:
         session = LilyRuntime.start(workspace, environ)  # a fresh session per run
         session.model = model  # the same model, loaded once
         try:
-            return await session.select_skill(query, _Quiet())
+            return await session.select_skill(query, SilentSink())
         finally:
             session.close()
 

@@ -6,7 +6,7 @@ from typing import Protocol
 
 from lily_kernel.commands import CommandResult
 
-__all__ = ["CellSink"]
+__all__ = ["CellSink", "SilentSink"]
 
 
 class CellSink(Protocol):
@@ -25,3 +25,19 @@ class CellSink(Protocol):
     async def ask(self, prompt: str) -> str | None:
         """The person's answer to a yes/no question (Jupyter's input request); None
         when no one can answer (nbclient, papermill, a frontend without stdin)."""
+
+
+class SilentSink:
+    """A cell sink that shows nothing and where no one answers (as under nbclient): for
+    runs no one watches, `lily eval`'s sessions, benchmarks and tests."""
+
+    def show(self, result: CommandResult) -> None: ...
+
+    def stream(self, markdown: str) -> None: ...
+
+    def reply(self, markdown: str, footer: str | None = None) -> None: ...
+
+    def notice(self, text: str) -> None: ...
+
+    async def ask(self, prompt: str) -> str | None:
+        return None

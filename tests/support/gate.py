@@ -9,23 +9,9 @@ from typing import Any
 
 from lily_kernel.events import EventLog
 from lily_kernel.prompting import tool_result_text
+from lily_kernel.runtime.sink import SilentSink
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.tools import Caller, ToolContext, ToolPolicy, ToolRegistry
-
-
-class NoOne:
-    """A sink that shows nothing and where no one answers (as under nbclient)."""
-
-    def show(self, result: object) -> None: ...
-
-    def stream(self, markdown: str) -> None: ...
-
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def notice(self, text: str) -> None: ...
-
-    async def ask(self, prompt: str) -> str | None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -41,6 +27,6 @@ class Called:
 def run_tool(registry: ToolRegistry, policy: ToolPolicy, name: str, arguments: dict[str, Any],
              ctx: ToolContext, caller: Caller) -> Called:
     gate = ToolGate(registry, policy, ctx, EventLog(None, "test"))
-    outcome = asyncio.run(gate.run(NoOne(), name, arguments, caller, skill=ctx.skill))
+    outcome = asyncio.run(gate.run(SilentSink(), name, arguments, caller, skill=ctx.skill))
     return Called(outcome.allowed, outcome.status != "ran",
                   tool_result_text(outcome.status, outcome.text))
