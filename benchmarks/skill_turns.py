@@ -105,10 +105,11 @@ async def main_async(split: str, answers: int) -> None:
         await turn(workspace, environ, model, "hello", False)  # the persona's prefix, read once
         with_skill: list[float] = []
         without: list[float] = []
-        repeated = whole = 0
+        repeated = whole = silent = 0
         for index, request in enumerate(requests):
             sink = await turn(workspace, environ, model, request["query"], index < answers)
-            if sink.first is None:
+            if sink.first is None:  # no text at all: a fault, counted and said
+                silent += 1
                 continue
             (with_skill if sink.skill else without).append(sink.first)
             if index < answers:
@@ -120,6 +121,7 @@ async def main_async(split: str, answers: int) -> None:
             print(f"  {label:16} {len(times):3} turns: first text median "
                   f"{statistics.median(times):.2f} s, worst {max(times):.2f} s")
     print(f"  answers run to the end: {whole}; repeating a line: {repeated}")
+    print(f"  turns with no answer text (faults): {silent}")
 
 
 def main() -> int:

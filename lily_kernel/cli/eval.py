@@ -84,6 +84,7 @@ async def _evaluate(args: argparse.Namespace) -> Any:
     if args.model:
         environ["LILY_MODEL"] = args.model
     first = LilyRuntime.start(workspace, environ)
+    first.close()  # (its log is off: nothing is open but the session's model, loaded later)
     snapshot = first.session.skill_snapshot
     paths = [Path(p) for p in args.paths] or trigger_eval_files(snapshot)
     if not paths:
@@ -112,6 +113,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError("--runs must be at least 1.")
     if args.min_accuracy is not None and not 0 <= args.min_accuracy <= 1:
         raise UsageError("--min-accuracy is a share, from 0 to 1 (e.g. 0.85).")
+    if args.html and (Path(args.html).is_dir() or not Path(args.html).parent.is_dir()):
+        raise UsageError(f"--html {args.html}: give a file in a folder that exists.")
     report = asyncio.run(_evaluate(args))
     if args.html:
         Path(args.html).write_text(_html(report), encoding="utf-8")

@@ -6,10 +6,10 @@ from lily_kernel.commands.builtins import (
     describe_skill,
     dispatched,
     run_command,
-    skills_result,
 )
 from lily_kernel.commands.completion import Completion, complete, inspect
 from lily_kernel.commands.context import CommandContext, StateChange
+from lily_kernel.commands.listing import ranked_result, skills_result
 from lily_kernel.commands.parser import ParsedCommand, parse_command
 from lily_kernel.commands.render import render_html, render_markdown, render_plain
 from lily_kernel.commands.results import (
@@ -43,6 +43,7 @@ __all__ = [
     "dispatched",
     "inspect",
     "parse_command",
+    "ranked_result",
     "render_html",
     "render_markdown",
     "render_plain",

@@ -37,7 +37,7 @@ SAVED_PREFIX_MIN = 256  # shorter system contexts are cheaper to read than to re
 SAVED_PREFIXES_KEPT = 4
 TOP_K, PENALTY_WINDOW, REPEAT_PENALTY, SEED = 40, 64, 1.1, 0  # llama-cpp-python's sampling
 # llama.cpp's DRY sampler ("don't repeat yourself"), with its usual settings: a token that
-# would extend a run already seen (3 tokens or more, anywhere in the context) is
+# would extend a run already seen (3 tokens or more, in the last DRY_WINDOW answer tokens) is
 # penalised, more the longer the run. Without it the small model repeats whole lines.
 DRY_MULTIPLIER, DRY_BASE, DRY_ALLOWED, DRY_BREAKERS = 0.8, 1.75, 2, ["\n", ":", "\"", "*"]
 DRY_WINDOW = 1024  # answer tokens it looks back over (-1, "the context", reads as 0 here)
@@ -247,7 +247,8 @@ class LlamaEngine:
         the penalty). Without a grammar, the 104 likeliest tokens are taken first: the
         penalty only lowers logits, of at most 64 tokens, so the 40 likeliest after it
         are among those 104, and it is not applied to all 49,152 at every step (~3%
-        of decode time, measured)."""
+        of decode time, measured). DRY, after the penalty, lowers logits too: a token it
+        pushes out of those 104 is one it penalised, which is its purpose."""
         from llama_cpp._internals import LlamaSampler
         from llama_cpp.llama_grammar import LlamaGrammar
 

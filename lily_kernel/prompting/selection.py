@@ -7,8 +7,8 @@ ahead of the others by more than MARGIN is that skill, with no model step. Only 
 several matches are within MARGIN of the best does the model declare, in one constrained
 step after the person's message: a JSON object naming one of those candidates, listed
 in a message of their own, or none. (Measured on the eval set's tuning part: the
-embedded model choosing among the first three was right for 39 of 85 requests, the
-ranker's best for 60; asking it only on near-ties kept 60. docs/skills.md.) Pure:
+embedded model choosing among the first three was right for 35 of 85 requests, the
+ranker's best for 60: benchmarks/model_choice.py, docs/skills.md.) Pure:
 rankings in, a `Shortlist` out; the reply in, a `Selection` out.
 """
 
@@ -63,7 +63,7 @@ class Shortlist:
                       if len(self.ranked) > 1 else "")
             return f"{best.name} scores {best.score:.2f}{second}"
         return (f"{len(self.candidates)} matches within {MARGIN:.0%} of the best "
-                f"({best.score:.2f}): the model chose")
+                f"({best.score:.2f}): the model was asked")
 
 
 def shortlist(ranked: list[Ranked], visible: set[str]) -> Shortlist:

@@ -44,14 +44,17 @@ def forced_skill_section(name: str, body: str) -> str:
 
 def bounded_body(body: str, max_chars: int | None) -> tuple[str, int]:
     """The SKILL.md body as a model with a small window reads it: its opening, cut at a
-    line end, with a line saying how much was left out (never silently); and how many
-    characters were left out (0: it is whole)."""
+    line's end (or a word's, within a long paragraph), with a line saying how much was
+    left out (never silently); and how many characters were left out (0: it is whole)."""
     body = body.strip()
     if max_chars is None or len(body) <= max_chars:
         return body, 0
     opening = body[:max_chars]
-    if "\n" in opening:
-        opening = opening[: opening.rindex("\n")]
+    # At a line's end; within one long paragraph, at a word's end.
+    for end in ("\n", " "):
+        if opening.rfind(end) > max_chars // 2:
+            opening = opening[: opening.rindex(end)]
+            break
     left = len(body) - len(opening)
     return (f"{opening.rstrip()}\n\n[The rest of this SKILL.md, {left:,} characters, is "
             "left out to fit the model's context window.]"), left

@@ -146,7 +146,13 @@ class ItemResult:
 
     @property
     def passed(self) -> bool:
-        return 2 * sum(map(self.item.right, self.selected)) >= len(self.selected)
+        """skill-creator's rule: a query that should trigger its skill passes when the
+        skill was selected in at least half the runs; one that should not, when in
+        fewer than half; a routing query, when it was right in at least half."""
+        item, runs = self.item, len(self.selected)
+        if item.skill is not None and not item.should_trigger:
+            return 2 * sum(s == item.skill for s in self.selected) < runs
+        return 2 * sum(map(item.right, self.selected)) >= runs
 
     @property
     def ranker_passed(self) -> bool:
@@ -173,13 +179,15 @@ class EvalReport:
         return sum(times) / len(times)
 
     def skills(self) -> dict[str, dict[str, Any]]:
-        """Per skill: the queries where it is right, the share of their runs that
-        selected it (its trigger rate), and the runs that selected it elsewhere."""
+        """Per skill: the queries that want it alone, the share of their runs that
+        selected it (its trigger rate), and the runs that selected it where it was not
+        right. (A query accepting several skills counts for none of them.)"""
         table: dict[str, dict[str, Any]] = {}
         for result in self.results:
             item = result.item
+            named = {a for a in item.accepted if a}
             wanted = ({item.skill} if item.skill and item.should_trigger else
-                      {a for a in item.accepted if a} if item.skill is None else set())
+                      named if item.skill is None and len(named) == 1 else set())
             for name in wanted:
                 row = table.setdefault(name, {"queries": 0, "triggered": 0, "runs": 0,
                                               "false_triggers": 0})

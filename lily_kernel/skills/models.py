@@ -109,6 +109,11 @@ class Skill:
         return not self.front.disable_model_invocation
 
     @property
+    def description(self) -> str:
+        """The Agent Skills `description` ("" when it has none)."""
+        return self.front.description or ""
+
+    @property
     def when_to_use(self) -> str:
         """Claude Code's `when_to_use`: when the skill applies (the ranker reads it)."""
         value = self.extra.get("when_to_use")

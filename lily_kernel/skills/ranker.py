@@ -37,6 +37,7 @@ _FILLER = "lilyfillerword"
 # number of skills), the most a word's rarity (its IDF) can weigh: raw BM25 grows with
 # the number of skills, and one threshold must serve 5 skills and 1,000.
 RELEVANT_SCORE = 1.0
+MAX_STEMS_KEPT = 50_000  # words whose stems a ranker remembers
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Words that say nothing about which skill a request needs (English function words and
 # the politeness of requests). Measured on the eval set's tuning part (docs/skills.md).
@@ -81,6 +82,9 @@ class Rankable(Protocol):
     def summary(self) -> str: ...
 
     @property
+    def description(self) -> str: ...
+
+    @property
     def when_to_use(self) -> str: ...
 
     @property
@@ -99,6 +103,7 @@ class SkillRanker:
         self._skills = skills
         self._lock = threading.Lock()  # one index, built once, used from any thread
         self._db: Any = None
+        self._stems: dict[str, str] = {}  # word -> its stem, as FTS5's tokenizer makes it
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SkillRanker:
         """A copy of the snapshot ranks as it does (indexed anew on first use)."""
@@ -112,7 +117,10 @@ class SkillRanker:
         db = sqlite3.connect(":memory:", check_same_thread=False)
         db.execute("CREATE VIRTUAL TABLE skills USING fts5("
                    "name, summary, when_to_use, body, tokenize='porter unicode61')")
-        rows = [(_name_text(s.name), s.summary, s.when_to_use, s.body) for s in self._skills]
+        # A request's words, one a row, and their stems: words of one stem count once.
+        db.execute("CREATE VIRTUAL TABLE words USING fts5(word, tokenize='porter unicode61')")
+        db.execute("CREATE VIRTUAL TABLE stems USING fts5vocab(words, 'instance')")
+        rows = [(_name_text(s.name), _about(s), s.when_to_use, s.body) for s in self._skills]
         if 0 < len(rows) < MIN_POPULATION:
             lengths = [sum(len(_WORD.findall(row[c])) for row in rows) // len(rows)
                        for c in range(4)]
@@ -123,16 +131,46 @@ class SkillRanker:
             [(row, *columns) for row, columns in enumerate(rows, 1)])
         return db
 
+    def words(self, text: str) -> list[str]:
+        """The request's words that are looked up: `query_words`, and of several words
+        with one stem (`plot`, `plots`, `plotting`) the first only."""
+        with self._lock:
+            return self._words(text)
+
+    def _words(self, text: str) -> list[str]:
+        words = [w for w in query_words(text) if w != _FILLER]
+        if len(words) < 2:
+            return words
+        if self._db is None:
+            self._db = self._index()
+        unknown = [w for w in words if w not in self._stems]
+        if unknown:  # stemmed by FTS5 itself, once per word
+            if len(self._stems) > MAX_STEMS_KEPT:
+                self._stems.clear()
+            self._db.execute("DELETE FROM words")
+            self._db.executemany("INSERT INTO words(rowid, word) VALUES (?, ?)",
+                                 list(enumerate(unknown, 1)))
+            for term, row in self._db.execute("SELECT term, doc FROM stems"):
+                self._stems[unknown[row - 1]] = term
+        seen: set[str] = set()
+        kept = []
+        for word in words:
+            stem = self._stems.get(word, word)
+            if stem not in seen:
+                seen.add(stem)
+                kept.append(word)
+        return kept
+
     def rank(self, text: str, limit: int | None = None) -> list[Ranked]:
         """The skills that match any of the request's words, most relevant first (ties by
         name); at most `limit` of them."""
-        words = [w for w in query_words(text) if w != _FILLER]
-        if not words:
-            return []
-        query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
         with self._lock:
+            words = self._words(text)
+            if not words:
+                return []
             if self._db is None:
                 self._db = self._index()
+            query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
             found = self._db.execute(
                 "SELECT rowid, bm25(skills, ?, ?, ?, ?) FROM skills WHERE skills MATCH ?",
                 (NAME_WEIGHT, SUMMARY_WEIGHT, WHEN_WEIGHT, BODY_WEIGHT, query)).fetchall()
@@ -147,3 +185,10 @@ class SkillRanker:
         is taken to need none)."""
         ranked = self.rank(text, limit=1)
         return ranked[0] if ranked and ranked[0].score >= RELEVANT_SCORE else None
+
+
+def _about(skill: Rankable) -> str:
+    """What a skill says it is for: its summary, and its description when that adds to it
+    (the description is the Agent Skills standard's trigger text)."""
+    summary, description = skill.summary, " ".join(skill.description.split())
+    return summary if not description or description in summary else f"{summary} {description}"

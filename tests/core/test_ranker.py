@@ -19,6 +19,7 @@ class Doc:
     summary: str = ""
     when_to_use: str = ""
     body: str = ""
+    description: str = ""
 
 
 def names(ranker: SkillRanker, text: str) -> list[str]:
@@ -35,6 +36,19 @@ def test_the_name_the_summary_and_stems_match() -> None:
     assert names(ranker, "learn")[0] == "scikit-learn"  # `scikit-learn` is two words
     assert names(ranker, "I am plotting some figures") == ["matplotlib"]  # plotting ~ plot
     assert names(ranker, "is it raining? what's the weather") == ["weather"]
+
+
+def test_words_of_one_stem_count_once() -> None:
+    ranker = SkillRanker([Doc("charts", "Plot charts"), Doc("other", "Something else")])
+    assert ranker.words("plot plots plotting plotted, charts") == ["plot", "charts"]
+    assert ranker.words("plots, charts and plotting") == ["plots", "charts"]  # in order
+    assert ranker.rank("plot plots plotting plotted") == ranker.rank("plot")
+
+
+def test_the_description_counts_beside_a_summary() -> None:
+    ranker = SkillRanker([Doc("a", "Short line", description="Use for parquet files"),
+                          Doc("b", "Other")])
+    assert names(ranker, "parquet") == ["a"]
 
 
 def test_everyday_words_are_not_looked_up() -> None:
@@ -94,8 +108,9 @@ def test_the_snapshot_keeps_one_ranker_of_its_model_visible_and_hidden_skills(
         (root / name / "SKILL.md").write_text(
             f"---\ndescription: DataFrames for {name}\n{extra}---\nBody.\n")
     snap = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
-    assert snap.ranker is snap.ranker
     assert [r.name for r in snap.ranker.rank("dataframes")] == ["hidden", "polars"]
+    again = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host(), 2)
+    assert again.ranker is not snap.ranker  # each snapshot its own, until /reload_skills
 
 
 @pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")

@@ -29,7 +29,7 @@ def test_near_equal_matches_are_all_candidates_and_hidden_skills_none() -> None:
     assert short.candidates == ("a", "b")  # `hidden` is not model-visible
     assert short.record() == [{"name": "a", "score": 3.0}, {"name": "b", "score": 2.8},
                               {"name": "c", "score": 1.0}]
-    assert short.reason() == "2 matches within 10% of the best (3.00): the model chose"
+    assert short.reason() == "2 matches within 10% of the best (3.00): the model was asked"
 
 
 def test_the_shortlist_keeps_the_best_few() -> None:
@@ -42,3 +42,19 @@ def test_a_declaration_names_a_candidate_or_none() -> None:
     assert parse_selection('{"skill": null}', ("a", "b")).outcome == "none"
     assert parse_selection('{"skill": "z"}', ("a", "b")).outcome == "unknown"
     assert parse_selection("a please", ("a", "b")).outcome == "malformed"
+
+
+def test_a_long_body_is_cut_at_a_line_or_a_word_and_says_so() -> None:
+    from lily_kernel.prompting.skill_text import bounded_body
+
+    lines = "".join(f"Line {i} of the manual.\n" for i in range(100))
+    opening, left = bounded_body(lines, 200)
+    kept = opening.split("\n\n[")[0]
+    assert kept.endswith("of the manual.") and len(kept) <= 200
+    assert left == len(lines.strip()) - len(kept)
+    assert opening.endswith(f"[The rest of this SKILL.md, {left:,} characters, is left out "
+                            "to fit the model's context window.]")
+    paragraph = "# Title\n" + "word " * 400
+    cut, _ = bounded_body(paragraph, 200)
+    assert len(cut.split("\n\n[")[0]) > 150  # not just the title: at a word's end
+    assert bounded_body("short", 200) == ("short", 0)

@@ -75,7 +75,8 @@ def test_a_model_that_calls_tools_is_measured_through_load_skill(skills: Path) -
     assert [i["selected"] for i in report["items"]] == [
         ["haiku", "haiku"], ["weather", None], ["haiku", None]]
     haiku = report["skills"]["haiku"]
-    assert (haiku["queries"], haiku["trigger_rate"]) == (2, 0.5)  # 2 of its 4 runs
+    # Only the query that wants haiku alone counts for it: both its runs selected it.
+    assert (haiku["queries"], haiku["trigger_rate"]) == (1, 1.0)
     assert {"expected": "(none)", "selected": "haiku", "runs": 1} in report["confusions"]
     html = (skills / "report.html").read_text()
     assert "<h1>Trigger evals: openai/eval-model</h1>" in html and "a haiku about the moon" in html
@@ -136,3 +137,16 @@ def test_no_model_and_no_files_are_said_plainly(skills: Path) -> None:
     assert bare.returncode == 2 and bare.stderr == "lily: --runs must be at least 1.\n"
     nothing = lily_eval(skills, PYTHONPATH=HIDE_LOCAL_MODEL)
     assert nothing.returncode == 2 and "no eval files" in nothing.stderr
+
+
+def test_a_query_passes_by_skill_creators_rule() -> None:
+    from lily_kernel.runtime.evaluation import EvalItem, ItemResult
+
+    should = EvalItem("q", "f", skill="haiku", should_trigger=True)
+    should_not = EvalItem("q", "f", skill="haiku", should_trigger=False)
+    routing = EvalItem("q", "f", accepted=frozenset({"haiku", None}))
+    assert ItemResult(should, None, ["haiku", None]).passed  # triggered in half: passes
+    assert not ItemResult(should_not, None, ["haiku", None]).passed  # half: too often
+    assert ItemResult(should_not, None, ["weather", None]).passed
+    assert ItemResult(routing, None, [None, "weather"]).passed
+    assert not ItemResult(routing, None, ["weather", "weather", None]).passed
