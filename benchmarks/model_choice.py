@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +22,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from routing_set import CORPUS, link_skills, requests  # noqa: E402
 
 from lily_kernel.llm.base import ChatRequest  # noqa: E402
 from lily_kernel.llm.local_files import local_model_file  # noqa: E402
@@ -35,8 +35,6 @@ from lily_kernel.prompting.selection import (  # noqa: E402
 )
 from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "corpus"
-EVALS = REPO / "evals" / "routing"
 SYSTEM = "You are Lily, a helpful assistant in a notebook."
 
 
@@ -46,23 +44,19 @@ def accepted(request: dict[str, Any]) -> set[str | None]:
 
 
 async def main_async(split: str, first: int) -> None:
-    requests = [r for r in json.loads((EVALS / "requests.json").read_text())
-                if r["split"] == split]
+    asked = requests(split)
     file = local_model_file("local")
     if file is None:
         raise SystemExit("model_choice: the embedded model is not installed")
     model = LocalModel(file, prefix_cache=None)
     model.load()
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "skills"
-        root.mkdir()
-        for skill in json.loads((EVALS / "workspace.json").read_text())["skills"]:
-            os.symlink(CORPUS / skill["corpus_path"], root / skill["name"])
+        root = link_skills(Path(tmp) / "skills")
         snap = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
         by_model = by_ranker = 0
-        for request in requests:
+        for request in asked:
             listed = [r.name for r in snap.ranker.rank(request["query"], limit=first)]
-            chosen = None
+            chosen: str | None = None
             if listed:
                 skills = [s for s in map(snap.get, listed) if s is not None]
                 messages = [{"role": "system", "content": SYSTEM},
@@ -75,7 +69,7 @@ async def main_async(split: str, first: int) -> None:
             best = snap.ranker.best(request["query"])
             by_model += chosen in accepted(request)
             by_ranker += (best.name if best else None) in accepted(request)
-    print(f"{split}: {len(requests)} requests; the model choosing among the first {first}: "
+    print(f"{split}: {len(asked)} requests; the model choosing among the first {first}: "
           f"{by_model} right; the ranker's best match: {by_ranker} right")
 
 

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sqlite3
 import statistics
@@ -32,6 +31,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from routing_set import CORPUS, link_skills, requests  # noqa: E402
+
 from lily_kernel.skills import (  # noqa: E402
     Host,
     LoadRules,
@@ -41,18 +42,13 @@ from lily_kernel.skills import (  # noqa: E402
 )
 from lily_kernel.skills.ranker import RELEVANT_SCORE  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "corpus"
-EVALS = REPO / "evals" / "routing"
 Chooser = Callable[[str], str | None]
 Request = dict[str, Any]
 
 
 def assemble(folder: Path) -> SkillSnapshot:
     """The eval workspace's skills root, from the manifest (links into the corpus)."""
-    root = folder / "skills"
-    root.mkdir()
-    for skill in json.loads((EVALS / "workspace.json").read_text())["skills"]:
-        os.symlink(CORPUS / skill["corpus_path"], root / skill["name"])
+    root = link_skills(folder / "skills")
     return load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
 
 
@@ -168,10 +164,10 @@ def main() -> int:
     if not CORPUS.is_dir():
         print(f"skill_ranker: needs {CORPUS} (the shared corpus)", file=sys.stderr)
         return 2
-    requests = json.loads((EVALS / "requests.json").read_text())
+    every = requests()
     with tempfile.TemporaryDirectory() as tmp:
-        quality(assemble(Path(tmp)), requests, args.split, args.misses)
-    speed(requests)
+        quality(assemble(Path(tmp)), every, args.split, args.misses)
+    speed(every)
     return 0
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -30,10 +29,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from lily_kernel.runtime.runtime import LilyRuntime  # noqa: E402
+from routing_set import CORPUS, link_skills, requests  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "corpus"
-EVALS = REPO / "evals" / "routing"
+from lily_kernel.runtime.runtime import LilyRuntime  # noqa: E402
 
 
 class FirstText:
@@ -91,13 +89,10 @@ def repeats(answer: str) -> bool:
 
 
 async def main_async(split: str, answers: int) -> None:
-    requests = [r for r in json.loads((EVALS / "requests.json").read_text())
-                if split == "both" or r["split"] == split]
+    chosen = requests(None if split == "both" else split)
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "workspace"
-        (workspace / "skills").mkdir(parents=True)
-        for skill in json.loads((EVALS / "workspace.json").read_text())["skills"]:
-            os.symlink(CORPUS / skill["corpus_path"], workspace / "skills" / skill["name"])
+        link_skills(workspace / "skills")
         environ = {**os.environ, "LILY_EVENT_LOG": "0", "LILY_HOME": str(Path(tmp) / "home")}
         environ.pop("LILY_MODEL", None)
         first = LilyRuntime.start(workspace, environ)
@@ -106,7 +101,7 @@ async def main_async(split: str, answers: int) -> None:
         with_skill: list[float] = []
         without: list[float] = []
         repeated = whole = silent = 0
-        for index, request in enumerate(requests):
+        for index, request in enumerate(chosen):
             sink = await turn(workspace, environ, model, request["query"], index < answers)
             if sink.first is None:  # no text at all: a fault, counted and said
                 silent += 1
@@ -115,7 +110,7 @@ async def main_async(split: str, answers: int) -> None:
             if index < answers:
                 whole += 1
                 repeated += repeats(sink.answer)
-    print(f"{split}: {len(requests)} requests, each the first chat cell of a fresh session")
+    print(f"{split}: {len(chosen)} requests, each the first chat cell of a fresh session")
     for label, times in (("selects a skill", with_skill), ("selects none", without)):
         if times:
             print(f"  {label:16} {len(times):3} turns: first text median "
