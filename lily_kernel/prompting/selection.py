@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lily_kernel.skills import RELEVANT_SCORE, Ranked, Skill
+from lily_kernel.skills import RELEVANT_SCORE, Ranked, Skill, SkillSnapshot
 
 __all__ = [
     "MARGIN",
@@ -28,6 +28,7 @@ __all__ = [
     "Shortlist",
     "candidates_message",
     "parse_selection",
+    "request_shortlist",
     "selection_schema",
     "shortlist",
 ]
@@ -73,6 +74,13 @@ def shortlist(ranked: list[Ranked], visible: set[str]) -> Shortlist:
     candidates = tuple(r.name for r in best
                        if r.score >= RELEVANT_SCORE and r.score >= top * (1 - MARGIN))
     return Shortlist(best, candidates)
+
+
+def request_shortlist(snapshot: SkillSnapshot, text: str) -> Shortlist:
+    """The shortlist of a request: its ranking by the snapshot's ranker, among the
+    skills the model may select (not those only the person may invoke)."""
+    visible = {s.name for s in snapshot.skills if s.model_visible}
+    return shortlist(snapshot.ranker.rank(text), visible)
 
 
 def candidates_message(skills: list[Skill]) -> dict[str, Any]:

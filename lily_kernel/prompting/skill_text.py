@@ -65,14 +65,14 @@ def _body_message(name: str, body: str) -> dict[str, Any]:
             "content": f"{_framed(name, body)}\n\nFollow this skill to answer my message above."}
 
 
-def declared_skill_message(name: str, body: str, history: Sequence[dict[str, Any]],
-                           max_chars: int | None = None) -> dict[str, Any]:
+def declared_skill_message(name: str, body: str,
+                           history: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What a model without tools reads before answering with a selected skill: the
-    SKILL.md (its opening, past `max_chars`), or, when that same SKILL.md is already in
-    the conversation (selected in an earlier turn, and unchanged), a line pointing back
-    to it. The conversation then carries each body once: a follow-up with the same skill
-    reads a dozen tokens, not the whole file again."""
-    message = _body_message(name, bounded_body(body, max_chars)[0])
+    SKILL.md `body` (for a small window, the opening `bounded_body` gives), or, when
+    that same SKILL.md is already in the conversation (selected in an earlier turn, and
+    unchanged), a line pointing back to it. The conversation then carries each body
+    once: a follow-up with the same skill reads a dozen tokens, not the whole file."""
+    message = _body_message(name, body)
     if message in history:
         return {"role": "user", "content": f"Follow the SKILL.md of '{name}' above."}
     return message

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lily_kernel.errors import UsageError
-from lily_kernel.prompting.selection import shortlist
+from lily_kernel.prompting.selection import request_shortlist
 from lily_kernel.skills import SkillSnapshot
 
 __all__ = ["EvalItem", "EvalReport", "ItemResult", "load_eval_items", "ranker_choice",
@@ -61,8 +61,7 @@ class EvalItem:
 
 def ranker_choice(snapshot: SkillSnapshot, query: str) -> str | None:
     """The ranker alone: the request's best model-visible match, if it is relevant."""
-    visible = {s.name for s in snapshot.skills if s.model_visible}
-    candidates = shortlist(snapshot.ranker.rank(query), visible).candidates
+    candidates = request_shortlist(snapshot, query).candidates
     return candidates[0] if candidates else None
 
 

@@ -29,8 +29,8 @@ from lily_kernel.prompting.selection import (
     Shortlist,
     candidates_message,
     parse_selection,
+    request_shortlist,
     selection_schema,
-    shortlist,
 )
 from lily_kernel.prompting.skill_text import bounded_body
 from lily_kernel.runtime.replay_records import error_record, response_record
@@ -184,13 +184,13 @@ class Turn:
             return
         snapshot = self.choice.snapshot
         messages = self.request.messages
-        visible = {s.name for s in snapshot.skills if s.model_visible}
-        short = shortlist(snapshot.ranker.rank(str(self.request.user_message["content"])),
-                          visible)
+        short = request_shortlist(snapshot, str(self.request.user_message["content"]))
         selection, reply = await self._decide(short)
         skill = snapshot.get(selection.name or "")
-        bound = skill_body_budget(self.model.context_window)
-        body = declared_skill_message(skill.name, skill.body, messages, bound) \
+        # A long SKILL.md: its opening only, for a small window (said so, `left`).
+        opening, left = (bounded_body(skill.body, skill_body_budget(self.model.context_window))
+                         if skill is not None else ("", 0))
+        body = declared_skill_message(skill.name, opening, messages) \
             if skill is not None else None
         if selection.outcome == "selected" and body is not None and \
                 not self._fits([*messages, body]):
@@ -204,7 +204,6 @@ class Turn:
                                      shortlist=short.record(), decided_by=decided_by,
                                      reason=short.reason()))
         if selection.outcome == "selected" and skill is not None and body is not None:
-            left = bounded_body(skill.body, bound)[1]
             how = ("chosen by the model among near-equal matches" if decided_by == "model"
                    else f"best match for this request, score {short.ranked[0].score:.2f}")
             if left:

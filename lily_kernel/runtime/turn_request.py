@@ -14,7 +14,7 @@ from lily_kernel.prompting import (
     build_system_prompt,
 )
 from lily_kernel.prompting.budget import answer_reserve, catalog_budget, fit_messages
-from lily_kernel.prompting.selection import shortlist
+from lily_kernel.prompting.selection import request_shortlist
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill
 
@@ -74,8 +74,7 @@ def build_turn_request(session: Session, catalog_max_chars: int, model: ChatMode
     if request.catalog is None or not request.catalog.omitted:
         return request, None
     # Over budget: the request's shortlist is listed whatever it costs.
-    visible = {s.name for s in snapshot.skills if s.model_visible}
-    kept = tuple(r.name for r in shortlist(snapshot.ranker.rank(text), visible).ranked)
+    kept = tuple(r.name for r in request_shortlist(snapshot, text).ranked)
     request = build(frozenset(kept))
     assert request.catalog is not None
     return request, _catalog_notice(request.catalog.omitted, kept, budget,

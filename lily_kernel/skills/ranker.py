@@ -111,6 +111,12 @@ class SkillRanker:
 
         return SkillRanker(copy.deepcopy(self._skills, memo))
 
+    def _database(self) -> Any:
+        """The index, built on first use (call it holding the lock)."""
+        if self._db is None:
+            self._db = self._index()
+        return self._db
+
     def _index(self) -> Any:
         import sqlite3  # with the first ranking, not at kernel start
 
@@ -141,16 +147,15 @@ class SkillRanker:
         words = [w for w in query_words(text) if w != _FILLER]
         if len(words) < 2:
             return words
-        if self._db is None:
-            self._db = self._index()
         unknown = [w for w in words if w not in self._stems]
         if unknown:  # stemmed by FTS5 itself, once per word
             if len(self._stems) > MAX_STEMS_KEPT:
                 self._stems.clear()
-            self._db.execute("DELETE FROM words")
-            self._db.executemany("INSERT INTO words(rowid, word) VALUES (?, ?)",
-                                 list(enumerate(unknown, 1)))
-            for term, row in self._db.execute("SELECT term, doc FROM stems"):
+            db = self._database()
+            db.execute("DELETE FROM words")
+            db.executemany("INSERT INTO words(rowid, word) VALUES (?, ?)",
+                           list(enumerate(unknown, 1)))
+            for term, row in db.execute("SELECT term, doc FROM stems"):
                 self._stems[unknown[row - 1]] = term
         seen: set[str] = set()
         kept = []
@@ -168,10 +173,8 @@ class SkillRanker:
             words = self._words(text)
             if not words:
                 return []
-            if self._db is None:
-                self._db = self._index()
             query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-            found = self._db.execute(
+            found = self._database().execute(
                 "SELECT rowid, bm25(skills, ?, ?, ?, ?) FROM skills WHERE skills MATCH ?",
                 (NAME_WEIGHT, SUMMARY_WEIGHT, WHEN_WEIGHT, BODY_WEIGHT, query)).fetchall()
         scale = math.log(1 + max(len(self._skills), MIN_POPULATION))
