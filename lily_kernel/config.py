@@ -28,6 +28,7 @@ __all__ = [
     "ToolsConfig",
     "is_local_model",
     "load_config",
+    "resolved_path",
 ]
 
 CONFIG_FILE = "lily.yaml"
@@ -88,6 +89,12 @@ class LilyConfig:
     skills_workspace_dir: Path | None = None
     skills_user_dir: Path | None = None
     skills_bundled_dir: Path | None = None
+    # More skills roots, below the user's and above the bundled ones, in order
+    # (LILY_SKILLS_EXTRA_DIRS: separated by `:` like PATH).
+    skills_extra_dirs: tuple[str, ...] = ()
+    # Read the skills folders other agents keep (`.agents/skills`, `.claude/skills`, in
+    # the workspace and the home folder) beside Lily's own.
+    skills_other_agents: bool = True
     # The user's own Lily folder (user skills and persona default under it).
     home: Path | None = None
     agent: str = "default"
@@ -102,6 +109,7 @@ class LilyConfig:
 
 
 _PATH_KEYS = ("skills_workspace_dir", "skills_user_dir", "skills_bundled_dir", "home")
+_PATH_LISTS = frozenset({"skills_extra_dirs"})
 _ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_DENY": "deny"}
 _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
@@ -141,7 +149,10 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
               for attr, key, _ in field_keys(LilyConfig)}
     for key, (owner, attr) in owners.items():
         var = f"LILY_{key.upper()}"
-        if var in environ and key != "tools":
+        if var in environ and key in _PATH_LISTS:
+            values[key] = [p for p in environ[var].split(os.pathsep) if p.strip()]
+            origin[key] = var
+        elif var in environ and key != "tools":
             values[key] = parse_text(owner, attr, environ[var])
             origin[key] = var
     tools: dict[str, Any] = {}
@@ -188,7 +199,9 @@ def load_config(workspace: Path, environ: Mapping[str, str] | None = None) -> Li
     llm = replace(config.llm, model=_blank_is_unset(config.llm.model),
                   api_base=_blank_is_unset(config.llm.api_base))
     paths = _resolved_paths(config, workspace)
-    return replace(config, llm=llm, skills_workspace_dir=paths["skills_workspace_dir"],
+    extra = tuple(str(resolved_path(p, workspace)) for p in config.skills_extra_dirs)
+    return replace(config, llm=llm, skills_extra_dirs=extra,
+                   skills_workspace_dir=paths["skills_workspace_dir"],
                    skills_user_dir=paths["skills_user_dir"],
                    skills_bundled_dir=paths["skills_bundled_dir"], home=paths["home"])
 
@@ -198,8 +211,11 @@ def _resolved_paths(config: LilyConfig, workspace: Path) -> dict[str, Path | Non
     updates: dict[str, Path | None] = {}
     for key in _PATH_KEYS:
         value = getattr(config, key)
-        if value is not None:
-            value = value.expanduser()
-            value = value if value.is_absolute() else workspace / value
-        updates[key] = value
+        updates[key] = resolved_path(value, workspace) if value is not None else None
     return updates
+
+
+def resolved_path(value: str | Path, workspace: Path) -> Path:
+    """A configured path: `~` expanded, relative to the workspace."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else workspace / path

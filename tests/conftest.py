@@ -74,6 +74,14 @@ def _embedded_model_hidden(request: pytest.FixtureRequest,
                             lambda: None)
 
 
+@pytest.fixture(autouse=True)
+def _private_home(tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test's HOME is a folder of its own: the person's ~/.agents/skills,
+    ~/.claude/skills and ~/.lily never leak into a test (or a test into them)."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+
+
 def write_skill(root: Path, name: str, text: str) -> Path:
     """Create `root/name/SKILL.md` with `text`; return the file."""
     folder = root / name
@@ -103,5 +111,6 @@ def environ(tmp_path: Path) -> dict[str, str]:
     bundled = tmp_path / "bundled"
     home.mkdir()
     bundled.mkdir()
-    return {"LILY_HOME": str(home), "LILY_SKILLS_BUNDLED_DIR": str(bundled),
+    return {"HOME": str(home), "LILY_HOME": str(home / ".lily"),
+            "LILY_SKILLS_BUNDLED_DIR": str(bundled),
             "PATH": "/usr/bin:/bin", "LILY_EVENT_LOG": "0"}

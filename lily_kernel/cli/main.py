@@ -18,7 +18,13 @@ from lily_kernel.cli.replay import add_replay_parser
 from lily_kernel.commands import render_plain, skills_result
 from lily_kernel.errors import LilyError, UsageError
 from lily_kernel.runtime import LilyEnvironment
-from lily_kernel.skills import Diagnostic, SkillRoot, check_skill_directory, drop_shared_aliases
+from lily_kernel.skills import (
+    Diagnostic,
+    SkillRoot,
+    check_skill_directory,
+    discover_candidates,
+    drop_shared_aliases,
+)
 
 __all__ = ["main"]
 
@@ -34,14 +40,17 @@ def _folder(option: str, value: str) -> Path:
 
 
 def _override_roots(env: LilyEnvironment, args: argparse.Namespace) -> LilyEnvironment:
+    """`--user-dir` and `--bundled-dir` stand for Lily's own user root and the bundled
+    root (the first root of their level); other agents' folders stay as they are."""
     overrides = {"user": args.user_dir, "bundled": args.bundled_dir}
-    roots = tuple(
-        SkillRoot(r.source, os.path.abspath(overrides[r.source]),
-                  os.path.exists(overrides[r.source]))
-        if overrides.get(r.source) else r
-        for r in env.skill_roots
-    )
-    return replace(env, skill_roots=roots)
+    roots, replaced = [], set()
+    for r in env.skill_roots:
+        if overrides.get(r.source) and r.source not in replaced:
+            replaced.add(r.source)
+            r = SkillRoot(r.source, os.path.abspath(overrides[r.source]),
+                          os.path.exists(overrides[r.source]))
+        roots.append(r)
+    return replace(env, skill_roots=tuple(roots))
 
 
 def _cmd_skills(args: argparse.Namespace) -> int:
@@ -67,9 +76,9 @@ def _skill_dirs(path: Path) -> list[Path]:
         return [path.parent]
     if (path / "SKILL.md").exists() or (path / "SKILL.md").is_symlink():
         return [path]
-    if path.is_dir():
-        return sorted((c for c in path.iterdir() if not c.name.startswith(".")
-                       and (c / "SKILL.md").exists()), key=lambda c: c.name)
+    if path.is_dir():  # a root: its skill folders as a root's are found (nested too)
+        found = discover_candidates((SkillRoot("workspace", str(path), True),))
+        return sorted((Path(copies[0].folder) for copies in found.values()), key=str)
     return []
 
 

@@ -52,6 +52,12 @@ def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
                       explicit=frozenset(t.name for t in registry if t.explicit))
 
 
+def _person_home(environ: Mapping[str, str] | None) -> Path | None:
+    """The home folder of the environment given (its HOME), else the process's."""
+    home = environ.get("HOME") if environ is not None else None
+    return Path(home) if home else None
+
+
 @dataclass
 class LilyEnvironment:
     """The resolved setup of one workspace; loaders for snapshots and personas."""
@@ -82,7 +88,7 @@ class LilyEnvironment:
             config=config,
             registry=registry,
             policy=_checked_policy(config, registry),
-            skill_roots=resolve_skill_roots(config, workspace),
+            skill_roots=resolve_skill_roots(config, workspace, _person_home(environ)),
             persona_roots=PersonaRoots(
                 workspace=workspace / "persona", user=home / "persona",
                 bundled=bundled_dir("persona"),

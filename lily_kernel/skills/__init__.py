@@ -6,6 +6,7 @@ from lily_kernel.skills.frontmatter import MAX_SKILL_BYTES, SkillFormatError, pa
 from lily_kernel.skills.loader import (
     LoadRules,
     check_skill_directory,
+    discover_candidates,
     drop_shared_aliases,
     load_snapshot,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "check_eligibility",
     "check_skill_directory",
     "diff_snapshots",
+    "discover_candidates",
     "drop_shared_aliases",
     "lily_home",
     "load_snapshot",

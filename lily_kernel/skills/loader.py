@@ -33,6 +33,7 @@ from lily_kernel.skills.models import (
 
 __all__ = [
     "STANDARD_LIMITS",
+    "Found",
     "LoadRules",
     "check_skill_directory",
     "discover_candidates",
@@ -41,6 +42,13 @@ __all__ = [
 ]
 
 SKILL_FILE = "SKILL.md"
+# Nested skills (`<root>/<group>/<skill>/SKILL.md`): a skill folder at most this many
+# folders below its root, at most this many folders looked at in one root.
+_SKILL_SUFFIX = os.sep + SKILL_FILE
+MAX_DEPTH = 6
+MAX_FOLDERS = 20_000
+# Folders that are never groups of skills (besides hidden ones): packages and caches.
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
 COMMAND_PATTERN = re.compile(r"[a-z0-9_-]+")  # used with fullmatch
 # The Agent Skills standard's length limits (characters): over them is a warning, since
 # Lily loads the skill but other agents may not.
@@ -65,8 +73,23 @@ def _unreadable(root: SkillRoot, exc: OSError) -> SkillRootError:
         f"Cannot read the {root.source} skills root {root.path}: {exc.strerror or exc}.")
 
 
-def _list_root(root: SkillRoot) -> list[str]:
-    """Immediate, non-hidden child directories of a root (SKILL.md checked later)."""
+def _folders(path: str) -> list[tuple[str, str]]:
+    """The non-hidden child folders of `path` (name, path), in name order."""
+    found = []
+    for entry in os.scandir(path):
+        if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
+            continue
+        try:
+            if entry.is_dir():
+                found.append((entry.name, entry.path))
+        except OSError:
+            continue
+    found.sort()
+    return found
+
+
+def _root_folders(root: SkillRoot) -> list[tuple[str, str]]:
+    """The root's own child folders; a root that exists but cannot be listed raises."""
     if not root.exists:
         # Missing, or a link that leads nowhere: empty. A link loop is no missing root
         # but a broken one (os.path.exists says False for both): report it.
@@ -77,44 +100,89 @@ def _list_root(root: SkillRoot) -> list[str]:
                 raise _unreadable(root, exc) from exc
         return []
     try:
-        entries = list(os.scandir(root.path))
+        return _folders(root.path)
     except FileNotFoundError:
         return []  # removed since it was looked at: a missing root is empty
     except OSError as exc:
         raise _unreadable(root, exc) from exc
-    names = []
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            if entry.is_dir():
-                names.append(entry.name)
-        except OSError:
-            continue
-    return names
 
 
-def discover_candidates(roots: tuple[SkillRoot, ...]) -> dict[str, list[SkillRoot]]:
-    """Each child directory name, with the roots holding it in precedence order.
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A folder holding a SKILL.md, in one root; the skill's name is the folder's."""
+
+    root: SkillRoot
+    folder: str
+    skill_file: str
+
+
+def _walk_root(root: SkillRoot, diagnostics: list[Diagnostic]) -> dict[str, list[Found]]:
+    """The skill folders under one root, each name's copies shallowest first.
+
+    A folder holding a SKILL.md is a skill and is not searched further; any other
+    folder is a group, searched down to MAX_DEPTH, hidden folders skipped, at most
+    MAX_FOLDERS folders in all (then a warning). Level by level, each in name order.
+    """
+    found: dict[str, list[Found]] = defaultdict(list)
+    level, depth, looked, seen = _root_folders(root), 1, 0, {os.path.realpath(root.path)}
+    while level:
+        groups: list[tuple[str, str]] = []
+        for name, folder in level:
+            looked += 1
+            if looked > MAX_FOLDERS:
+                diagnostics.append(Diagnostic(
+                    DiagnosticKind.WARNING, os.path.basename(root.path), root.source,
+                    root.path, f"stopped looking for skills after {MAX_FOLDERS:,} folders "
+                    "in this root; skills deeper or later in name order are not loaded"))
+                return found
+            # Plain strings and one access() call: this runs once per skill folder.
+            skill_file = folder + _SKILL_SUFFIX
+            if os.access(skill_file, os.F_OK, follow_symlinks=False):
+                found[name].append(Found(root, folder, skill_file))
+            elif depth < MAX_DEPTH:
+                real = os.path.realpath(folder)
+                if real in seen:  # a link back up the tree: already searched
+                    continue
+                seen.add(real)
+                try:
+                    groups.extend(_folders(folder))
+                except OSError:
+                    continue  # an unreadable folder inside a root holds no skill we can load
+        level, depth = groups, depth + 1
+    return found
+
+
+def _same_root_copies(name: str, copies: list[Found], diagnostics: list[Diagnostic]) -> Found:
+    """One root's copy of a name: the shallowest, then first in path order; the others
+    are `shadowed`, naming it."""
+    first = copies[0]
+    for other in copies[1:]:
+        diagnostics.append(Diagnostic(
+            DiagnosticKind.SHADOWED, name, other.root.source, other.skill_file,
+            f"another skill named '{name}' in the same root wins: {first.skill_file} "
+            "(the shallowest, then the first in path order)"))
+    return first
+
+
+def discover_candidates(
+    roots: tuple[SkillRoot, ...], diagnostics: list[Diagnostic] | None = None
+) -> dict[str, list[Found]]:
+    """Each skill name, with its copy in each root holding it, in precedence order.
 
     A root that is the same folder as a higher one (e.g. a notebook opened in Lily's
     own checkout) is read once, as the higher root: a skill cannot shadow itself.
     """
-    found: dict[str, list[SkillRoot]] = defaultdict(list)
+    diagnostics = diagnostics if diagnostics is not None else []
+    found: dict[str, list[Found]] = defaultdict(list)
     seen: set[str] = set()
     for root in roots:
         real = os.path.realpath(root.path)
         if real in seen:
             continue
         seen.add(real)
-        for name in _list_root(root):
-            found[name].append(root)
+        for name, copies in _walk_root(root, diagnostics).items():
+            found[name].append(_same_root_copies(name, copies, diagnostics))
     return found
-
-
-def _skill_file(root: SkillRoot, name: str) -> str:
-    # Plain strings: pathlib objects cost ~10% of a whole load.
-    return os.path.join(root.path, name, SKILL_FILE)
 
 
 def _read(path: str) -> tuple[bytes, int]:
@@ -204,8 +272,6 @@ def drop_shared_aliases(skills: list[Skill], diagnostics: list[Diagnostic]) -> l
         if skill.command:
             claimants[skill.command].append(skill.name)
     shared = {cmd for cmd, names in claimants.items() if len(names) > 1}
-    if not shared:
-        return skills
     kept = []
     for skill in skills:
         if skill.command in shared:
@@ -243,24 +309,22 @@ def _printable(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _first_copy(
-    name: str, roots: list[SkillRoot]
-) -> tuple[SkillRoot, str, Read, list[SkillRoot]] | None:
-    """The highest root whose `name` folder has a SKILL.md, its bytes, and the rest.
+def _first_copy(name: str, copies: list[Found]) -> tuple[Found, Read, list[Found]] | None:
+    """The highest copy whose SKILL.md can be opened, its bytes, and the lower copies.
 
     Reading doubles as the existence check: one open per skill, no extra stat.
     """
-    for index, root in enumerate(roots):
-        path = _skill_file(root, name)
+    for index, copy in enumerate(copies):
+        path = copy.skill_file
         try:
-            return root, path, _read(path), roots[index + 1 :]
+            return copy, _read(path), copies[index + 1 :]
         except FileNotFoundError as exc:
             if os.path.lexists(path):  # a dangling link: a skill that cannot be read
-                return root, path, exc, roots[index + 1 :]
+                return copy, exc, copies[index + 1 :]
         except NotADirectoryError:
             continue
         except OSError as exc:
-            return root, path, exc, roots[index + 1 :]
+            return copy, exc, copies[index + 1 :]
     return None
 
 
@@ -322,7 +386,7 @@ def check_skill_directory(
     directory = os.path.abspath(directory)
     parent, name = os.path.split(directory.rstrip(os.sep))
     root = SkillRoot(source="workspace", path=parent, exists=True)
-    path = _skill_file(root, name)
+    path = os.path.join(directory, SKILL_FILE)
     try:
         read: Read = _read(path)
     except OSError as exc:
@@ -344,8 +408,8 @@ def load_snapshot(
     # Whether a root exists is decided now, at every load: a folder created or removed
     # since the session started counts at the next /reload_skills.
     roots = tuple(replace(r, exists=os.path.exists(r.path)) for r in roots)
-    candidates = discover_candidates(roots)
     diagnostics: list[Diagnostic] = []
+    candidates = discover_candidates(roots, diagnostics)
     skills: list[Skill] = []
     overall = hashlib.sha256()
     for name in sorted(candidates):
@@ -354,7 +418,8 @@ def load_snapshot(
         found = _first_copy(name, candidates[name])
         if found is None:
             continue  # folders without a SKILL.md are not skills
-        root, path, data, lower = found
+        winner, data, lower = found
+        root, path = winner.root, winner.skill_file
         if not _is_text(name):  # a folder name that is not valid UTF-8 (surrogate-escaped)
             shown, shown_path = _printable(name), _printable(path)
             overall.update(f"{shown}\0{root.source}\0bad name\n".encode())
@@ -363,12 +428,9 @@ def load_snapshot(
                 "the folder name is not valid UTF-8; rename the folder"))
             continue
         for loser in lower:
-            loser_path = _skill_file(loser, name)
-            if os.path.lexists(loser_path):
-                diagnostics.append(
-                    Diagnostic(DiagnosticKind.SHADOWED, name, loser.source, loser_path,
-                               f"shadowed by the {root.source} skill at {path}")
-                )
+            diagnostics.append(
+                Diagnostic(DiagnosticKind.SHADOWED, name, loser.root.source, loser.skill_file,
+                           f"shadowed by the {root.source} skill at {path}"))
         overall.update(f"{name}\0{root.source}\0".encode())
         skill = _check_winner(name, root, path, data, rules, host, diagnostics, overall)
         if skill is not None:

@@ -29,7 +29,7 @@ __all__ = [
     "diff_snapshots",
 ]
 
-SkillSource = Literal["workspace", "user", "bundled"]
+SkillSource = Literal["workspace", "user", "extra", "bundled"]
 
 
 class DiagnosticKind(StrEnum):
