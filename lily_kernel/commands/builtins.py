@@ -1,4 +1,5 @@
-"""The built-in commands and skill invocation; every failure is a CommandError.
+"""The built-in commands (a skill's own forms are in invocation.py); every failure is a
+CommandError.
 
 Handlers read the context and return a result plus the session change to apply on
 success; they never mutate the session themselves, so a failed command changes nothing.
@@ -8,9 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from lily_kernel.commands.context import CommandContext, StateChange
+from lily_kernel.commands.context import CommandContext, CommandOutcome, StateChange
+from lily_kernel.commands.invocation import (
+    missing_skill,
+    run_skill_command,
+    skill_command,
+    skill_commands,
+)
 from lily_kernel.commands.listing import ranked_result, skills_result
 from lily_kernel.commands.parser import ParsedCommand
 from lily_kernel.commands.results import (
@@ -18,17 +24,14 @@ from lily_kernel.commands.results import (
     CommandResult,
     Fields,
     Preformatted,
-    SkillInvocation,
     Table,
     Text,
-    ToolDispatch,
 )
 from lily_kernel.config import EMBEDDED_MODEL, LOCAL_MODEL, ModelConfig
 from lily_kernel.errors import CommandError, SkillRootError
 from lily_kernel.skills import (
     Eligibility,
     Skill,
-    SkillSnapshot,
     diff_snapshots,
     shown_fields,
 )
@@ -42,30 +45,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class CommandOutcome:
-    result: CommandResult
-    change: StateChange | None = None
-
-
 Handler = Callable[[CommandContext, str], CommandOutcome]
 
 
 def _no_argument(name: str, argument: str) -> None:
     if argument:
         raise CommandError(f"/{name} takes no argument.")
-
-
-def _missing(snapshot: SkillSnapshot, name: str) -> CommandError:
-    """No available skill by that name: say why when the snapshot knows it."""
-    diag = snapshot.excluded_reason(name)
-    if diag is not None:
-        return CommandError(
-            f"skill '{name}' is not available in this session (snapshot "
-            f"{snapshot.version}): {diag.kind.value}: {diag.reason}."
-        )
-    return CommandError(
-        f"no skill named '{name}' in this session (snapshot {snapshot.version}).")
 
 
 # --- /skills -----------------------------------------------------------------------
@@ -76,23 +61,7 @@ def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     return CommandOutcome(ranked_result(snap, argument) if argument else skills_result(snap))
 
 
-# --- /skill and aliases ------------------------------------------------------------
-
-
-def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) -> CommandOutcome:
-    """Force `skill`: hand the runtime the intent to run its tool with the request (no
-    model), or to ask the model with the skill forced."""
-    if skill.invocation_mode == "tool_dispatch":
-        tool = ctx.registry.get(skill.command_tool or "")
-        if tool is None or tool.text_argument is None:
-            raise CommandError(
-                f"skill '{skill.name}': tool '{skill.command_tool}' cannot take a "
-                "text request."
-            )
-        dispatch = ToolDispatch(skill.name, tool.name, {tool.text_argument: request})
-        return CommandOutcome(CommandResult(command, skill=skill.name, dispatch=dispatch))
-    return CommandOutcome(CommandResult(command, skill=skill.name,
-                                        invocation=SkillInvocation(skill.name, request)))
+# --- /skill and its forms (commands/invocation.py) -------------------------------
 
 
 def dispatched(result: CommandResult, text: str) -> CommandResult:
@@ -103,34 +72,24 @@ def dispatched(result: CommandResult, text: str) -> CommandResult:
                          (Preformatted(text),), skill=dispatch.skill)
 
 
-def _split_first(argument: str) -> tuple[str, str]:
-    """The first word, and the rest (same line or following lines)."""
-    parts = argument.split(maxsplit=1)
-    return (parts[0], parts[1]) if len(parts) == 2 else (argument, "")
-
-
-def _skill(ctx: CommandContext, argument: str) -> CommandOutcome:
-    name, request = _split_first(argument)
-    if not name:
-        raise CommandError("/skill requires a skill name.")
-    snap = ctx.session.skill_snapshot
-    skill = snap.get(name)
-    if skill is None:
-        raise _missing(snap, name)
-    return invoke_skill(ctx, "skill", skill, request.strip())
-
-
 # --- /help -------------------------------------------------------------------------
 
 _BUILTIN_HELP = (
     ("/skills [words]", "list the skills of this session's snapshot, and the excluded "
                         "ones; with words, the skills ranked against them"),
     ("/skill <name> [request]", "force a skill for this request"),
+    ("/skill:<name> [request]", "the same"),
+    ("/<skill-name> [request]", "the same, for a skill you may invoke whose name is no "
+                                "built-in or alias (those come first)"),
     ("/help [skill]", "this list and the tool policy, or one skill's details"),
     ("/agent [name]", "show the agents, or switch to one (persona rebuilt)"),
     ("/reload_skills", "rebuild the skill snapshot from disk and show what changed"),
 )
 
+
+# Claude Code runs a SKILL.md's !`command` lines before its model reads it; Lily never does.
+DYNAMIC_CONTEXT_LINE = ("A SKILL.md's !`command` lines (Claude Code's dynamic context) are "
+                        "never run by Lily: the model sees them as text.")
 
 PREVIEW_CHARS = 2_000
 
@@ -200,6 +159,10 @@ def _shown_value(skill: Skill, attr: str) -> str | None:
         return "hidden from the model" if value else "listed in the model's catalog"
     if attr == "allowed_tools":
         return " ".join(value) if value is not None else None
+    if attr == "argument_hint":
+        return value or None
+    if attr == "user_invocable" and value is not None:
+        return "with / commands" if value else "none: for the model only (user-invocable: false)"
     if value is None:
         return "(none)" if attr == "summary" else None
     if isinstance(value, tuple):
@@ -209,7 +172,7 @@ def _shown_value(skill: Skill, attr: str) -> str | None:
     return str(value) or ("(none)" if attr == "summary" else "")
 
 
-_DERIVED = frozenset({"summary", "command", "eligibility", "allowed_tools"})
+_DERIVED = frozenset({"summary", "command", "eligibility", "allowed_tools", "argument_hint"})
 
 
 def describe_skill(skill: Skill) -> tuple[Block, ...]:
@@ -219,7 +182,8 @@ def describe_skill(skill: Skill) -> tuple[Block, ...]:
         found = ((f.label, _shown_value(skill, f.attr)) for f in shown_fields(group))
         return [(label, value) for label, value in found if value is not None]
 
-    items = [*rows("lily"), ("source", skill.source), ("path", skill.path), *rows("standard")]
+    items = [*rows("lily"), ("source", skill.source), ("path", skill.path), *rows("standard"),
+             *rows("claude")]
     items += [(f"{key} (not used by Lily)", _json(value))
               for key, value in sorted(skill.extra.items())]
     return (Fields(tuple(items)),)
@@ -230,14 +194,18 @@ def _help(ctx: CommandContext, argument: str) -> CommandOutcome:
     if argument:
         skill = snap.get(argument)
         if skill is None:
-            raise _missing(snap, argument)
+            raise missing_skill(snap, argument)
         return CommandOutcome(CommandResult("help", f"Skill {skill.name}", describe_skill(skill)))
+    # Every alias, and each skill name with an argument hint, with what to type after it.
     commands = list(_BUILTIN_HELP) + [
-        (f"/{s.command} [request]", f"alias of /skill {s.name}")
-        for s in sorted((s for s in snap.skills if s.command), key=lambda s: s.command or "")
+        (f"/{name} {skill.argument_hint or '[request]'}",
+         f"alias of /skill {skill.name}" if kind == "alias" else f"/skill {skill.name}")
+        for name, (kind, skill) in sorted(skill_commands(snap, BUILTIN_COMMANDS).items())
+        if kind == "alias" or skill.argument_hint
     ]
     blocks: list[Block] = [
         Table(("command", "what it does"), tuple(commands)),
+        Text(DYNAMIC_CONTEXT_LINE),
         Text(_model_line(ctx.session.model_config, ctx.session.embedded_default)),
         Text("Any other cell is a message to the model. Tool policy:"),
         *_policy_blocks(ctx),
@@ -324,7 +292,7 @@ def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
 
 _HANDLERS: dict[str, Handler] = {
     "skills": _skills,
-    "skill": _skill,
+    "skill": skill_command,
     "help": _help,
     "agent": _agent,
     "reload_skills": _reload_skills,
@@ -333,16 +301,17 @@ BUILTIN_COMMANDS = frozenset(_HANDLERS)
 
 
 def run_command(ctx: CommandContext, parsed: ParsedCommand) -> CommandOutcome:
-    """Dispatch exactly by name: a built-in, else a skill alias, else an error."""
+    """Dispatch exactly by name: a built-in, else a skill's form (`/skill:<name>`, an
+    alias, a skill's name), else an error."""
     try:
         if not parsed.name:
             raise CommandError("empty command; type /help for the list of commands.")
         handler = _HANDLERS.get(parsed.name)
         if handler is not None:
             return handler(ctx, parsed.argument)
-        skill = ctx.session.skill_snapshot.by_command(parsed.name)
-        if skill is not None:
-            return invoke_skill(ctx, parsed.name, skill, parsed.argument)
+        invoked = run_skill_command(ctx, parsed.name, parsed.argument)
+        if invoked is not None:
+            return invoked
         raise CommandError(f"unknown command /{parsed.name}.")
     except CommandError as exc:
         return CommandOutcome(CommandResult(parsed.name, error=str(exc)))

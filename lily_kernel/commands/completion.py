@@ -6,8 +6,9 @@ import re
 from dataclasses import dataclass
 
 from lily_kernel.commands.builtins import BUILTIN_COMMANDS, describe_skill
+from lily_kernel.commands.invocation import SKILL_PREFIX, skill_commands
 from lily_kernel.commands.results import CommandResult
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import Skill, SkillSnapshot
 
 __all__ = ["Completion", "complete", "inspect"]
 
@@ -17,14 +18,37 @@ _SKILL_ARG_COMMANDS = ("skill", "help")
 
 @dataclass(frozen=True)
 class Completion:
+    """The matches, the span they replace, and what each match is (`types`, one per
+    match: `command`, `alias`, `skill`, `agent`, with a skill's argument hint after it,
+    e.g. `skill <issue> [branch]`)."""
+
     matches: tuple[str, ...]
     cursor_start: int
     cursor_end: int
+    types: tuple[str, ...] = ()
+
+
+def _kind(what: str, skill: Skill | None) -> str:
+    hint = skill.argument_hint if skill is not None else ""
+    return f"{what} {hint}" if hint else what
+
+
+def _commands(snapshot: SkillSnapshot) -> dict[str, str]:
+    """Every `/` name and what it is: built-ins, aliases, the skills' own names."""
+    names = {name: "command" for name in BUILTIN_COMMANDS}
+    for name, (kind, skill) in skill_commands(snapshot, BUILTIN_COMMANDS).items():
+        names[name] = _kind(kind, skill)
+    return names
+
+
+def _found(pairs: list[tuple[str, str]], partial: str, start: int, end: int) -> Completion:
+    kept = sorted((m, t) for m, t in pairs if m.startswith(partial))
+    return Completion(tuple(m for m, _ in kept), start, end, tuple(t for _, t in kept))
 
 
 def complete(code: str, cursor_pos: int, snapshot: SkillSnapshot, agents: list[str]) -> Completion:
-    """Commands and aliases after `/`; skills after `/skill ` and `/help `; agents after
-    `/agent `."""
+    """Commands, aliases and skills after `/` (`/skill:` and skill names after
+    `/skill:`); skills after `/skill ` and `/help `; agents after `/agent `."""
     before = code[:cursor_pos]
     empty = Completion((), cursor_pos, cursor_pos)
     if "\n" in before or not before.lstrip().startswith("/"):
@@ -36,29 +60,37 @@ def complete(code: str, cursor_pos: int, snapshot: SkillSnapshot, agents: list[s
     start = prefix.start() if prefix else cursor_pos
     partial = before[start:]
     if len(words) == 1 and not typing_new_word:
-        names = sorted(BUILTIN_COMMANDS | {s.command for s in snapshot.skills if s.command})
-        matches = tuple(f"/{n}" for n in names if f"/{n}".startswith(partial))
-        return Completion(matches, start, cursor_pos)
+        if partial.startswith("/" + SKILL_PREFIX):
+            pairs = [(f"/{SKILL_PREFIX}{s.name}", _kind("skill", s))
+                     for s in snapshot.skills if s.user_invocable]
+        else:
+            pairs = [(f"/{n}", kind) for n, kind in _commands(snapshot).items()]
+        return _found(pairs, partial, start, cursor_pos)
     arg_index = len(words) if typing_new_word else len(words) - 1
     if arg_index != 1:
         return empty
     command = words[0][1:]
     if command in _SKILL_ARG_COMMANDS:
-        candidates = [s.name for s in snapshot.skills]
+        # `/skill` invokes, so only the skills the person may invoke; `/help` shows any.
+        pairs = [(s.name, _kind("skill", s)) for s in snapshot.skills
+                 if command == "help" or s.user_invocable]
     elif command == "agent":
-        candidates = agents
+        pairs = [(name, "agent") for name in agents]
     else:
         return empty
-    return Completion(tuple(n for n in candidates if n.startswith(partial)), start, cursor_pos)
+    return _found(pairs, partial, start, cursor_pos)
 
 
 def inspect(code: str, cursor_pos: int, snapshot: SkillSnapshot) -> CommandResult | None:
-    """The `/help` text of the skill name (or `/alias`) under the cursor, if any."""
+    """The `/help` text of the skill name (or `/alias`, `/<name>`, `/skill:<name>`)
+    under the cursor, if any."""
     left = re.search(r"[^\s]*$", code[:cursor_pos])
     right = re.match(r"[^\s]*", code[cursor_pos:])
     word = (left.group(0) if left else "") + (right.group(0) if right else "")
     skill = snapshot.get(word)
-    if skill is None and word.startswith("/"):
+    if skill is None and word.startswith("/" + SKILL_PREFIX):
+        skill = snapshot.get(word.removeprefix("/" + SKILL_PREFIX))
+    elif skill is None and word.startswith("/"):
         skill = snapshot.by_command(word[1:]) or snapshot.get(word[1:])
     if skill is None:
         return None

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lily_kernel.commands.results import CommandResult
 from lily_kernel.persona import Persona
 from lily_kernel.session import Session
 from lily_kernel.skills import SkillSnapshot
 from lily_kernel.tools import ToolPolicy, ToolRegistry
 
-__all__ = ["CommandContext", "StateChange"]
+__all__ = ["CommandContext", "CommandOutcome", "StateChange"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,11 @@ class StateChange:
         if self.persona is not None and self.active_agent is not None:
             session.active_agent = self.active_agent
             session.persona = self.persona
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """What a command produced, and the session change to apply if it succeeded."""
+
+    result: CommandResult
+    change: StateChange | None = None

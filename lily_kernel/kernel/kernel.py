@@ -138,7 +138,14 @@ class LilyKernel(Kernel):
     async def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         cursor = len(code) if cursor_pos is None else cursor_pos
         found = await self.lily.complete(code, cursor)
-        return {"status": "ok", "metadata": {},
+        # What each match is, with a skill's argument hint: JupyterLab shows `type`
+        # beside the match.
+        types = [{"start": found.cursor_start, "end": found.cursor_end, "text": match,
+                  "type": kind}
+                 for match, kind in zip(found.matches, found.types, strict=True)
+                 ] if found and found.types else []
+        return {"status": "ok",
+                "metadata": {"_jupyter_types_experimental": types} if types else {},
                 "matches": list(found.matches) if found else [],
                 "cursor_start": found.cursor_start if found else cursor,
                 "cursor_end": found.cursor_end if found else cursor}

@@ -7,6 +7,7 @@ from lily_kernel.prompting.skill_text import (
     declared_skill_message,
     loaded_skill_text,
     selection_refusal,
+    skill_body,
 )
 from lily_kernel.prompting.system import Catalog, build_catalog, build_system_prompt
 from lily_kernel.prompting.tool_results import (
@@ -31,6 +32,7 @@ __all__ = [
     "not_json_reason",
     "policy_reason",
     "selection_refusal",
+    "skill_body",
     "tool_result_text",
     "unanswerable_reason",
 ]

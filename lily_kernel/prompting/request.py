@@ -52,7 +52,8 @@ def build_model_request(
     catalog = (build_catalog(snapshot.skills, catalog_max_chars, keep)
                if forced_skill is None and tool_calls else None)
     system = {"role": "system",
-              "content": build_system_prompt(persona, catalog, forced_skill, tool_calls)}
+              "content": build_system_prompt(persona, catalog, forced_skill, tool_calls,
+                                             arguments=user_text.strip())}
     return ModelRequest(
         messages=(system, *history, user_message),
         user_message=user_message,

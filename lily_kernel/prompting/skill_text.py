@@ -7,8 +7,11 @@ person (`/skill`, a section of the system context).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, Literal
+
+from lily_kernel.skills import Skill, expand_skill_body
 
 __all__ = [
     "SKILL_FILES_NOTE",
@@ -18,14 +21,24 @@ __all__ = [
     "forced_skill_section",
     "loaded_skill_text",
     "selection_refusal",
+    "skill_body",
 ]
 
 # Said with every loaded skill: where the files its SKILL.md names by relative path are.
 SKILL_FILES_NOTE = (
-    "Paths this SKILL.md names (references/..., scripts/..., {baseDir}/...) are relative "
-    "to the skill's folder: read such a file with `read_skill_file(path)` and run a script "
-    "with `run_skill_script(script, args)` when those tools are offered."
+    "Paths this SKILL.md names (references/..., scripts/..., or under the skill's folder) "
+    "are the skill's own files: read such a file with `read_skill_file(path)` and run a "
+    "script with `run_skill_script(script, args)` when those tools are offered."
 )
+
+
+def skill_body(skill: Skill, arguments: str | None = None) -> str:
+    """The SKILL.md body as the model reads it: `{baseDir}`, `${CLAUDE_SKILL_DIR}` (and
+    the like) replaced by the skill's folder; for a skill the person invoked, whose
+    request is `arguments`, `$ARGUMENTS`, `$N` and the named arguments too (a skill the
+    model selected keeps them as written: nothing was typed for it)."""
+    return expand_skill_body(skill.body, os.path.dirname(skill.path), arguments,
+                             skill.argument_names)
 
 
 def _framed(name: str, body: str) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from html import escape
 
 from lily_kernel.persona import Persona
-from lily_kernel.prompting.skill_text import SKILL_FILES_NOTE, forced_skill_section
+from lily_kernel.prompting.skill_text import SKILL_FILES_NOTE, forced_skill_section, skill_body
 from lily_kernel.skills import Skill
 
 __all__ = ["Catalog", "build_catalog", "build_system_prompt"]
@@ -38,11 +38,28 @@ class Catalog:
     omitted: tuple[str, ...]
 
 
-def _catalog_entry(skill: Skill) -> str:
-    """One line, `- name: summary`: half the tokens of an XML element per skill (the
-    model reads the catalog on every request), and as clear to it."""
+# Claude Code's cap on what its listing shows of a skill's description and when_to_use.
+ENTRY_TEXT_MAX = 1_536
+
+
+def _entry_text(skill: Skill) -> str:
+    """The summary, then Claude Code's `when_to_use` (cut so that both stay within
+    ENTRY_TEXT_MAX characters; a summary alone is never cut)."""
     summary = " ".join(skill.summary.split())
-    return f"- {escape(skill.name, quote=False)}: {escape(summary, quote=False)}"
+    when = " ".join(skill.when_to_use.split())
+    if not when:
+        return summary
+    prefix = f"{summary} When to use: " if summary else "When to use: "
+    room = ENTRY_TEXT_MAX - len(prefix)
+    if room <= 1:
+        return summary
+    return prefix + (when if len(when) <= room else when[:room - 1].rstrip() + "…")
+
+
+def _catalog_entry(skill: Skill) -> str:
+    """One line, `- name: summary When to use: ...`: half the tokens of an XML element
+    per skill (the model reads the catalog on every request), and as clear to it."""
+    return f"- {escape(skill.name, quote=False)}: {escape(_entry_text(skill), quote=False)}"
 
 
 def build_catalog(skills: tuple[Skill, ...], max_chars: int,
@@ -82,8 +99,10 @@ def build_system_prompt(
     catalog: Catalog | None,
     forced_skill: Skill | None = None,
     tool_calls: bool = True,
+    arguments: str = "",
 ) -> str:
-    """Persona sections, then either the catalog and selection rules or a forced skill.
+    """Persona sections, then either the catalog and selection rules or a forced skill
+    (its body with `arguments`, the person's request, in its placeholders).
 
     `tool_calls`: the model declares its skill with `load_skill`; otherwise there is no
     catalog: the request's shortlist selects, and the model declares only among
@@ -96,7 +115,8 @@ def build_system_prompt(
         # The note names the skill-file tools: only for a model that is offered them.
         note = "\n- " + SKILL_FILES_NOTE if tool_calls else ""
         parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name) + note)
-        parts.append(forced_skill_section(forced_skill.name, forced_skill.body))
+        parts.append(forced_skill_section(forced_skill.name,
+                                          skill_body(forced_skill, arguments)))
     elif not tool_calls:
         # No catalog: the request's shortlist chooses (prompting/selection.py).
         parts.append("# Rules\n\n" + DECLARATION_RULES)

@@ -21,7 +21,7 @@ _POLICY = {
     "denied": "tool '{name}' is not allowed by the tool policy",
     "owner_only": "tool '{name}' is owner-only: only the person can run it, with a command",
     "needs_skill": ("tool '{name}' works only while a skill is active (and its "
-                    "allowed-tools permit it)"),
+                    "allowed-tools and disallowed-tools permit it)"),
     "narrowed": "tool '{name}' is not available while the active skill narrows the tools",
 }
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lily_kernel.errors import ToolRefusedError
 from lily_kernel.events import EventLog, SkillInvoked, SkillLoaded
-from lily_kernel.prompting import loaded_skill_text, selection_refusal
+from lily_kernel.prompting import loaded_skill_text, selection_refusal, skill_body
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import Skill, SkillSnapshot
 from lily_kernel.tools import ActiveSkill
@@ -58,7 +58,7 @@ class SkillChoice:
         if not skill.model_visible:
             raise ToolRefusedError(selection_refusal("person_only", skill.name))
         self.activate(skill)
-        return loaded_skill_text(skill.name, skill.body)
+        return loaded_skill_text(skill.name, skill_body(skill))
 
     def activate(self, skill: Skill, how: str = "selected by the model") -> None:
         """`skill` is the request's one skill from now on (selected by the model, or the

@@ -32,7 +32,7 @@ from lily_kernel.prompting.selection import (
     request_shortlist,
     selection_schema,
 )
-from lily_kernel.prompting.skill_text import bounded_body
+from lily_kernel.prompting.skill_text import bounded_body, skill_body
 from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
@@ -137,11 +137,12 @@ class Turn:
 
     def _offered(self) -> list[Tool]:
         """The tools the model is offered now: the policy's, in this state of the
-        request (choosing its skill, a skill active and narrowing them)."""
+        request (choosing its skill, a skill active and narrowing or refusing them)."""
         active = self.choice.active
         return self.gate.policy.model_tools(
             self.gate.registry, active.narrowed_tools if active else None,
-            skill_active=active is not None, selecting=self.choice.selecting)
+            skill_active=active is not None, selecting=self.choice.selecting,
+            refused=active.refused_tools if active else frozenset())
 
     # --- model calls -------------------------------------------------------------------
 
@@ -188,7 +189,8 @@ class Turn:
         selection, reply = await self._decide(short)
         skill = snapshot.get(selection.name or "")
         # A long SKILL.md: its opening only, for a small window (said so, `left`).
-        opening, left = (bounded_body(skill.body, skill_body_budget(self.model.context_window))
+        opening, left = (bounded_body(skill_body(skill),
+                                      skill_body_budget(self.model.context_window))
                          if skill is not None else ("", 0))
         body = declared_skill_message(skill.name, opening, messages) \
             if skill is not None else None

@@ -3,6 +3,7 @@
 from lily_kernel.skills.eligibility import Host, check_eligibility
 from lily_kernel.skills.fields import Frontmatter, shown_fields
 from lily_kernel.skills.frontmatter import MAX_SKILL_BYTES, SkillFormatError, parse_skill_document
+from lily_kernel.skills.invocation import expand_skill_body, split_arguments
 from lily_kernel.skills.loader import (
     LoadRules,
     check_skill_directory,
@@ -45,10 +46,12 @@ __all__ = [
     "diff_snapshots",
     "discover_candidates",
     "drop_shared_aliases",
+    "expand_skill_body",
     "lily_home",
     "load_snapshot",
     "parse_skill_document",
     "query_words",
     "resolve_skill_roots",
     "shown_fields",
+    "split_arguments",
 ]

@@ -34,7 +34,8 @@ def _shown(label: str, *, group: str = "lily", json: bool = False,
     """Metadata of a field: how validation reads it, how people and JSON see it.
 
     group "lily": shown always, before the skill's location; "standard": an Agent
-    Skills field shown only when set, after it.
+    Skills field shown only when set, after it; "claude": a Claude Code field, shown
+    only when set, after those.
     """
     return {**spec(key=key, label=label), "group": group, "json": json}
 
@@ -95,6 +96,20 @@ class Frontmatter:
                                       metadata=_shown("compatibility", group="standard"))
     metadata: dict[str, Any] | None = field(default=None,
                                             metadata=_shown("metadata", group="standard"))
+    # Claude Code's fields (docs/skills.md, "Claude-style invocation"). None: not set.
+    when_to_use: str | None = field(default=None,
+                                    metadata=_shown("when to use", group="claude"))
+    # A list too: an unquoted `argument-hint: [issue]` is a YAML list.
+    argument_hint: str | tuple[str, ...] | None = field(
+        default=None, metadata=_shown("argument hint", group="claude", key="argument-hint"))
+    arguments: str | tuple[str, ...] | None = field(
+        default=None, metadata=_shown("arguments", group="claude"))
+    user_invocable: bool | None = field(
+        default=None, metadata=_shown("person invocation", group="claude",
+                                      key="user-invocable"))
+    disallowed_tools: str | tuple[str, ...] | None = field(
+        default=None, metadata=_shown("disallowed-tools", group="claude",
+                                      key="disallowed-tools"))
 
 
 # `allowed-tools` (Agent Skills): entries are a tool name, optionally followed by an

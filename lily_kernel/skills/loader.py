@@ -23,6 +23,7 @@ from lily_kernel.skills.frontmatter import (
     parse_skill_document,
     size_problem,
 )
+from lily_kernel.skills.invocation import alias_clashes, invocation_warnings
 from lily_kernel.skills.models import (
     Diagnostic,
     DiagnosticKind,
@@ -290,6 +291,10 @@ def drop_shared_aliases(skills: list[Skill], diagnostics: list[Diagnostic]) -> l
             )
             skill = replace(skill, command=None)
         kept.append(skill)
+    # A skill's `/<name>` that is another skill's (remaining) alias: the alias wins.
+    for skill, reason in alias_clashes(kept):
+        diagnostics.append(Diagnostic(DiagnosticKind.WARNING, skill.name, skill.source,
+                                      skill.path, reason))
     return kept
 
 
@@ -376,7 +381,10 @@ def _check_winner(
                       f"standard's limit of {limit:,} (other agents may refuse it)")
             diagnostics.append(
                 Diagnostic(DiagnosticKind.WARNING, name, root.source, path, reason))
-    return _skill(name, root, path, doc, digest)
+    skill = _skill(name, root, path, doc, digest)
+    for reason in invocation_warnings(skill, rules.reserved_commands):
+        diagnostics.append(Diagnostic(DiagnosticKind.WARNING, name, root.source, path, reason))
+    return skill
 
 
 def check_skill_directory(

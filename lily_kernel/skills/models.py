@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from lily_kernel.skills.fields import Frontmatter, InvocationMode, tool_names_of_entries
+from lily_kernel.skills.fields import (
+    Frontmatter,
+    InvocationMode,
+    parse_allowed_tools,
+    tool_names_of_entries,
+)
 from lily_kernel.skills.ranker import SkillRanker
 
 __all__ = [
@@ -115,15 +120,43 @@ class Skill:
 
     @property
     def when_to_use(self) -> str:
-        """Claude Code's `when_to_use`: when the skill applies (the ranker reads it)."""
-        value = self.extra.get("when_to_use")
-        return value if isinstance(value, str) else ""
+        """Claude Code's `when_to_use`: when the skill applies (the ranker and the
+        catalog read it)."""
+        return self.front.when_to_use or ""
+
+    @property
+    def user_invocable(self) -> bool:
+        """Claude Code's `user-invocable`: False keeps the skill off every `/` command
+        (it is for the model only)."""
+        return self.front.user_invocable is not False
+
+    @property
+    def argument_hint(self) -> str:
+        """Claude Code's `argument-hint` as people see it ("" when it has none); an
+        unquoted `[issue]`, which YAML reads as a list, is shown as written."""
+        hint = self.front.argument_hint
+        if isinstance(hint, tuple):
+            return "[" + ", ".join(hint) + "]"
+        return " ".join(hint.split()) if hint else ""
+
+    @property
+    def argument_names(self) -> tuple[str, ...]:
+        """Claude Code's `arguments`: the names of the typed words, in order."""
+        names = self.front.arguments
+        return tuple(names.split()) if isinstance(names, str) else names or ()
 
     @property
     def narrowed_tools(self) -> frozenset[str] | None:
         """The lower-case tool names `allowed-tools` narrows the model to while this skill
         is active; None when it has no `allowed-tools`."""
         return None if self.allowed_tools is None else tool_names_of_entries(self.allowed_tools)
+
+    @property
+    def refused_tools(self) -> frozenset[str]:
+        """The lower-case tool names Claude Code's `disallowed-tools` refuses while this
+        skill is active (empty when it has none)."""
+        entries = parse_allowed_tools(self.front.disallowed_tools)
+        return tool_names_of_entries(entries) if entries else frozenset()
 
 
 @dataclass(frozen=True, slots=True)

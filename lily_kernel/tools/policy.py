@@ -4,9 +4,9 @@
 allow; an `explicit` tool (running a skill's script) is not covered by `allow: "*"`:
 only a list that names it allows it. A tool in `ask` runs only after the person said
 yes to that call. The model is offered only allowed (or asked) tools that are not
-`owner_only`, narrowed further by an active skill's `allowed-tools`; the person may
-also run allowed owner-only tools, through a `tool_dispatch` command. Anything else is
-refused and never run.
+`owner_only`, narrowed further by an active skill's `allowed-tools` and
+`disallowed-tools`; the person may also run allowed owner-only tools, through a
+`tool_dispatch` command. Anything else is refused and never run.
 """
 
 from __future__ import annotations
@@ -77,11 +77,14 @@ class ToolPolicy:
     def model_tools(
         self, registry: ToolRegistry, narrowed: frozenset[str] | None = None,
         skill_active: bool = False, selecting: bool = False,
+        refused: frozenset[str] = frozenset(),
     ) -> list[Tool]:
         """Tools the model is offered: allowed, not owner-only, offered in this state
-        of the request (a skill active; the model still choosing its skill) and, when a
-        skill's `allowed-tools` narrows them, named in `narrowed` (lower-case names).
-        The skill selection leads (`load_skill`), then the others by name."""
+        of the request (a skill active; the model still choosing its skill), when a
+        skill's `allowed-tools` narrows them, named in `narrowed`, and not named in
+        `refused`, its `disallowed-tools` (lower-case names both; the same names keep
+        or refuse a tool). The skill selection leads (`load_skill`), then the others by
+        name."""
         offered = [
             tool
             for tool in registry
@@ -89,6 +92,7 @@ class ToolPolicy:
             and not tool.owner_only
             and _offered(tool, skill_active, selecting)
             and (narrowed is None or _kept(tool, narrowed))
+            and not (refused and _named(tool, refused))
         ]
         return sorted(offered, key=lambda tool: tool.offered != "while_selecting")
 
@@ -117,9 +121,16 @@ def _offered(tool: Tool, skill_active: bool, selecting: bool) -> bool:
 
 
 def _kept(tool: Tool, narrowed: frozenset[str]) -> bool:
+    return tool.kept_by is None or _named(tool, narrowed)
+
+
+def _named(tool: Tool, names: frozenset[str]) -> bool:
+    """Whether `allowed-tools` or `disallowed-tools` names `names` name the tool: its own
+    name, or a name that stands for it (`Bash` for running a skill's script). A tool
+    that narrowing never removes (`kept_by` None) is never named."""
     if tool.kept_by is None:
-        return True
-    return tool.name.lower() in narrowed or bool(tool.kept_by & narrowed)
+        return False
+    return tool.name.lower() in names or bool(tool.kept_by & names)
 
 
 def check_call(

@@ -31,6 +31,9 @@ __all__ = [
 
 READ_SKILL_FILE = "read_skill_file"
 # Placeholders other agents put before a skill's own paths; they mean the skill folder.
+# The same list as skills/invocation.py's FOLDER_PLACEHOLDERS (tools may not import
+# skills/; a test keeps them equal): a body reaches the model with them replaced, but a
+# model may still write them, e.g. after reading a reference file.
 _FOLDER_PLACEHOLDERS = ("{baseDir}", "${CLAUDE_SKILL_DIR}", "{skill_dir}", "${SKILL_DIR}")
 
 

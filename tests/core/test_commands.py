@@ -288,3 +288,74 @@ def test_help_on_an_alias_bomb_is_bounded(workspace: Path, environ: dict[str, st
     html = render_html(result)
     assert time.perf_counter() - started < 2  # 9**10 strings if expanded
     assert len(html) < 100_000 and "(truncated)" in html
+
+
+# --- Claude-style invocation: /skill:<name>, /<name>, user-invocable ---------------------
+
+
+@pytest.fixture
+def claude(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
+    skills = workspace / "skills"
+    write_skill(skills, "argskill", "---\ndescription: Greets\nargument-hint: <who> [what]\n"
+                                    "---\nGreet $0.\n")
+    write_skill(skills, "modelonly", "---\nsummary: Background\nuser-invocable: false\n"
+                                     "command: mo\n---\nKnow this.\n")
+    write_skill(skills, "help", "---\nsummary: Named like a built-in\n---\nHelp body.\n")
+    write_skill(skills, "planner", "---\nsummary: Plans\ncommand: review\n---\nPlan.\n")
+    write_skill(skills, "review", "---\nsummary: Reviews\n---\nReview.\n")
+    write_skill(skills, "broken", "---\nsummary: [oops\n---\n")
+    return LilyRuntime.start(workspace, environ)
+
+
+@pytest.mark.parametrize(("code", "command", "skill", "typed"), [
+    ('/argskill hello "big world"', "argskill", "argskill", 'hello "big world"'),
+    ("/skill:argskill hello\nsecond line", "skill:argskill", "argskill", "hello\nsecond line"),
+    ("/skill argskill hello", "skill", "argskill", "hello"),
+    ("/review this", "review", "planner", "this"),  # the alias wins over the skill's name
+    ("/skill review this", "skill", "review", "this"),
+])
+def test_every_form_invokes_its_skill(claude: LilyRuntime, code: str, command: str,
+                                      skill: str, typed: str) -> None:
+    result = claude.run_command(parse_command(code))  # type: ignore[arg-type]
+    assert (result.command, result.invocation) == (command, SkillInvocation(skill, typed))
+
+
+@pytest.mark.parametrize(("code", "message"), [
+    *((code, "skill 'modelonly' is for the model only (user-invocable: false); no / "
+             "command invokes it.")
+      for code in ("/modelonly", "/skill modelonly x", "/skill:modelonly", "/mo x")),
+    ("/skill:", "/skill: requires a skill name (/skill:<name>)."),
+    ("/skill:nope", "no skill named 'nope' in this session (snapshot 1)."),
+    ("/nope", "unknown command /nope."),
+    ("/Argskill", "unknown command /Argskill."),
+])
+def test_claude_style_errors_change_nothing(claude: LilyRuntime, code: str,
+                                            message: str) -> None:
+    before = state(claude)
+    assert error_of(claude, code) == message
+    assert state(claude) == before
+
+
+def test_a_builtin_wins_and_an_excluded_name_says_why(claude: LilyRuntime) -> None:
+    assert run(claude, "/help").shown[0].title == "Lily commands"
+    assert error_of(claude, "/broken").startswith(
+        "skill 'broken' is not available in this session (snapshot 1): malformed: ")
+    outcome = claude.run_command(parse_command("/skill help now"))  # type: ignore[arg-type]
+    assert outcome.invocation == SkillInvocation("help", "now")
+
+
+def test_help_lists_the_forms_hints_and_dynamic_context(claude: LilyRuntime) -> None:
+    plain = render_plain(run(claude, "/help").shown[0])
+    for row in (r"/skill:<name> \[request\]\s+the same$",
+                r"/<skill-name> \[request\]\s+the same, for a skill you may invoke",
+                r"/argskill <who> \[what\]\s+/skill argskill$",
+                r"/review \[request\]\s+alias of /skill planner$"):
+        assert re.search(row, plain, re.M), row
+    assert "/mo " not in plain  # an alias of a skill for the model only is no command
+    assert ("A SKILL.md's !`command` lines (Claude Code's dynamic context) are never run "
+            "by Lily: the model sees them as text.") in plain
+    detail = render_plain(run(claude, "/help argskill").shown[0])
+    assert re.search(r"^argument hint\s+<who> \[what\]$", detail, re.M)
+    hidden = render_plain(run(claude, "/help modelonly").shown[0])
+    assert re.search(r"^person invocation\s+none: for the model only \(user-invocable: "
+                     r"false\)$", hidden, re.M)

@@ -20,9 +20,12 @@ def snapshot(tmp_path: Path) -> SkillSnapshot:
                          Host(platform="linux", environ={}, which=lambda n: None))
 
 
-def test_slash_lists_commands_and_aliases(snapshot: SkillSnapshot) -> None:
+def test_slash_lists_commands_aliases_and_skills(snapshot: SkillSnapshot) -> None:
     done = complete("/", 1, snapshot, ["default"])
-    assert done.matches == ("/agent", "/help", "/plan", "/reload_skills", "/skill", "/skills")
+    assert done.matches == ("/agent", "/echo", "/help", "/pdf", "/plan", "/plan_compiler",
+                            "/reload_skills", "/skill", "/skills")
+    assert done.types == ("command", "skill", "command", "skill", "alias", "skill",
+                          "command", "command", "command")
     assert (done.cursor_start, done.cursor_end) == (0, 1)
     assert complete("  /sk", 5, snapshot, []).matches == ("/skill", "/skills")
     assert complete("  /sk", 5, snapshot, []).cursor_start == 2
@@ -47,3 +50,23 @@ def test_inspection_shows_skill_help(snapshot: SkillSnapshot) -> None:
     alias = inspect("/plan now", 2, snapshot)
     assert alias is not None and alias.title == "Skill plan_compiler"
     assert inspect("/skill nothing", 10, snapshot) is None
+
+
+def test_hints_forms_and_skills_for_the_model_only(tmp_path: Path) -> None:
+    write_skill(tmp_path, "argskill", "---\nargument-hint: <who> [what]\n---\nBody\n")
+    write_skill(tmp_path, "listy", "---\nargument-hint: [issue]\n---\nBody\n")  # a YAML list
+    write_skill(tmp_path, "quiet", "---\nuser-invocable: false\ncommand: q\n---\nBody\n")
+    snap = load_snapshot((SkillRoot("workspace", str(tmp_path), True),), LoadRules())
+    done = complete("/a", 2, snap, [])
+    assert (done.matches, done.types) == (("/agent", "/argskill"),
+                                          ("command", "skill <who> [what]"))
+    forms = complete("/skill:", 7, snap, [])
+    assert (forms.matches, forms.types) == (("/skill:argskill", "/skill:listy"),
+                                            ("skill <who> [what]", "skill [issue]"))
+    assert (forms.cursor_start, forms.cursor_end) == (0, 7)
+    assert "/q" not in complete("/", 1, snap, []).matches
+    assert "/quiet" not in complete("/", 1, snap, []).matches
+    assert complete("/skill ", 7, snap, []).matches == ("argskill", "listy")
+    assert complete("/help ", 6, snap, []).matches == ("argskill", "listy", "quiet")
+    shown = inspect("/skill:argskill x", 5, snap)
+    assert shown is not None and "<who> [what]" in render_plain(shown)

@@ -91,7 +91,7 @@ def test_unknown_keys_are_ignored_but_kept(rules_snapshot: SkillSnapshot) -> Non
     skill = rules_snapshot.get("unknown_keys")
     assert skill is not None
     assert skill.extra == {"homepage": "https://example.invalid/skill",
-                           "requires": {"mcp": ["rube"]}, "user-invocable": True}
+                           "requires": {"mcp": ["rube"]}, "x-other-agent": True}
 
 
 def test_name_differing_from_folder_warns_and_folder_name_wins(

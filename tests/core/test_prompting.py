@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lily_kernel.persona import Persona, PersonaFile
 from lily_kernel.prompting import build_catalog, build_model_request
+from lily_kernel.prompting.system import ENTRY_TEXT_MAX
 from lily_kernel.skills import Frontmatter, Skill, SkillSnapshot
 
 PERSONA = Persona("default", (PersonaFile("SOUL.md", "bundled", "/p/SOUL.md", "Be kind.\n"),
@@ -88,3 +89,27 @@ def test_forced_skill_injects_body_and_drops_load_skill() -> None:
     assert "<available_skills>" not in request.system and request.catalog is None
     assert request.messages[1:3] == tuple(history)
     assert request.user_message["content"] == "Apply the skill to the conversation so far."
+
+
+def test_when_to_use_joins_the_summary_within_claudes_cap() -> None:
+    when = skill("w", "Summarises.", front=Frontmatter(when_to_use="When a text\n is long."))
+    plain = skill("p", "Plain.")
+    catalog = build_catalog((when, plain), 10_000)
+    assert catalog.text == ("<available_skills>\n- w: Summarises. When to use: When a text "
+                            "is long.\n- p: Plain.\n</available_skills>")
+    long = skill("l", "S.", front=Frontmatter(when_to_use="x " * 2_000))
+    entry = build_catalog((long,), 10_000).text.splitlines()[1]
+    assert len(entry) == len("- l: ") + ENTRY_TEXT_MAX and entry.endswith("x…")
+    assert build_catalog((when,), 40).omitted == ("w",)  # the budget counts it
+
+
+def test_a_forced_skill_reads_the_persons_arguments() -> None:
+    argskill = Skill(name="argskill", source="user", path="/u/argskill/SKILL.md",
+                     digest="0" * 64, summary="", front=Frontmatter(arguments=("who",)),
+                     body="Greet $who ($ARGUMENTS) from {baseDir}; then $1.")
+    request = build_model_request(persona=PERSONA, snapshot=SNAP, history=[],
+                                  user_text='  ada "the count" ', catalog_max_chars=10_000,
+                                  forced_skill=argskill)
+    assert request.system.endswith(
+        '# Skill: argskill\n\nGreet ada (ada "the count") from /u/argskill; then the count.\n')
+    assert request.user_message["content"] == 'ada "the count"'

@@ -51,6 +51,18 @@ def test_model_sees_only_allowed_non_owner_tools() -> None:
     assert [t.name for t in narrowed] == ["read"]
 
 
+def test_disallowed_tools_narrow_the_other_way() -> None:
+    """`disallowed-tools` names refuse what `allowed-tools` names keep: a tool's own name,
+    `bash` for a skill's scripts; reading the skill's own files is never refused."""
+    policy = ToolPolicy(allow=("read", "list", "read_skill_file", "run_skill_script"))
+    offered = policy.model_tools(default_registry(), skill_active=True,
+                                 refused=frozenset({"read", "bash", "read_skill_file"}))
+    assert [t.name for t in offered] == ["list", "read_skill_file"]
+    both = policy.model_tools(default_registry(), frozenset({"read", "list"}),
+                              skill_active=True, refused=frozenset({"list"}))
+    assert [t.name for t in both] == ["read", "read_skill_file"]
+
+
 def test_refused_calls_never_run(workspace: Path) -> None:
     registry = registry_with_owner_tool()
     policy = ToolPolicy(allow="*", deny=("write",))

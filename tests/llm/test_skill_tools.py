@@ -106,7 +106,8 @@ def test_reading_before_any_skill_is_refused(workspace, environ) -> None:
                 reply("", call("read_skill_file", "r", path="references/forms.md")),
                 reply("ok"))
     assert tool_result(model, 1) == ("Refused: tool 'read_skill_file' works only while a "
-                                     "skill is active (and its allowed-tools permit it).")
+                                     "skill is active (and its allowed-tools and disallowed-tools permit "
+                                     "it).")
     assert events(runtime, "skill_file_read") == []
 
 
