@@ -42,6 +42,10 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 
+# The project's own notebooks are trusted: the person ran this script in their clone, so
+# their skills and lily.yaml apply (docs/skills.md, Trust). Recorded under ~/.lily.
+.venv/bin/python -m lily_kernel.cli.main trust notebooks --yes >/dev/null
+
 # The last line says what is ready, or why not (a wheel without its kernelspec data).
 if .venv/bin/jupyter kernelspec list --json | .venv/bin/python -c \
     'import json, sys; sys.exit("lily" not in json.load(sys.stdin)["kernelspecs"])'; then

@@ -170,13 +170,14 @@ def _blank_is_unset(value: str | None) -> str | None:
     return (value.strip() or None) if value is not None else None
 
 
-def load_config(workspace: Path, environ: Mapping[str, str] | None = None) -> LilyConfig:
-    """Read `<workspace>/lily.yaml` (if present) and the LILY_* variables."""
+def load_config(workspace: Path, environ: Mapping[str, str] | None = None,
+                read_file: bool = True) -> LilyConfig:
+    """Read `<workspace>/lily.yaml` (if present, and `read_file`) and the LILY_* variables."""
     environ = os.environ if environ is None else environ
     path = workspace / CONFIG_FILE
     # Anything at that name but nothing at all is read (a folder, a dangling link, a
     # FIFO are reported by _read_yaml like any broken lily.yaml, never ignored).
-    data = _read_yaml(path) if os.path.lexists(path) else {}
+    data = _read_yaml(path) if read_file and os.path.lexists(path) else {}
     env_values, env_origin = _env_overrides(environ)
     merged = dict(data)
     for key, value in env_values.items():

@@ -10,6 +10,7 @@
     ├── StepLimitError             the model did not finish within max_steps (Lily's bound)
     ├── UsageError                 bad input to the `lily` command (a missing notebook, ...)
     ├── ReplayError                a session log that cannot be replayed
+    ├── TrustStoreError            the trust store is corrupt or cannot be read or written
     └── ModelError                 a provider fault, with its `kind` (a ModelFault)
 
 Messages are facts for a person, without a prefix: the edges frame them (the kernel
@@ -33,6 +34,7 @@ __all__ = [
     "StepLimitError",
     "ToolError",
     "ToolRefusedError",
+    "TrustStoreError",
     "UsageError",
 ]
 
@@ -90,6 +92,10 @@ class UsageError(LilyError):
 
 class ReplayError(LilyError):
     """The log cannot be replayed (missing, not a session log, truncated)."""
+
+
+class TrustStoreError(LilyError):
+    """The trust store (`<Lily home>/trust.json`) is corrupt, unreadable or unwritable."""
 
 
 class ModelError(LilyError):

@@ -38,6 +38,8 @@ __all__ = [
     "SkillSelection",
     "SkillWarning",
     "ToolCalled",
+    "TrustChecked",
+    "TrustDecided",
     "read_event",
     "session_log_path",
 ]
@@ -83,11 +85,34 @@ class SkillCatalogUpdated(EventData):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TrustChecked(EventData):
+    """The workspace's trust as the session starts (replay starts from it)."""
+
+    event: ClassVar[str] = "trust_checked"
+    by: str  # store, environment (LILY_TRUST), none
+    trusted_skills: dict[str, str]  # skill folder (in the workspace) -> trusted digest
+    config_trusted: bool  # lily.yaml (if any) applies whole
+    held_skills: list[str]  # "name (folder, new|changed)"
+    held_settings: list[str]  # lily.yaml settings not applied
+    problem: str | None = None  # the trust store could not be read
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrustDecided(EventData):
+    """The person's answer to the trust question, and what it trusted."""
+
+    event: ClassVar[str] = "trust_decided"
+    outcome: str  # approved, declined, unanswerable, interrupted
+    skills: list[str]
+    settings: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class SkillWarning(EventData):
     """One diagnostic of a snapshot, with the keys `lily skills --json` gives it."""
 
     event: ClassVar[str] = "skill_warning"
-    kind: str  # malformed, ineligible, shadowed, policy, warning
+    kind: str  # malformed, ineligible, shadowed, policy, warning, untrusted
     skill: str
     source: str
     path: str

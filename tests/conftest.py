@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,6 +81,10 @@ def _private_home(tmp_path_factory: pytest.TempPathFactory,
     """Every test's HOME is a folder of its own: the person's ~/.agents/skills,
     ~/.claude/skills and ~/.lily never leak into a test (or a test into them)."""
     monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    # The suite runs as CI does, with no one to answer the trust question: the
+    # workspaces it builds are trusted for the process (LILY_TRUST, docs/skills.md).
+    # tests/core/test_trust.py and tests/llm/test_kernel_trust.py take it away.
+    monkeypatch.setenv("LILY_TRUST", "workspace")
 
 
 def write_skill(root: Path, name: str, text: str) -> Path:
@@ -111,6 +116,7 @@ def environ(tmp_path: Path) -> dict[str, str]:
     bundled = tmp_path / "bundled"
     home.mkdir()
     bundled.mkdir()
-    return {"HOME": str(home), "LILY_HOME": str(home / ".lily"),
+    # HOME is the test's private one (_private_home), as a replay in this process sees it.
+    return {"HOME": os.environ["HOME"], "LILY_HOME": str(home / ".lily"),
             "LILY_SKILLS_BUNDLED_DIR": str(bundled),
-            "PATH": "/usr/bin:/bin", "LILY_EVENT_LOG": "0"}
+            "PATH": "/usr/bin:/bin", "LILY_EVENT_LOG": "0", "LILY_TRUST": "workspace"}

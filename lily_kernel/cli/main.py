@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lily_kernel.cli.eval import add_eval_parser
 from lily_kernel.cli.replay import add_replay_parser
+from lily_kernel.cli.trust import add_trust_parser
 from lily_kernel.commands import render_plain, skills_result
 from lily_kernel.errors import LilyError, UsageError
 from lily_kernel.runtime import LilyEnvironment
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_replay_parser(sub)
     add_eval_parser(sub)
+    add_trust_parser(sub)
 
     install = sub.add_parser("install", help="install the Lily kernelspec")
     where = install.add_mutually_exclusive_group()

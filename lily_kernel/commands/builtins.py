@@ -210,6 +210,9 @@ def _help(ctx: CommandContext, argument: str) -> CommandOutcome:
         Text("Any other cell is a message to the model. Tool policy:"),
         *_policy_blocks(ctx),
     ]
+    if ctx.held_settings:
+        blocks.append(Text("Not applied from lily.yaml until you trust this workspace "
+                           "(docs/skills.md, Trust): " + "; ".join(ctx.held_settings) + "."))
     return CommandOutcome(CommandResult("help", "Lily commands", tuple(blocks)))
 
 

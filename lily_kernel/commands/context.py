@@ -28,6 +28,8 @@ class CommandContext:
     load_snapshot: Callable[[int], SkillSnapshot]
     load_persona: Callable[[str], Persona]
     list_agents: Callable[[], list[str]]
+    # lily.yaml settings not applied while the workspace is not trusted (/help says so).
+    held_settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

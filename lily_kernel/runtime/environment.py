@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -25,6 +26,14 @@ from lily_kernel.skills import (
     resolve_skill_roots,
 )
 from lily_kernel.tools import ToolContext, ToolPolicy, ToolRegistry, default_registry
+from lily_kernel.trust import (
+    TRUST_FILE,
+    TrustState,
+    TrustStore,
+    trusted_by_environment,
+    untrusted_policy,
+    untrusted_settings,
+)
 
 __all__ = ["LilyEnvironment"]
 
@@ -69,6 +78,7 @@ class LilyEnvironment:
     skill_roots: tuple[SkillRoot, ...]
     persona_roots: PersonaRoots
     host: Host
+    trust: TrustState
 
     @classmethod
     def load(
@@ -77,23 +87,38 @@ class LilyEnvironment:
         environ: Mapping[str, str] | None = None,
         registry: ToolRegistry | None = None,
         host: Host | None = None,
+        trust_store: TrustStore | None = None,
     ) -> LilyEnvironment:
-        """Read config (raises ConfigError) and resolve every root."""
+        """Read config (raises ConfigError) and resolve every root. An untrusted
+        lily.yaml widens nothing (trust/settings.py); `trust_store` is the person's
+        (`<Lily home>/trust.json`) unless given (replay's lives in memory)."""
         workspace = workspace.resolve()
         config = load_config(workspace, environ)
-        home = lily_home(config)
+        base = load_config(workspace, environ, read_file=False)
+        # Where trust is kept: never a place the workspace's own lily.yaml names.
+        store = trust_store or TrustStore(lily_home(base) / TRUST_FILE)
+        trust = TrustState(workspace, store, trusted_by_environment(
+            environ if environ is not None else os.environ))
         registry = registry if registry is not None else default_registry()
+        policy = _checked_policy(config, registry)
+        if not trust.config_trusted():
+            config, held = untrusted_settings(config, base, workspace)
+            policy, held_tools = untrusted_policy(
+                policy, _checked_policy(base, registry), registry)
+            trust.held_settings = held + held_tools
+        home = lily_home(config)
         return cls(
             workspace=workspace,
             config=config,
             registry=registry,
-            policy=_checked_policy(config, registry),
+            policy=policy,
             skill_roots=resolve_skill_roots(config, workspace, _person_home(environ)),
             persona_roots=PersonaRoots(
                 workspace=workspace / "persona", user=home / "persona",
                 bundled=bundled_dir("persona"),
             ),
             host=host or Host(environ=dict(environ) if environ is not None else Host().environ),
+            trust=trust,
         )
 
     def snapshot_rules(self) -> LoadRules:
@@ -108,7 +133,9 @@ class LilyEnvironment:
 
     def load_snapshot(self, version: int) -> SkillSnapshot:
         """Build a snapshot from disk (raises SkillRootError for an unreadable root)."""
-        return load_snapshot(self.skill_roots, self.snapshot_rules(), self.host, version)
+        snapshot = load_snapshot(self.skill_roots, self.snapshot_rules(), self.host, version)
+        snapshot, _, _ = self.trust.hold(snapshot)  # workspace skills wait for trust
+        return snapshot
 
     @cached_property
     def tool_context(self) -> ToolContext:

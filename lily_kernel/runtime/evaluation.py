@@ -26,7 +26,7 @@ from typing import Any
 
 from lily_kernel.errors import UsageError
 from lily_kernel.prompting.selection import request_shortlist
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import DiagnosticKind, SkillSnapshot
 
 __all__ = ["EvalItem", "EvalReport", "ItemResult", "load_eval_items", "ranker_choice",
            "run_eval", "trigger_eval_files"]
@@ -89,6 +89,10 @@ def _names(value: Any, where: str, snapshot: SkillSnapshot) -> frozenset[str | N
     if not names or not all(n is None or isinstance(n, str) for n in names):
         raise UsageError(f"{where}: \"skill\" must be a skill name, null or a list of names.")
     unknown = sorted(n for n in names if n is not None and snapshot.get(n) is None)
+    held = [d for d in snapshot.diagnostics
+            if d.kind is DiagnosticKind.UNTRUSTED and d.skill in unknown]
+    if held:
+        raise UsageError(f"{where}: the skill '{held[0].skill}' is {held[0].reason}.")
     if unknown:
         raise UsageError(f"{where}: no skill named '{unknown[0]}' in this workspace's "
                          "snapshot (lily skills lists them).")

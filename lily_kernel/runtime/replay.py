@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lily_kernel.config import CONFIG_FILE
 from lily_kernel.errors import ReplayError
 from lily_kernel.events import (
     Approval,
@@ -33,12 +34,14 @@ from lily_kernel.events import (
     ModelCall,
     ModelLoad,
     SkillScriptRun,
+    TrustChecked,
     read_event,
 )
 from lily_kernel.llm.base import ChatRequest, ChatResponse
 from lily_kernel.runtime.replay_records import error_from_record, response_from_record
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult
+from lily_kernel.trust import TrustStore, WorkspaceTrust, file_digest
 
 __all__ = ["Divergence", "ReplayError", "ReplayReport", "read_session_log", "replay_session"]
 
@@ -270,7 +273,8 @@ def replay_session(path: Path, before_cell: Callable[[int], None] | None = None
     runtime = LilyRuntime.start(
         workspace, _environment(started.get("settings") or {}),
         session_id=str(recorded[0].get("session_id") or "replay"),
-        listener=actual.append, write_log=False)
+        listener=actual.append, write_log=False,
+        trust_store=_recorded_trust(workspace, _of(recorded, TrustChecked)))
     try:
         runtime.model_loader = RecordedLoads(_of(recorded, ModelLoad),
                                              ReplayModel(_of(recorded, ModelCall)))
@@ -283,6 +287,18 @@ def replay_session(path: Path, before_cell: Callable[[int], None] | None = None
     expected = [normalise(e) for e in recorded]
     produced = [normalise(e.as_dict()) for e in actual]
     return ReplayReport(path, len(expected), len(cells), _first_divergence(expected, produced))
+
+
+def _recorded_trust(workspace: Path, checked: list[TrustChecked]) -> TrustStore:
+    """The trust the session started with, in memory: replay asks the store what the
+    recording's did (what the person trusts now does not change it), and a trust
+    question answered yes in the recording is never written to the person's store."""
+    if not checked or checked[0].by != "store":
+        return TrustStore(None)
+    first = checked[0]
+    config = file_digest(workspace / CONFIG_FILE) if first.config_trusted else None
+    return TrustStore(None, {str(workspace.resolve()): WorkspaceTrust(
+        config, dict(first.trusted_skills))})
 
 
 def _first_divergence(expected: list[dict[str, Any]], actual: list[dict[str, Any]]

@@ -52,10 +52,12 @@ from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 from lily_kernel.runtime.environment import LilyEnvironment
 from lily_kernel.runtime.replay_records import error_record
 from lily_kernel.runtime.sink import CellSink
+from lily_kernel.runtime.trust_flow import log_trust_checked, needs_trust, settle_trust
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ScriptHost, ToolRegistry
 from lily_kernel.tools.sandbox import Sandbox
+from lily_kernel.trust import TrustStore
 
 if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
     from lily_kernel.runtime.tool_gate import ToolGate
@@ -99,6 +101,8 @@ class LilyRuntime:
     persona_told: Persona | None = None  # whose notices the person has seen
     log_problem_told: bool = False
     model_told: bool = False  # the person was told the embedded model answers
+    trust_answered: bool = False  # the trust question was put (runtime/trust_flow.py)
+    trust_problem_told: bool = False
     _model_loading: asyncio.Future[ChatModel] | None = None
     # Makes the session's model (in a worker thread); replay swaps in the recorded loads.
     model_loader: Callable[[], ChatModel] | None = None
@@ -177,10 +181,13 @@ class LilyRuntime:
         session_id: str | None = None,
         listener: Callable[[Event], None] | None = None,
         write_log: bool = True,
+        trust_store: TrustStore | None = None,
     ) -> LilyRuntime:
         """Load config, skills and persona; open the log. Raises ConfigError/SkillRootError.
-        `listener` sees every event; `write_log` False keeps the log off disk (replay)."""
-        env = LilyEnvironment.load(workspace, environ, registry=registry)
+        `listener` sees every event; `write_log` False keeps the log off disk (replay),
+        which also keeps its trust in memory (`trust_store`)."""
+        env = LilyEnvironment.load(workspace, environ, registry=registry,
+                                   trust_store=trust_store)
         session_id = session_id or uuid.uuid4().hex
         created = datetime.now(UTC).isoformat(timespec="seconds")
         session = env.new_session(session_id, created)
@@ -197,12 +204,13 @@ class LilyRuntime:
             persona_files=[f.name for f in session.persona.files],
             settings=recorded_settings(env.host.environ),
         ))
-        runtime._log_catalog(session.skill_snapshot)
+        log_trust_checked(runtime)
+        runtime.log_catalog(session.skill_snapshot)
         return runtime
 
     # --- events ----------------------------------------------------------------
 
-    def _log_catalog(self, snap: SkillSnapshot) -> None:
+    def log_catalog(self, snap: SkillSnapshot) -> None:
         self.log.emit(SkillCatalogUpdated(
             version=snap.version,
             count=len(snap.skills),
@@ -224,6 +232,7 @@ class LilyRuntime:
             load_snapshot=self.env.load_snapshot,
             load_persona=self.env.load_persona,
             list_agents=self.env.list_agents,
+            held_settings=self.env.trust.held_settings,
         )
 
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
@@ -250,7 +259,7 @@ class LilyRuntime:
         if outcome.change is not None:
             outcome.change.apply(self.session)
             if outcome.change.skill_snapshot is not None:
-                self._log_catalog(outcome.change.skill_snapshot)
+                self.log_catalog(outcome.change.skill_snapshot)
         if result.skill is not None:
             skill = self.session.skill_snapshot.get(result.skill)
             self.log.emit(SkillInvoked(name=result.skill, mode="manual",
@@ -288,6 +297,11 @@ class LilyRuntime:
         if not code.strip():
             return  # a blank cell does nothing, as in Python kernels
         parsed = parse_command(code)
+        if self.env.trust.problem and not self.trust_problem_told:  # once, not every cell
+            sink.notice(f"Trust: {self.env.trust.problem}.")
+            self.trust_problem_told = True
+        if needs_trust(self, parsed):
+            await settle_trust(self, sink)
         if parsed is None:
             await self._converse(code, None, sink)
             return

@@ -43,6 +43,7 @@ class DiagnosticKind(StrEnum):
     SHADOWED = "shadowed"
     POLICY = "policy"
     WARNING = "warning"
+    UNTRUSTED = "untrusted"  # a workspace skill held until the person trusts it
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ def golden_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LILY_") or k == "LILY_API_BASE"}
     env["PYTHONPATH"] = str(HIDE_LOCAL_MODEL)
+    env["LILY_TRUST"] = "workspace"  # as the test suite runs them (no one to ask)
     return env
 
 

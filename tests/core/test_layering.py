@@ -30,10 +30,11 @@ ALLOWED = {
     "prompting": {"persona", "skills"},
     "llm": {"config", "errors", "redaction"},
     "commands": {"config", "errors", "persona", "session", "skills", "tools"},
+    "trust": {"config", "errors", "skills", "tools"},
     "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
-                "redaction", "session", "skills", "tools"},
+                "redaction", "session", "skills", "tools", "trust"},
     "kernel": {"__init__", "errors", "redaction", "runtime"},
-    "cli": {"commands", "errors", "runtime", "skills"},
+    "cli": {"commands", "errors", "runtime", "skills", "trust"},
     "__main__": {"kernel"},
     "__init__": set(),
 }

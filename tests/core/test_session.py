@@ -42,15 +42,16 @@ def test_event_log_is_json_lines_flushed_per_event(workspace: Path,
     # Read while the session is still open: every event is already on disk.
     events = [json.loads(line) for line in path.read_text().splitlines()]
     kinds = [e["event"] for e in events]
-    assert kinds == ["session_started", "skill_catalog_updated", "skill_warning",
-                     "command", "command"]
+    assert kinds == ["session_started", "trust_checked", "skill_catalog_updated",
+                     "skill_warning", "command", "command"]
     assert all(k in EVENT_KINDS for k in kinds)
-    assert [e["seq"] for e in events] == [1, 2, 3, 4, 5]
-    catalog = events[1]["data"]
+    assert [e["seq"] for e in events] == [1, 2, 3, 4, 5, 6]
+    assert events[1]["data"]["by"] == "environment"  # LILY_TRUST, as the suite runs
+    catalog = events[2]["data"]
     assert (catalog["count"], catalog["version"]) == (1, 1)
     assert catalog["digest"] == runtime.session.skill_snapshot.digest
-    assert events[2]["data"]["kind"] == "malformed"
-    assert events[4]["data"] == {"name": "nope", "argument": "", "ok": False,
+    assert events[3]["data"]["kind"] == "malformed"
+    assert events[5]["data"] == {"name": "nope", "argument": "", "ok": False,
                                  "error": "unknown command /nope.", "output_sha256": None,
                                  "output_chars": None}
 

@@ -173,7 +173,8 @@ def test_every_configured_root_persona_and_home_is_protected(workspace: Path) ->
     (workspace / "shipped" / "skills").mkdir(parents=True)
     (workspace / "shipped" / "notes").mkdir(parents=True)
     os.symlink("no-user-home", workspace / "alias")
-    env = LilyEnvironment.load(workspace, {"PATH": "/usr/bin:/bin"})
+    # Trusted: an untrusted lily.yaml could not move the Lily home (tests/core/test_trust.py).
+    env = LilyEnvironment.load(workspace, {"PATH": "/usr/bin:/bin", "LILY_TRUST": "workspace"})
     # A link made after the session started still leads to a protected folder.
     os.symlink("shipped/skills", workspace / "late-link")
     for path in ("no-user-home/skills/evil/SKILL.md", "no-user-home/persona/default/SOUL.md",

@@ -32,7 +32,8 @@ def kernel_env(home: Path, **extra: str) -> dict[str, str]:
     """The caller's environment without LILY_*, with a private HOME and Lily home."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
     home.mkdir(parents=True, exist_ok=True)
-    env.update(HOME=str(home), LILY_HOME=str(home / ".lily"), LILY_EVENT_LOG="0")
+    env.update(HOME=str(home), LILY_HOME=str(home / ".lily"), LILY_EVENT_LOG="0",
+               LILY_TRUST="workspace")  # as CI runs notebooks (tests/llm/test_kernel_trust.py)
     env.update(extra)
     return env
 

@@ -22,7 +22,9 @@ HIDE_LOCAL_MODEL = str(REPO / "tests" / "support" / "hide_local_model")
 def lily_eval(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     home = workspace.parent / "home"
     home.mkdir(exist_ok=True)
+    # The person evaluates a workspace they trust (one they don't is tested apart).
     environ = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LILY_HOME": str(home / ".lily"),
+               "LILY_TRUST": "workspace",
                "LILY_SKILLS_BUNDLED_DIR": str(workspace.parent / "bundled"), **env}
     (workspace.parent / "bundled").mkdir(exist_ok=True)
     return subprocess.run([*LILY, "--workspace", str(workspace), *args], env=environ,

@@ -135,8 +135,9 @@ def test_the_scanner_runs_after_approval_and_the_session_replays(
         [log] = (kernel.workspace / ".lily" / "sessions").glob("*.jsonl")
     replay = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "replay", str(log)],
                             capture_output=True, text=True, check=False, timeout=120,
-                            env={k: v for k, v in os.environ.items()
-                                 if not k.startswith(("LILY_", "OPENAI_"))})
+                            env={**{k: v for k, v in os.environ.items()
+                                    if not k.startswith(("LILY_", "OPENAI_"))},
+                                 "HOME": str(tmp_path / "home")})  # the person's own
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert replay.stdout.startswith("identical: 2 cell(s)")
 

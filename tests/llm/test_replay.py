@@ -78,7 +78,7 @@ def test_a_new_skill_changes_the_snapshot_digest(workspace, environ) -> None:
     write_skill(workspace / "skills", "newcomer", "---\nsummary: New.\n---\nNew.\n")
     report = replay_session(log)
     assert report.divergence is not None
-    assert report.divergence.index == 2 and report.divergence.event == "skill_catalog_updated"
+    assert report.divergence.index == 3 and report.divergence.event == "skill_catalog_updated"
     assert "differs in count, digest" in report.describe()
 
 
@@ -89,7 +89,7 @@ def test_the_cli_exit_status_says_identical_or_not(workspace, environ, capsys) -
     (workspace / "skills").mkdir(exist_ok=True)
     write_skill(workspace / "skills", "newcomer", "---\nsummary: New.\n---\nNew.\n")
     assert main(["replay", str(log)]) == 1
-    assert capsys.readouterr().out.startswith("divergence at event 2 (skill_catalog_updated)")
+    assert capsys.readouterr().out.startswith("divergence at event 3 (skill_catalog_updated)")
 
 
 def test_bad_logs_are_clear_errors(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ def isolated_env(home: Path, **extra: str) -> dict[str, str]:
     labconfig.mkdir(parents=True, exist_ok=True)
     (labconfig / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
     env.update(HOME=str(home), LILY_HOME=str(home / ".lily"), LILY_EVENT_LOG="0",
+               LILY_TRUST="workspace",
                JUPYTER_CONFIG_DIR=str(jupyter / "config"),
                JUPYTER_DATA_DIR=str(jupyter / "data"),
                JUPYTER_RUNTIME_DIR=str(jupyter / "runtime"),

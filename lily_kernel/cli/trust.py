@@ -1,0 +1,61 @@
+"""`lily trust [WORKSPACE] [--yes]`: trust a workspace from a terminal.
+
+Shows what would take effect (the held workspace skills, where they come from, and the
+lily.yaml settings not applied), asks, and records the answer in the trust store under
+the Lily home. Exit 0: trusted (or nothing to trust); 1: not trusted (no, or no one
+to answer); 2: bad input (no such folder, a broken lily.yaml, a corrupt trust store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from lily_kernel.errors import UsageError
+
+__all__ = ["add_trust_parser"]
+
+
+def _cmd_trust(args: argparse.Namespace) -> int:
+    from lily_kernel.runtime import LilyEnvironment
+    from lily_kernel.runtime.trust_flow import pending_trust, trust_question
+    from lily_kernel.trust import TRUST_VARIABLE
+
+    workspace = Path(args.workspace)
+    if not workspace.is_dir():
+        raise UsageError(f"{args.workspace}: not a folder.")
+    # The store's view, whatever this terminal's LILY_TRUST says.
+    environ = {k: v for k, v in os.environ.items() if k != TRUST_VARIABLE}
+    env = LilyEnvironment.load(workspace, environ)
+    digests, skills, settings = pending_trust(env)
+    if env.trust.problem:
+        raise UsageError(env.trust.problem)
+    if not skills and not settings:
+        print(f"{env.workspace}: nothing to trust (no workspace skill or lily.yaml setting "
+              "is held).")
+        return 0
+    question = trust_question(env.workspace, skills, settings)
+    if args.yes:
+        print(question.rsplit("\n", 1)[0])
+    else:
+        print(question, end=" ", flush=True)
+        answer = sys.stdin.readline()
+        if answer.strip().lower() not in ("y", "yes"):
+            print("" if answer.endswith("\n") else "\n", end="")
+            print(f"Not trusted: {env.workspace}")
+            return 1
+    env.trust.trust(digests)
+    print(f"Trusted: {env.workspace}")
+    return 0
+
+
+def add_trust_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    trust = sub.add_parser(
+        "trust", help="trust a workspace: let its skills and lily.yaml take effect")
+    trust.add_argument("workspace", nargs="?", default=".", metavar="WORKSPACE",
+                       help="the workspace folder (default: .)")
+    trust.add_argument("--yes", action="store_true",
+                       help="trust without asking (what is trusted is still listed)")
+    trust.set_defaults(func=_cmd_trust)

@@ -1,0 +1,72 @@
+"""One workspace's trust as a session sees it: how it is trusted, what is held.
+
+Trusted by the store (what the person trusted, at its digest), by the environment
+(`LILY_TRUST=workspace`: this process trusts the workspace, nothing is recorded), or
+not at all. A store that cannot be read is a `problem` the person is told about, and
+everything workspace-level stays held: nothing is lost, nothing is trusted by accident.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lily_kernel.config import CONFIG_FILE
+from lily_kernel.errors import TrustStoreError
+from lily_kernel.skills import SkillSnapshot
+from lily_kernel.trust.review import HeldSkill, hold_untrusted
+from lily_kernel.trust.store import TrustStore, WorkspaceTrust, file_digest
+
+__all__ = ["TRUST_VARIABLE", "TrustState", "trusted_by_environment"]
+
+TRUST_VARIABLE = "LILY_TRUST"
+
+
+def trusted_by_environment(environ: Mapping[str, str]) -> bool:
+    """`LILY_TRUST=workspace`: runners without stdin (papermill, nbclient, CI) trust the
+    workspace they run in, for that process only."""
+    return environ.get(TRUST_VARIABLE, "").strip().lower() == "workspace"
+
+
+@dataclass
+class TrustState:
+    """The workspace's trust; `held_settings` are the lily.yaml lines not applied."""
+
+    workspace: Path
+    store: TrustStore
+    by_environment: bool = False
+    held_settings: tuple[str, ...] = ()
+    problem: str | None = None  # the store could not be read (told in the first cell)
+    config_digest: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.config_digest = file_digest(self.workspace / CONFIG_FILE)
+        if not self.by_environment:
+            self.entry()  # a store that cannot be read is known (and told) from the start
+
+    def entry(self) -> WorkspaceTrust | None:
+        """What the store trusts here (read anew: `lily trust` may have run meanwhile)."""
+        try:
+            return self.store.entry(self.workspace)
+        except TrustStoreError as exc:
+            self.problem = str(exc)
+            return None
+
+    def config_trusted(self) -> bool:
+        """No lily.yaml, or one trusted at its present digest (or by the environment)."""
+        if self.by_environment or self.config_digest is None:
+            return True
+        entry = self.entry()
+        return entry is not None and entry.config == self.config_digest
+
+    def hold(self, snapshot: SkillSnapshot
+             ) -> tuple[SkillSnapshot, dict[str, str], tuple[HeldSkill, ...]]:
+        """The snapshot with untrusted workspace skills held (`hold_untrusted`)."""
+        entry = None if self.by_environment else self.entry()
+        return hold_untrusted(snapshot, self.workspace, entry, self.by_environment)
+
+    def trust(self, digests: Mapping[str, str]) -> None:
+        """Record the workspace as trusted: its lily.yaml and these skills, at these
+        digests (raises TrustStoreError)."""
+        self.store.record(self.workspace, WorkspaceTrust(self.config_digest, dict(digests)))

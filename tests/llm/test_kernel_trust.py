@@ -1,0 +1,123 @@
+"""Trust in the notebook, through a real Lily kernel (jupyter_client over ZeroMQ) and the
+loopback model: the first chat cell in an untrusted workspace asks through the input
+request; yes, no and no stdin; an untrusted lily.yaml that allows run_skill_script lets
+no script run; a session that trusted replays as identical (the store untouched)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, skill_text, write_skill
+from tests.kernel.conftest import lily_kernel
+from tests.llm.test_kernel_skills import execute_answering, log_events
+from tests.support.openai_server import OpenAIServer, Reply, tool_call
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def untrusted(server: OpenAIServer, root: Path) -> Any:
+    """A downloaded folder with a skill, opened by a person who has not trusted it."""
+    workspace = root / "workspace"
+    write_skill(workspace / "skills", "report", skill_text("Write the weekly report"))
+    return lily_kernel(workspace, root / "home", LILY_TRUST="", LILY_MODEL="openai/trust",
+                       LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-trust-not-a-key",
+                       LILY_STREAM="0", LILY_EVENT_LOG="1", LILY_RETRY_BACKOFF="0.01")
+
+
+def system_prompt(server: OpenAIServer) -> str:
+    return str(server.requests[-1]["messages"][0]["content"])
+
+
+def test_yes_trusts_the_workspace_and_the_session_replays(server: OpenAIServer,
+                                                          tmp_path: Path) -> None:
+    server.replies.clear()
+    server.script(Reply(text="Noted."), Reply(text="Again."))
+    with untrusted(server, tmp_path) as kernel:
+        run, prompts = execute_answering(kernel, "Hello", ["y"])
+        assert run.reply["status"] == "ok"
+        [prompt] = prompts
+        assert f"This workspace is not trusted: {kernel.workspace}" in prompt
+        assert "skill report (skills/report, new)" in prompt
+        assert "- report:" in system_prompt(server)  # in the catalog once trusted
+        again = kernel.execute("Hello again", allow_stdin=True)
+        assert again.status == "ok"  # asked once: no second question
+        [decided] = log_events(kernel, "trust_decided")
+        assert decided["outcome"] == "approved"
+        [log] = (kernel.workspace / ".lily" / "sessions").glob("*.jsonl")
+    store = tmp_path / "home" / ".lily" / "trust.json"
+    trusted = json.loads(store.read_text())["workspaces"][str(kernel.workspace)]
+    assert list(trusted["skills"]) == ["skills/report"]
+    before = store.read_bytes()
+    replay = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "replay", str(log)],
+                            capture_output=True, text=True, check=False, timeout=120,
+                            env={**{k: v for k, v in os.environ.items()
+                                    if not k.startswith(("LILY_", "OPENAI_"))},
+                                 "HOME": str(tmp_path / "home")})
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert store.read_bytes() == before
+
+
+def test_no_holds_the_skills_for_the_session(server: OpenAIServer, tmp_path: Path) -> None:
+    server.replies.clear()
+    server.script(Reply(text="Noted."), Reply(text="Again."))
+    with untrusted(server, tmp_path) as kernel:
+        run, _ = execute_answering(kernel, "Hello", ["n"])
+        assert run.reply["status"] == "ok"
+        assert "Held for this session" in run.plain + json.dumps([m["content"] for m in run.outputs])
+        assert "report" not in system_prompt(server)
+        again = kernel.execute("Hello again", allow_stdin=True)
+        assert again.status == "ok" and "report" not in system_prompt(server)
+        skills = kernel.execute("/skills")
+        assert "untrusted" in skills.plain and "report" in skills.plain
+    assert not (tmp_path / "home" / ".lily" / "trust.json").exists()
+
+
+def test_without_stdin_the_cell_says_how_to_trust(server: OpenAIServer,
+                                                  tmp_path: Path) -> None:
+    server.replies.clear()
+    server.script(Reply(text="Noted."))
+    with untrusted(server, tmp_path) as kernel:
+        run = kernel.execute("Hello", allow_stdin=False)
+        assert run.status == "ok"
+        shown = run.plain + json.dumps([m["content"] for m in run.outputs])
+        assert f"lily trust {kernel.workspace}" in shown and "LILY_TRUST=workspace" in shown
+        assert "report" not in system_prompt(server)
+        [decided] = log_events(kernel, "trust_decided")
+        assert decided["outcome"] == "unanswerable"
+
+
+def test_an_untrusted_lily_yaml_that_allows_scripts_runs_none(server: OpenAIServer,
+                                                              tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "lily.yaml").write_text("tools:\n  allow: [run_skill_script]\n")
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "skill_files" / "formfill", home / ".lily" / "skills" / "formfill")
+    server.replies.clear()
+    server.script(
+        Reply(tool_calls=[tool_call("load_skill", {"name": "formfill"})]),
+        Reply(tool_calls=[tool_call("run_skill_script",
+                                    {"script": "scripts/fill_form.py", "args": ["Ada"]})]),
+        Reply(text="Could not."))
+    with lily_kernel(workspace, home, LILY_TRUST="", LILY_MODEL="openai/trust",
+                     LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-trust-not-a-key",
+                     LILY_STREAM="0", LILY_EVENT_LOG="1") as kernel:
+        run = kernel.execute("Fill my form", allow_stdin=False)
+        assert run.status == "ok"
+        assert str(server.requests[-1]["messages"][-1]["content"]).startswith("Refused")
+        assert log_events(kernel, "skill_script_run") == []
+        helped = kernel.execute("/help")
+        assert "run_skill_script would be 'allow', stays 'deny'" in helped.plain
