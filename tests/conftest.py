@@ -61,18 +61,21 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "embedded: the test may use the embedded local model when installed")
+        "markers", "embedded: the test may use the embedded local model (and the sentence "
+        "encoder of the `local` extra) when installed")
 
 
 @pytest.fixture(autouse=True)
 def _embedded_model_hidden(request: pytest.FixtureRequest,
                            monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process sessions see no embedded model unless the test is marked `embedded`:
-    with nothing configured they report "no model configured", as without the extra.
+    with nothing configured they report "no model configured", as without the extra, and
+    skills are ranked by their words alone (no sentence encoder).
     (Kernel processes are not affected; tests/support/hide_local_model does that.)"""
     if request.node.get_closest_marker("embedded") is None:
         monkeypatch.setattr("lily_kernel.runtime.environment.find_embedded_model",
                             lambda: None)
+        monkeypatch.setattr("lily_kernel.skills.embedding.find_encoder_files", lambda: None)
 
 
 @pytest.fixture(autouse=True)

@@ -30,7 +30,8 @@ def _progress(done: int, total: int) -> None:
 def _text(report: Any) -> str:
     lines = [f"model {report.model}, {len(report.results)} queries x {report.runs} run(s)",
              f"accuracy          {report.accuracy:6.1%}",
-             f"ranker alone      {report.ranker_accuracy:6.1%}  (same queries, no model)",
+             f"ranker alone      {report.ranker_accuracy:6.1%}  (same queries, no model; "
+             f"by {report.ranked_by})",
              f"seconds per query {report.seconds_per_query:6.2f}", "",
              f"{'skill':32} {'queries':>7} {'trigger rate':>12} {'false triggers':>14}"]
     for name, row in report.skills().items():
@@ -59,7 +60,8 @@ def _html(report: Any) -> str:
         "text-align:left}table{border-collapse:collapse;margin-bottom:2em}</style>"
         f"<h1>Trigger evals: {escape(report.model)}</h1>"
         f"<p>{len(report.results)} queries &times; {report.runs} run(s). Accuracy "
-        f"{report.accuracy:.1%}; the ranker alone {report.ranker_accuracy:.1%}; "
+        f"{report.accuracy:.1%}; the ranker alone {report.ranker_accuracy:.1%} "
+        f"(by {escape(report.ranked_by)}); "
         f"{report.seconds_per_query:.2f} s per query.</p><h2>Skills</h2><table>"
         + row(["skill", "queries", "trigger rate", "false triggers"], "th") + "".join(skills)
         + "</table><h2>Queries</h2><table>"
@@ -105,7 +107,7 @@ async def _evaluate(args: argparse.Namespace) -> Any:
             session.close()
 
     return await run_eval(items, select, lambda q: ranker_choice(snapshot, q), args.runs,
-                          model.name, _progress)
+                          model.name, _progress, lambda: snapshot.ranker.ranked_by)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:

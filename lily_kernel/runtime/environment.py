@@ -25,6 +25,7 @@ from lily_kernel.skills import (
     load_snapshot,
     resolve_skill_roots,
 )
+from lily_kernel.skills.vectors import SkillVectors
 from lily_kernel.tools import ToolContext, ToolPolicy, ToolRegistry, default_registry
 from lily_kernel.trust import (
     TRUST_FILE,
@@ -132,10 +133,17 @@ class LilyEnvironment:
         )
 
     def load_snapshot(self, version: int) -> SkillSnapshot:
-        """Build a snapshot from disk (raises SkillRootError for an unreadable root)."""
+        """Build a snapshot from disk (raises SkillRootError for an unreadable root). Its
+        ranker reads the skills' meaning too, when the encoder is installed."""
         snapshot = load_snapshot(self.skill_roots, self.snapshot_rules(), self.host, version)
         snapshot, _, _ = self.trust.hold(snapshot)  # workspace skills wait for trust
+        snapshot.ranker.use_meaning(self.skill_vectors)
         return snapshot
+
+    @cached_property
+    def skill_vectors(self) -> SkillVectors:
+        """The skills' sentence vectors, kept under the Lily home for every session."""
+        return SkillVectors(lily_home(self.config) / "cache")
 
     @cached_property
     def tool_context(self) -> ToolContext:

@@ -167,6 +167,7 @@ class EvalReport:
     model: str
     runs: int
     results: list[ItemResult]
+    ranked_by: str = "words"  # the ranker's: "words and meaning", or "words only (why)"
 
     @property
     def accuracy(self) -> float:
@@ -217,6 +218,7 @@ class EvalReport:
         return {
             "model": self.model, "runs": self.runs, "queries": len(self.results),
             "accuracy": self.accuracy, "ranker_accuracy": self.ranker_accuracy,
+            "ranked_by": self.ranked_by,
             "seconds_per_query": self.seconds_per_query, "skills": self.skills(),
             "confusions": [{"expected": e, "selected": s, "runs": n}
                            for e, s, n in self.confusions()],
@@ -230,9 +232,10 @@ class EvalReport:
 async def run_eval(items: list[EvalItem], select: Select, best: Callable[[str], str | None],
                    runs: int, model: str,
                    progress: Callable[[int, int], None] = lambda done, total: None,
-                   ) -> EvalReport:
+                   ranked_by: Callable[[], str] = lambda: "words") -> EvalReport:
     """Run every query `runs` times through `select` (a fresh session each time); `best`
-    is the ranker alone. `progress(done, total)` after each run."""
+    is the ranker alone, `ranked_by` how it ranks. `progress(done, total)` after each
+    run."""
     results = [ItemResult(item, best(item.query)) for item in items]
     total, done = len(items) * runs, 0
     for result in results:
@@ -242,4 +245,4 @@ async def run_eval(items: list[EvalItem], select: Select, best: Callable[[str], 
             result.seconds.append(time.perf_counter() - began)
             done += 1
             progress(done, total)
-    return EvalReport(model, runs, results)
+    return EvalReport(model, runs, results, ranked_by())

@@ -1,4 +1,5 @@
-"""Rank a snapshot's skills against a request: lexical relevance, deterministic, no model.
+"""Rank a snapshot's skills against a request: lexical relevance and, when the encoder
+is installed, meaning; deterministic, no chat model.
 
 BM25 as SQLite's FTS5 computes it (`bm25()`, in the standard library's sqlite3): one
 in-memory table per snapshot, one row per skill, four columns weighted apart: the
@@ -8,12 +9,20 @@ rarely use the description's words, measured in docs/skills.md). FTS5's `porter`
 tokenizer splits on anything but letters and digits (`scikit-learn` is `scikit` and
 `learn`) and stems English (`plots`, `plotting` match `plot`). The request's words are
 looked up one by one (any of them may match); everyday words ("the", "what", "how")
-are left out of the query, so a request made only of them matches nothing. Ties are
+are left out of the query, so a request made only of them matches nothing.
+
+Given vectors (skills/vectors.py: the `local` extra's sentence encoder), each skill's
+score is ln(1 + its lexical score) + SEMANTIC_WEIGHT * the cosine of its vector and the
+request's, so that "whats the temp in toronto rn" finds `weather`, which shares no word
+with it. Without them (the encoder not installed, or its files refused: `lexical_only`
+says why), the lexical score alone. Both are relevant from RELEVANT_SCORE (chosen on the
+eval set's tuning part, docs/skills.md). Scores are rounded to 6 decimals and ties
 broken by name: the same snapshot and request always give the same ranking.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -21,7 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["RELEVANT_SCORE", "STOP_WORDS", "Rankable", "Ranked", "SkillRanker", "query_words"]
+__all__ = ["RELEVANT_SCORE", "SEMANTIC_WEIGHT", "STOP_WORDS", "Meaning", "Rankable", "Ranked",
+           "SkillRanker", "query_words"]
+
+_log = logging.getLogger("lily_kernel")
 
 # Column weights of bm25(): the name counts most, then the summary and when_to_use, the
 # body least (chosen on the eval set's tuning part, docs/skills.md).
@@ -37,6 +49,9 @@ _FILLER = "lilyfillerword"
 # number of skills), the most a word's rarity (its IDF) can weigh: raw BM25 grows with
 # the number of skills, and one threshold must serve 5 skills and 1,000.
 RELEVANT_SCORE = 1.0
+# With vectors, a cosine's weight beside ln(1 + the lexical score) (the tuning part's
+# best, and its neighbours' within a request: docs/skills.md).
+SEMANTIC_WEIGHT = 2.3
 MAX_STEMS_KEPT = 50_000  # words whose stems a ranker remembers
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Words that say nothing about which skill a request needs (English function words and
@@ -91,25 +106,52 @@ class Rankable(Protocol):
     def body(self) -> str: ...
 
 
+class Meaning(Protocol):
+    """Sentence vectors of skills and requests, unit rows (skills/vectors.py's
+    `SkillVectors`); both raise EncoderUnavailable when they cannot be had."""
+
+    def skills(self, skills: Sequence[Rankable]) -> Any: ...
+
+    def request(self, text: str) -> Any: ...
+
+
 def _name_text(name: str) -> str:
     return " ".join(_WORD.findall(name))
 
 
 class SkillRanker:
-    """The skills of one snapshot; indexed on the first `rank` (never at kernel start)
-    and kept with the snapshot until the next `/reload_skills`."""
+    """The skills of one snapshot; indexed (and, with vectors, encoded) on the first
+    `rank`, never at kernel start, and kept with the snapshot until the next
+    `/reload_skills`."""
 
     def __init__(self, skills: Sequence[Rankable]) -> None:
         self._skills = skills
         self._lock = threading.Lock()  # one index, built once, used from any thread
         self._db: Any = None
         self._stems: dict[str, str] = {}  # word -> its stem, as FTS5's tokenizer makes it
+        self._meaning: Meaning | None = None
+        self._vectors: Any = None  # the skills' vectors, one row each, on first use
+        self.lexical_only: str | None = "no sentence vectors were given"
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SkillRanker:
         """A copy of the snapshot ranks as it does (indexed anew on first use)."""
         import copy
 
-        return SkillRanker(copy.deepcopy(self._skills, memo))
+        ranker = SkillRanker(copy.deepcopy(self._skills, memo))
+        if self._meaning is not None:
+            ranker.use_meaning(self._meaning)
+        return ranker
+
+    @property
+    def ranked_by(self) -> str:
+        """How it ranks, as reports say it (known for sure after the first ranking)."""
+        return ("words and meaning" if self.lexical_only is None
+                else f"words only ({self.lexical_only})")
+
+    def use_meaning(self, meaning: Meaning) -> None:
+        """Rank by meaning too, with these vectors (the skills' are had on first use)."""
+        with self._lock:
+            self._meaning, self._vectors, self.lexical_only = meaning, None, None
 
     def _database(self) -> Any:
         """The index, built on first use (call it holding the lock)."""
@@ -167,21 +209,52 @@ class SkillRanker:
         return kept
 
     def rank(self, text: str, limit: int | None = None) -> list[Ranked]:
-        """The skills that match any of the request's words, most relevant first (ties by
-        name); at most `limit` of them."""
+        """The skills relevant to the request, most relevant first (ties by name); at most
+        `limit` of them. Lexically, those that match any of its words; with vectors, all
+        that score above 0."""
         with self._lock:
-            words = self._words(text)
-            if not words:
-                return []
-            query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-            found = self._database().execute(
-                "SELECT rowid, bm25(skills, ?, ?, ?, ?) FROM skills WHERE skills MATCH ?",
-                (NAME_WEIGHT, SUMMARY_WEIGHT, WHEN_WEIGHT, BODY_WEIGHT, query)).fetchall()
-        scale = math.log(1 + max(len(self._skills), MIN_POPULATION))
-        ranked = sorted((Ranked(self._skills[row - 1].name, round(-score / scale, 6))
-                         for row, score in found if row <= len(self._skills)),
+            lexical = self._lexical(text)
+            cosines = self._cosines(text)
+        if cosines is None:
+            scores = {row: round(score, 6) for row, score in lexical.items()}
+        else:
+            scores = {row: score for row, cosine in enumerate(cosines.tolist())
+                      if (score := round(math.log1p(lexical.get(row, 0.0))
+                                         + SEMANTIC_WEIGHT * cosine, 6)) > 0}
+        ranked = sorted((Ranked(self._skills[row].name, score) for row, score in scores.items()),
                         key=lambda r: (-r.score, r.name))
         return ranked[:limit] if limit is not None else ranked
+
+    def _lexical(self, text: str) -> dict[int, float]:
+        """Each matching skill's (0-based row) BM25 score, scaled (call it holding the
+        lock)."""
+        words = self._words(text)
+        if not words:
+            return {}
+        query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        found = self._database().execute(
+            "SELECT rowid, bm25(skills, ?, ?, ?, ?) FROM skills WHERE skills MATCH ?",
+            (NAME_WEIGHT, SUMMARY_WEIGHT, WHEN_WEIGHT, BODY_WEIGHT, query)).fetchall()
+        scale = math.log(1 + max(len(self._skills), MIN_POPULATION))
+        return {row - 1: -score / scale for row, score in found if row <= len(self._skills)}
+
+    def _cosines(self, text: str) -> Any:
+        """Each skill's cosine with the request, or None without vectors (call it holding
+        the lock). The skills' vectors are had once; a failure is said once, in
+        `lexical_only` and the log, and the ranker goes on with words alone."""
+        from lily_kernel.skills.embedding import EncoderRefused, EncoderUnavailable
+
+        if self._meaning is None or not self._skills:
+            return None
+        try:
+            if self._vectors is None:
+                self._vectors = self._meaning.skills(self._skills)
+            return self._vectors @ self._meaning.request(text)
+        except EncoderUnavailable as exc:
+            self._meaning, self.lexical_only = None, str(exc)
+            _log.log(logging.WARNING if isinstance(exc, EncoderRefused) else logging.INFO,
+                     "skills are ranked by their words only: %s", exc)
+            return None
 
     def best(self, text: str) -> Ranked | None:
         """The most relevant skill, if it scores at least RELEVANT_SCORE (else the request

