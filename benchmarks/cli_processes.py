@@ -56,7 +56,7 @@ def main() -> int:
         empty = Path(tmp) / "empty"
         empty.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
-        env.update(HOME=str(empty), LILY_EVENT_LOG="0")
+        env.update(HOME=str(empty), LILY_EVENT_LOG="0", LILY_TRUST="workspace")
         one = next(root.iterdir())
         commands = {
             "lily skills --json": [str(BIN / "lily"), "skills", "--json", "--workspace",

@@ -43,7 +43,8 @@ def make_workspace(root: Path) -> Path:
 
 async def measure(stream: bool, turns: int, server: OpenAIServer, workspace: Path) -> tuple[float, float]:
     os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-real-key"  # litellm reads os.environ
-    env = {**os.environ, "LILY_MODEL": "openai/bench", "LILY_API_BASE": server.base_url,
+    env = {**os.environ, "LILY_TRUST": "workspace", "LILY_MODEL": "openai/bench",
+           "LILY_API_BASE": server.base_url,
            "LILY_STREAM": "1" if stream else "0", "LILY_HOME": str(workspace / "home"),
            "LILY_CATALOG_MAX_CHARS": "1000000"}  # all 1,000 skills in the catalog
     runtime = LilyRuntime.start(workspace, env)

@@ -46,6 +46,7 @@ def start(server: OpenAIServer, workspace: Path) -> tuple[KernelManager, Any]:
     (workspace / "home").mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
     env.update(LILY_MODEL="openai/bench", LILY_API_BASE=server.base_url, LILY_EVENT_LOG="0",
+               LILY_TRUST="workspace",
                OPENAI_API_KEY="sk-bench-not-a-real-key", HOME=str(workspace / "home"))
     return start_new_kernel(kernel_name="lily", cwd=str(workspace), env=env)
 

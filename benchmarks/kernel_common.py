@@ -42,7 +42,8 @@ def generate_workspace(root: Path, skills: int) -> Path:
 def bench_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
     home.mkdir(parents=True, exist_ok=True)
-    env.update(HOME=str(home), LILY_EVENT_LOG="0")
+    # The benchmark trusts the workspace it builds, as a runner does (docs/skills.md).
+    env.update(HOME=str(home), LILY_EVENT_LOG="0", LILY_TRUST="workspace")
     return env
 
 

@@ -126,7 +126,8 @@ def measure_kernel(workspace: Path, home: Path, threads: int,
 
 def first_request(workspace: Path) -> ChatRequest:
     """The answer request Lily would send for QUESTION there (system context + message)."""
-    runtime = LilyRuntime.start(workspace, {"LILY_EVENT_LOG": "0", "HOME": str(workspace)})
+    runtime = LilyRuntime.start(workspace, {"LILY_EVENT_LOG": "0", "HOME": str(workspace),
+                                             "LILY_TRUST": "workspace"})
     from lily_kernel.prompting import build_model_request
 
     request = build_model_request(

@@ -6,7 +6,8 @@ Assembling links each of its skills from ../shared/corpus into `WORKSPACE/skills
 the manifest `workspace.json` lists them; nothing is copied) and writes the requests of
 each part as `WORKSPACE/tune.json` and `WORKSPACE/heldout.json`, so that
 `lily eval WORKSPACE/heldout.json --workspace WORKSPACE --runs 1` measures the held-out
-part through Lily's real selection path.
+part through Lily's real selection path, once the folder is trusted (`lily trust
+WORKSPACE --yes`, or LILY_TRUST=workspace for the run: its skills are workspace skills).
 """
 
 from __future__ import annotations

@@ -93,7 +93,8 @@ async def main_async(split: str, answers: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "workspace"
         link_skills(workspace / "skills")
-        environ = {**os.environ, "LILY_EVENT_LOG": "0", "LILY_HOME": str(Path(tmp) / "home")}
+        environ = {**os.environ, "LILY_EVENT_LOG": "0", "LILY_HOME": str(Path(tmp) / "home"),
+                   "LILY_TRUST": "workspace"}
         environ.pop("LILY_MODEL", None)
         first = LilyRuntime.start(workspace, environ)
         model = await first.get_model()
