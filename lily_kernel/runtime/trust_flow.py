@@ -36,6 +36,7 @@ class LilyRuntime(Protocol):
     session: Session
     log: EventLog
     model: ChatModel | None
+    _model_loading: asyncio.Future[ChatModel] | None
     scripts: ScriptHost
     trust_answered: bool
 
@@ -62,8 +63,8 @@ def _invoked(parsed: ParsedCommand) -> set[str]:
 def needs_trust(runtime: LilyRuntime, parsed: ParsedCommand | None) -> bool:
     """Whether this cell should ask: something is held, the person has not answered this
     session, and the cell is a chat cell or invokes a held skill."""
-    if runtime.trust_answered:
-        return False
+    if runtime.trust_answered or runtime.env.trust.problem:
+        return False  # asked already; or the store is broken (the first cell says so)
     held = held_skills(runtime.session.skill_snapshot)
     if not held and not runtime.env.trust.held_settings:
         return False
@@ -150,8 +151,8 @@ def take_up_trust(runtime: LilyRuntime) -> None:
     session = runtime.session
     session.skill_snapshot = env.load_snapshot(session.skill_snapshot.version + 1)
     model = env.session_model()
-    if model != session.model_config:
-        session.model_config, runtime.model = model, None
+    if model != session.model_config:  # the next chat cell loads the trusted one
+        session.model_config, runtime.model, runtime._model_loading = model, None, None
     runtime.scripts.timeout = env.config.script_timeout
     vars(runtime).pop("gate", None)  # the gate is built anew with the trusted policy
     runtime.log_catalog(session.skill_snapshot)

@@ -121,3 +121,29 @@ def test_an_untrusted_lily_yaml_that_allows_scripts_runs_none(server: OpenAIServ
         assert log_events(kernel, "skill_script_run") == []
         helped = kernel.execute("/help")
         assert "run_skill_script would be 'allow', stays 'deny'" in helped.plain
+
+
+def test_yes_takes_up_the_settings_in_the_same_session(server: OpenAIServer,
+                                                       tmp_path: Path) -> None:
+    """Trusted in the notebook, lily.yaml applies whole at once: the policy it sets
+    (scripts allowed by name) lets the model run a script in that very cell."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "lily.yaml").write_text("tools:\n  allow: [run_skill_script, read]\n")
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "skill_files" / "formfill", home / ".lily" / "skills" / "formfill")
+    server.replies.clear()
+    server.script(
+        Reply(tool_calls=[tool_call("load_skill", {"name": "formfill"})]),
+        Reply(tool_calls=[tool_call("run_skill_script",
+                                    {"script": "scripts/fill_form.py",
+                                     "args": ["Ada", "2024-05-01"]})]),
+        Reply(text="Filled."))
+    with lily_kernel(workspace, home, LILY_TRUST="", LILY_MODEL="openai/trust",
+                     LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-trust-not-a-key",
+                     LILY_STREAM="0", LILY_EVENT_LOG="1") as kernel:
+        run, prompts = execute_answering(kernel, "Fill my form", ["y"])
+        assert run.reply["status"] == "ok"
+        [prompt] = prompts  # the trust question only: the script then runs unasked
+        assert "lily.yaml tools: run_skill_script would be 'allow', stays 'deny'" in prompt
+        assert [e["outcome"] for e in log_events(kernel, "skill_script_run")] == ["ran"]
