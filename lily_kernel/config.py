@@ -102,6 +102,8 @@ class LilyConfig:
     tools: ToolsConfig = ToolsConfig()
     event_log: bool = True
     catalog_max_chars: int = field(default=30_000, metadata=spec(gt=0))
+    # Variables a skill script sees besides PATH, HOME, the locale and the like (names).
+    script_env: tuple[str, ...] = ()
     # A skill script's time limit, in seconds.
     script_timeout: float = field(default=120.0, metadata=spec(gt=0, le=86_400))
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
@@ -110,6 +112,7 @@ class LilyConfig:
 
 _PATH_KEYS = ("skills_workspace_dir", "skills_user_dir", "skills_bundled_dir", "home")
 _PATH_LISTS = frozenset({"skills_extra_dirs"})
+_NAME_LISTS = frozenset({"script_env"})  # LILY_SCRIPT_ENV: comma-separated
 _ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_DENY": "deny"}
 _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
@@ -151,6 +154,9 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
         var = f"LILY_{key.upper()}"
         if var in environ and key in _PATH_LISTS:
             values[key] = [p for p in environ[var].split(os.pathsep) if p.strip()]
+            origin[key] = var
+        elif var in environ and key in _NAME_LISTS:
+            values[key] = _split_list(environ[var])
             origin[key] = var
         elif var in environ and key != "tools":
             values[key] = parse_text(owner, attr, environ[var])

@@ -110,7 +110,8 @@ class LilyRuntime:
     scripts: ScriptHost = field(init=False)
 
     def __post_init__(self) -> None:
-        self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout)
+        self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
+                                  allowed_env=self.env.config.script_env)
 
     def sandbox(self) -> Sandbox:
         """bubblewrap as this machine offers it (looked for once per session)."""
@@ -121,8 +122,10 @@ class LilyRuntime:
         """The session's one gate for tool calls (the model's and tool_dispatch commands')."""
         from lily_kernel.runtime.tool_gate import ToolGate  # with the first tool call
 
+        secrets = secret_values(os.environ) + secret_values(self.env.host.environ)
         return ToolGate(self.env.registry, self.env.policy,
-                        replace(self.env.tool_context, scripts=self.scripts), self.log)
+                        replace(self.env.tool_context, scripts=self.scripts), self.log,
+                        redact=Redactor(secrets))
 
     async def get_model(self) -> ChatModel:
         """The session's model, created (litellm imported, or a local model loaded) on

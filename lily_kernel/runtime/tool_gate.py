@@ -10,6 +10,7 @@ special-cased here: what differs between tools is declared on the `Tool`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -65,6 +66,9 @@ class ToolGate:
     policy: ToolPolicy
     context: ToolContext
     log: EventLog
+    # What the model reads of a call passes the redactor the notebook and the log use:
+    # a script that prints a credential (a .env, the kernel's environment) sends none.
+    redact: Callable[[str], str] = str
 
     async def model_call(self, sink: CellSink, name: str, raw_arguments: str, *,
                          offered: list[str], step: int, skill: ActiveSkill | None,
@@ -76,13 +80,13 @@ class ToolGate:
             self._record(failed, "model", None, step)
             # Every call gets its notice, this one too (the model is told and may retry).
             sink.notice(f"Tool {name}: not run: its arguments are not a JSON object")
-            return tool_result_text(failed.status, failed.text)
+            return self.redact(tool_result_text(failed.status, failed.text))
         outcome = await self.run(sink, name, arguments, "model", offered=offered, step=step,
                                  skill=skill, skills=skills)
         notice = _announcement(self.registry.get(name), name, arguments, outcome)
         if notice is not None:
             sink.notice(notice)
-        return tool_result_text(outcome.status, outcome.text)
+        return self.redact(tool_result_text(outcome.status, outcome.text))
 
     async def run(self, sink: CellSink, name: str, arguments: dict[str, Any], caller: Caller,
                   *, offered: list[str] | None = None, step: int | None = None,

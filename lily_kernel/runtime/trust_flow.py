@@ -154,5 +154,6 @@ def take_up_trust(runtime: LilyRuntime) -> None:
     if model != session.model_config:  # the next chat cell loads the trusted one
         session.model_config, runtime.model, runtime._model_loading = model, None, None
     runtime.scripts.timeout = env.config.script_timeout
+    runtime.scripts.allowed_env = env.config.script_env
     vars(runtime).pop("gate", None)  # the gate is built anew with the trusted policy
     runtime.log_catalog(session.skill_snapshot)

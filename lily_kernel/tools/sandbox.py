@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,11 +25,17 @@ from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 
 __all__ = [
     "MAX_OUTPUT_CHARS",
+    "SCRIPT_ENV",
+    "WORKSPACE_HIDDEN",
+    "WORKSPACE_READ_ONLY",
+    "Mounts",
     "Sandbox",
     "ScriptHost",
     "ScriptPlan",
     "ScriptResult",
     "find_sandbox",
+    "own_mounts",
+    "remove_placeholders",
     "run_script",
     "sandboxed",
     "script_environment",
@@ -75,36 +81,123 @@ def find_sandbox(environ: Mapping[str, str]) -> Sandbox:
     return Sandbox(bwrap, "") if not problem else Sandbox(None, problem)
 
 
-def script_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` without credentials: no variable with a credential-like name, none
-    holding a secret or any part of one the redactor would hide (an 8-character run,
-    a URL credential, a key-shaped string), and none of Lily's own settings."""
+# What a script's environment holds (an allowlist, not a list of names to drop): what a
+# program needs to run, and the variables the person names in `script_env`.
+SCRIPT_ENV = frozenset({"PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "USER",
+                        "LOGNAME", "SHELL", "PYTHONIOENCODING", "NO_COLOR"})
+
+
+def script_environment(environ: Mapping[str, str], allowed: Collection[str] = ()
+                       ) -> dict[str, str]:
+    """The variables of `environ` a script sees: SCRIPT_ENV and the locale (`LC_*`),
+    none holding a secret or any part of one the redactor would hide (an 8-character
+    run, a URL credential, a key-shaped string); and those the person names in
+    `allowed` (lily.yaml's `script_env`), whatever they hold."""
     redact = Redactor(secret_values(environ))
     env = {
         key: value for key, value in environ.items()
-        if not is_secret_name(key) and not key.startswith("LILY_")
-        and redact(value) == value
+        if key in allowed or ((key in SCRIPT_ENV or key.startswith("LC_"))
+                              and not is_secret_name(key) and redact(value) == value)
     }
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the skill folder is read-only in the sandbox
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
+# The sandbox's rules, in one place (docs/skills.md, "The sandbox", shows them as a table).
+# In the workspace, read-only whether or not they exist yet: what Lily reads as
+# configuration or instructions, and what runs code later. Missing ones are held by an
+# empty read-only placeholder for the run (removed after it), so none can be planted.
+WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".claude",
+                       ".git")
+# In the workspace, unreadable (an empty file in their place) when they exist.
+WORKSPACE_HIDDEN = (".env",)
+# Besides: every virtual environment at the workspace's top (a folder holding
+# pyvenv.cfg) is read-only; Lily's own files named by the tool context (every skills
+# root, the persona folders, the Lily home and its trust store) are read-only; the home
+# folder is an empty private one (no ~/.ssh, ~/.aws, ~/.config, ~/.netrc, dotfiles),
+# through which the skill's folder and the interpreter's installation show read-only;
+# /tmp is private and empty; no network; everything else is read-only.
+_FILE_SUFFIXES = (".yaml", ".yml", ".json", ".md", ".env")
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """bubblewrap's arguments for Lily's own paths, and the placeholders to remove."""
+
+    argv: tuple[str, ...]
+    placeholders: tuple[Path, ...]
+
+
+def _outermost_missing(path: Path, workspace: Path) -> Path:
+    """The highest folder of `path` (inside the workspace) that does not exist."""
+    while path.parent != workspace and not path.parent.exists():
+        path = path.parent
+    return path
+
+
+def _venvs(workspace: Path) -> list[Path]:
+    try:
+        return sorted(p for p in workspace.iterdir() if (p / "pyvenv.cfg").is_file())
+    except OSError:
+        return []
+
+
+def own_mounts(workspace: Path, protected: Sequence[Path]) -> Mounts:
+    """Read-only binds for Lily's own paths and the places that run code later (a
+    placeholder where one is missing), and empty files over the hidden ones."""
+    argv: list[str] = []
+    placeholders: list[Path] = []
+    seen: set[Path] = set()
+    for path in [*(workspace / n for n in WORKSPACE_READ_ONLY), *_venvs(workspace),
+                 *(Path(os.path.abspath(p)) for p in protected)]:
+        if path in seen:
+            continue
+        seen.add(path)
+        if path.exists():
+            argv += ["--ro-bind", str(path), str(path)]
+        elif path.is_relative_to(workspace) and path != workspace:
+            held = _outermost_missing(path, workspace)
+            if held in seen and held != path:
+                continue
+            seen.add(held)
+            placeholders.append(held)
+            if held == path and path.suffix in _FILE_SUFFIXES:
+                argv += ["--ro-bind", "/dev/null", str(path)]
+            else:
+                argv += ["--tmpfs", str(held), "--remount-ro", str(held)]
+    for name in WORKSPACE_HIDDEN:
+        if (workspace / name).exists():
+            argv += ["--ro-bind", "/dev/null", str(workspace / name)]
+    return Mounts(tuple(argv), tuple(placeholders))
+
+
+def remove_placeholders(placeholders: Sequence[Path]) -> None:
+    """Remove the empty files and folders bubblewrap made as mount points (never one
+    that holds anything)."""
+    for path in placeholders:
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()  # only when empty
+            elif path.is_file() and path.stat().st_size == 0:
+                path.unlink()
+
+
 def sandboxed(bwrap: str, command: list[str], workspace: Path, visible: Sequence[Path],
-               read_only: Sequence[Path]) -> list[str]:
-    """`command` inside bubblewrap: no network, the file system read-only except the
-    workspace (Lily's own files in it stay read-only) and a private, empty /tmp.
-    `visible` are shown again (read-only) over that /tmp when they live there (the skill
+              mounts: Mounts, home: Path | None) -> list[str]:
+    """`command` inside bubblewrap, by the rules above. `visible` are shown again
+    (read-only) over the private /tmp and home folder when they live there (the skill
     folder, the interpreter's installation)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp"]
+    private = [Path("/tmp")]
+    if home is not None and home.is_dir() and home != Path("/"):
+        argv += ["--tmpfs", str(home)]
+        private.append(home)
     for path in visible:
-        if path.is_relative_to("/tmp") and path.exists():
+        if any(path.is_relative_to(p) for p in private) and path.exists():
             argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--bind", str(workspace), str(workspace)]
-    for path in read_only:
-        if path.exists():
-            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--bind", str(workspace), str(workspace), *mounts.argv]
     argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
              "--new-session", "--chdir", str(workspace), "--", *command]
     return argv
@@ -123,6 +216,7 @@ class ScriptPlan:
     env: dict[str, str]
     sandboxed: bool
     sandbox_note: str  # why it is not sandboxed ("" when it is)
+    placeholders: tuple[Path, ...] = ()  # mount points to remove after the run
 
 
 @dataclass(frozen=True)
@@ -193,6 +287,7 @@ async def run_script(plan: ScriptPlan, timeout: float,
         raise
     finally:
         _kill_group(process)  # children it left behind in its group
+        remove_placeholders(plan.placeholders)
     text = data.decode("utf-8", "replace")
     if len(text) > max_chars or total > len(data):
         text = text[:max_chars] + f"\n[... output truncated: {total:,} bytes in all]"
@@ -209,6 +304,7 @@ class ScriptHost:
     environ: Mapping[str, str]
     timeout: float
     run: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] = run_script
+    allowed_env: tuple[str, ...] = ()  # lily.yaml's `script_env`: passed to scripts
     _sandbox: Sandbox | None = field(default=None, repr=False)
 
     def sandbox(self) -> Sandbox:

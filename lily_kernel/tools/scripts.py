@@ -28,6 +28,7 @@ from lily_kernel.tools.sandbox import (
     Sandbox,
     ScriptHost,
     ScriptPlan,
+    own_mounts,
     sandboxed,
     script_environment,
 )
@@ -82,7 +83,8 @@ def _interpreter(path: Path, relative: str, environ: Mapping[str, str]) -> list[
 
 
 def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: ToolContext,
-                environ: Mapping[str, str], sandbox: Sandbox) -> ScriptPlan:
+                environ: Mapping[str, str], sandbox: Sandbox,
+                allowed_env: Sequence[str] = ()) -> ScriptPlan:
     """Resolve the script inside the skill's `scripts/` and build its command line."""
     target, relative = resolve_in_skill(skill, script)
     if not relative.startswith("scripts/"):
@@ -100,15 +102,19 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
         raise ToolError(f"cannot read '{relative}': {exc.strerror}.") from None
     command = [*_interpreter(target, relative, environ), str(target), *arguments]
     workspace = ctx.workspace.resolve()
+    placeholders: tuple[Path, ...] = ()
     if sandbox.bwrap is not None:
         visible = [skill.folder.resolve(), Path(sys.prefix).resolve(),
-                   Path(sys.base_prefix).resolve()]
-        read_only = [*ctx.protected, workspace / ".lily"]
-        command = sandboxed(sandbox.bwrap, command, workspace, visible, read_only)
+                   Path(sys.base_prefix).resolve(), Path(command[0]).resolve().parent.parent]
+        mounts = own_mounts(workspace, ctx.protected)
+        home = environ.get("HOME")
+        command = sandboxed(sandbox.bwrap, command, workspace, visible, mounts,
+                            Path(home).resolve() if home else None)
+        placeholders = mounts.placeholders
     return ScriptPlan(
         skill=skill.name, script=relative, sha256=digest, arguments=tuple(arguments),
-        argv=tuple(command), cwd=workspace, env=script_environment(environ),
-        sandboxed=sandbox.available, sandbox_note=sandbox.reason,
+        argv=tuple(command), cwd=workspace, env=script_environment(environ, allowed_env),
+        sandboxed=sandbox.available, sandbox_note=sandbox.reason, placeholders=placeholders,
     )
 
 
@@ -133,7 +139,8 @@ async def _plan(args: RunSkillScriptArgs, ctx: ToolContext) -> ScriptPlan:
     # Off the event loop (hashing the script, probing bubblewrap once): the kernel
     # stays responsive and interruptible.
     return await asyncio.to_thread(lambda: plan_script(
-        active_skill(ctx), args.script, args.args, ctx, host.environ, host.sandbox()))
+        active_skill(ctx), args.script, args.args, ctx, host.environ, host.sandbox(),
+        host.allowed_env))
 
 
 async def _question(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:

@@ -9,7 +9,7 @@ person sees (`/help`, the trust question). Everything else in the file applies.
 - tools: no tool more allowed than without the file (allow > ask > deny, per tool);
 - no `api_base`, no `model` but the local ones (data would go elsewhere);
 - no skills root outside the workspace, no other Lily `home` (where trust is kept);
-- no `event_log: false`, no longer `script_timeout`.
+- no `event_log: false`, no longer `script_timeout`, no more `script_env` variables.
 """
 
 from __future__ import annotations
@@ -67,6 +67,10 @@ def untrusted_settings(full: LilyConfig, base: LilyConfig, workspace: Path
     if not full.event_log and base.event_log:
         keep_base("event_log", "turning the session log off")
         config = replace(config, event_log=True)
+    extra_env = [n for n in full.script_env if n not in base.script_env]
+    if extra_env:
+        keep_base("script_env", f"passing {', '.join(extra_env)} to skill scripts")
+        config = replace(config, script_env=base.script_env)
     if full.script_timeout > base.script_timeout:
         keep_base("script_timeout", f"longer than {base.script_timeout:g} s")
         config = replace(config, script_timeout=base.script_timeout)

@@ -238,3 +238,71 @@ def test_policy_scripts_are_denied_by_default_and_star_does_not_cover_them() -> 
     assert offered == ["read", "read_skill_file", "run_skill_script"]  # Bash keeps scripts
     assert "run_skill_script" not in [
         t.name for t in asked.model_tools(registry, frozenset({"read"}), skill_active=True)]
+
+
+def test_the_sandbox_keeps_lilys_files_even_before_they_exist(tmp_path: Path) -> None:
+    """A script cannot plant Lily's configuration or instructions (missing ones
+    included), nor code that runs later (.git hooks, a virtualenv), nor read the
+    workspace's .env or the home folder's private files; it still writes its outputs."""
+    sandbox = sandbox_or_skip()
+    folder = tmp_path / "skills-root" / "formfill"
+    shutil.copytree(FIXTURES / "skill_files" / "formfill", folder)
+    workspace, home = tmp_path / "workspace", tmp_path / "home"
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (workspace / ".env").write_text("MY_SECRET=hunter2-workspace\n")
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (home / ".netrc").write_text("machine example password hunter2-home\n")
+    lily_home = home / ".lily"
+    ctx = ToolContext(workspace, protected=(workspace / "lily.yaml", workspace / "skills",
+                                            workspace / "persona", lily_home,
+                                            lily_home / "trust.json"))
+    planted = ["lily.yaml", "persona/default/SOUL.md", "skills/echo/SKILL.md",
+               ".agents/skills/x/SKILL.md", ".claude/settings.json", ".lily/sessions/x.jsonl",
+               ".git/hooks/pre-commit", ".venv/bin/activate"]
+    args = [*(f"plant={workspace / p}" for p in planted), "plant=outputs/report.txt",
+            f"read={workspace / '.env'}", f"read={home / '.ssh' / 'id_ed25519'}",
+            f"read={home / '.netrc'}"]
+    plan = plan_script(ActiveSkill("formfill", folder), "scripts/probe.py", args, ctx,
+                       {**ENVIRON, "HOME": str(home)}, sandbox)
+    out = run(plan).output
+    for path in planted:
+        assert f"plant {workspace / path}: refused" in out, out
+        assert not (workspace / path).exists(), path
+    assert "plant outputs/report.txt: written" in out
+    assert (workspace / "outputs" / "report.txt").read_text() == "planted"
+    assert "hunter2" not in out and "PRIVATE KEY" not in out, out
+    # The placeholders that held the missing paths are gone: the workspace is as it was.
+    assert sorted(p.name for p in workspace.iterdir()) == [".env", ".git", ".venv", "outputs"]
+
+
+def test_a_scripts_environment_is_an_allowlist() -> None:
+    """Credentials named outside any list of secret-sounding words stay out; only what a
+    program needs, and what the person names in script_env, get through."""
+    environ = {**ENVIRON, "GITHUB_PAT": "ghp_notreallyatoken", "MYSQL_PWD": "hunter2",
+               "SLACK_WEBHOOK_URL": "https://hooks.slack.invalid/T000/B000/XXXX",
+               "DATABASE_URL": "postgres://app:s3cret@db/app", "LC_ALL": "C.UTF-8",
+               "MY_TOOL_HOME": "/opt/tool"}
+    env = script_environment(environ)
+    assert set(env) == {"PATH", "HOME", "LANG", "LC_ALL", "PYTHONDONTWRITEBYTECODE",
+                        "PYTHONUNBUFFERED"}
+    named = script_environment(environ, ("MY_TOOL_HOME", "GITHUB_PAT"))
+    assert named["MY_TOOL_HOME"] == "/opt/tool" and named["GITHUB_PAT"] == "ghp_notreallyatoken"
+    assert "MYSQL_PWD" not in named and "DATABASE_URL" not in named
+
+
+def test_script_env_is_read_from_config_and_held_when_untrusted(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    from lily_kernel.runtime import LilyEnvironment
+
+    (tmp_path / "lily.yaml").write_text("script_env: [MY_TOOL_HOME]\n")
+    trusted = LilyEnvironment.load(tmp_path, {"LILY_TRUST": "workspace", "HOME": str(tmp_path)})
+    assert trusted.config.script_env == ("MY_TOOL_HOME",)
+    monkeypatch.delenv("LILY_TRUST")
+    held = LilyEnvironment.load(tmp_path, {"HOME": str(tmp_path)})
+    assert held.config.script_env == ()
+    assert any(line.startswith("script_env: passing MY_TOOL_HOME") for line in held.trust.held_settings)
+    assert LilyEnvironment.load(tmp_path, {"HOME": str(tmp_path), "LILY_SCRIPT_ENV": "A, B"}
+                                ).config.script_env == ("A", "B")
