@@ -1,40 +1,71 @@
 """How a tool call is put to the person for approval: the question's wording.
 
-The question names exactly what would run: for a skill script the skill, the script,
-its arguments and whether it is sandboxed; for any other tool its name and arguments.
+What will happen comes first and whole: whether a script is sandboxed, then the tool
+and what it acts on (the script, or a `path`), then the other values. Every value is
+shown with control characters and escapes made visible (a newline is `\\n`, an ANSI
+escape `\\x1b`), a long one shortened in the middle with its full length stated, and
+the question is never more than a few lines, whatever the model sent.
 """
 
 from __future__ import annotations
 
-import json
+import unicodedata
 from typing import Any
 
 from lily_kernel.tools.context import Question
 from lily_kernel.tools.sandbox import ScriptPlan
 
-__all__ = ["call_question", "script_question"]
+__all__ = ["MAX_SHOWN", "call_question", "script_question", "shown"]
+
+MAX_SHOWN = 120  # characters of one value, as shown
+MAX_VALUES = 4  # values shown besides the first; the rest are counted
+# Keys that say what a call acts on: shown first.
+_TARGETS = ("path", "file", "script", "target", "url", "name")
 
 
-def _arguments(arguments: tuple[str, ...]) -> str:
-    if not arguments:
-        return "no arguments"
-    return "arguments " + json.dumps(list(arguments), ensure_ascii=False)
+def _visible(char: str) -> str:
+    if char == "\\":
+        return "\\\\"
+    if char == '"':
+        return '\\"'
+    if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"):
+        return char.encode("unicode_escape").decode("ascii") if char not in "\n\t\r" else (
+            {"\n": "\\n", "\t": "\\t", "\r": "\\r"}[char])
+    return char
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """A value as the person reads it: quoted, control characters made visible, and
+    past `limit` characters shortened in the middle with its full length."""
+    text = value if isinstance(value, str) else repr(value)
+    escaped = "".join(map(_visible, text))
+    if len(escaped) <= limit:
+        return f'"{escaped}"'
+    half = (limit - 3) // 2
+    return f'"{escaped[:half]}…{escaped[-half:]}" ({len(text):,} characters)'
 
 
 def script_question(plan: ScriptPlan) -> str:
-    """`Run scripts/fill.py of skill 'pdf' with arguments ["a.pdf"]? [y/N]`, and when
-    there is no sandbox, say so before the question mark."""
-    where = ("" if plan.sandboxed else
-             f" NOT sandboxed ({plan.sandbox_note}): it runs with your permissions, "
-             "network and files.")
-    return (f"Run {plan.script} of skill '{plan.skill}' with {_arguments(plan.arguments)}?"
-            f"{where} [y/N] ")
+    """Sandbox status first, then the script and its skill, then its arguments."""
+    status = ("Sandboxed" if plan.sandboxed else
+              f"NOT sandboxed ({plan.sandbox_note}): it runs with your permissions, "
+              "network and files")
+    args = plan.arguments
+    listed = ", ".join(shown(a, MAX_SHOWN // 2) for a in args[:MAX_VALUES])
+    more = f" and {len(args) - MAX_VALUES} more" if len(args) > MAX_VALUES else ""
+    return (f"{status}. Run {shown(plan.script)} of skill {shown(plan.skill)}\n"
+            f"  with {f'arguments {listed}{more}' if args else 'no arguments'}\n"
+            "Run it? [y/N] ")
 
 
 def call_question(name: str, arguments: dict[str, Any]) -> Question:
-    """The question for a tool with no question of its own: its name and arguments."""
-    shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
-    if len(shown) > 500:
-        shown = shown[:500] + " ..."
-    return Question(f"Let the model run the tool '{name}' with {shown}? [y/N] ",
-                    f"the call of '{name}'")
+    """The question for a tool with no question of its own: the tool and what it acts
+    on first, then its other arguments, each shortened, on a few lines."""
+    keys = sorted(arguments, key=lambda k: (k not in _TARGETS, _TARGETS.index(k)
+                                            if k in _TARGETS else 0, str(k)))
+    lines = [f"Let the model run the tool {shown(name)}"]
+    lines += [f"  {shown(key, 40)[1:-1]}: {shown(arguments[key])}" for key in keys[:MAX_VALUES]]
+    if len(keys) > MAX_VALUES:
+        lines.append(f"  and {len(keys) - MAX_VALUES} more argument(s)")
+    lines.append("Allow it? [y/N] ")
+    return Question("\n".join(lines), f"the call of '{name}'")

@@ -258,3 +258,29 @@ def test_read_never_loads_more_than_it_returns(workspace: Path) -> None:
     assert output.endswith(f"[... truncated at {MAX_READ_CHARS:,} characters]")
     assert output.count("\0") == MAX_READ_CHARS
     assert peak < 8 * MAX_READ_CHARS, f"{peak:,} bytes allocated to read 100,000 characters"
+
+
+def test_an_approval_question_shows_what_happens_first_and_whole() -> None:
+    """The path comes first, however long the content; hostile text is made visible;
+    a huge value is shortened in the middle with its length; a few lines at most."""
+    from lily_kernel.tools.questions import call_question, script_question
+    from lily_kernel.tools.sandbox import ScriptPlan
+
+    question = call_question("write", {"content": "x" * 600, "path": "important/config.py"})
+    lines = question.text.splitlines()
+    assert lines[:2] == ['Let the model run the tool "write"', '  path: "important/config.py"']
+    assert lines[2].endswith('" (600 characters)') and len(lines[2]) < 160
+    hostile = call_question("write", {"path": "a\nb\x1b[31m (sandboxed) [y/N]",
+                                      "content": "y" * 200_000, "mode": "w", "encoding": "u",
+                                      "extra": 1, "more": 2})
+    assert '  path: "a\\nb\\x1b[31m (sandboxed) [y/N]"' in hostile.text
+    assert "\x1b" not in hostile.text and "(200,000 characters)" in hostile.text
+    assert len(hostile.text) < 800 and len(hostile.text.splitlines()) <= 7
+    assert "and 2 more argument(s)" in hostile.text
+    plan = ScriptPlan(skill="evil", script="scripts/x\n(sandboxed) [y/N].py", sha256="0",
+                      arguments=("a" * 5000,), argv=(), cwd=Path("/"), env={},
+                      sandboxed=False, sandbox_note="bubblewrap (bwrap) is not installed")
+    text = script_question(plan)
+    assert text.startswith("NOT sandboxed (bubblewrap (bwrap) is not installed)")
+    assert '"scripts/x\\n(sandboxed) [y/N].py"' in text and "(5,000 characters)" in text
+    assert len(text.splitlines()) == 3 and len(text) < 400

@@ -91,8 +91,9 @@ def test_approved_through_the_input_request(server: OpenAIServer, tmp_path: Path
         run, prompts = execute_answering(kernel, "Fill my form for Ada, 2024-05-01", ["y"])
         assert run.status == "ok", run.reply
         assert len(prompts) == 1
-        assert prompts[0].startswith("Run scripts/fill_form.py of skill 'formfill' with "
-                                     'arguments ["Ada", "2024-05-01"]?')
+        assert prompts[0].split(". ", 1)[1].startswith(
+            'Run "scripts/fill_form.py" of skill "formfill"\n  with arguments "Ada", '
+            '"2024-05-01"\n')
         assert prompts[0].rstrip().endswith("[y/N]")
         assert (kernel.workspace / "filled.txt").read_text() == "name: Ada\ndate: 2024-05-01\n"
         assert tool_result(server, -2).startswith("# Forms")  # the reference, on demand
@@ -194,7 +195,7 @@ def test_interrupt_while_the_question_waits(server: OpenAIServer, tmp_path: Path
         script_turn(server, "scripts/fill_form.py", ["Di", "2024-01-01"], "never")
         msg_id = kernel.kc.execute("Fill it", allow_stdin=True)
         request = kernel.kc.get_stdin_msg(timeout=60)
-        assert request["content"]["prompt"].startswith("Run scripts/fill_form.py")
+        assert 'Run "scripts/fill_form.py"' in request["content"]["prompt"]
         kernel.km.interrupt_kernel()
         reply = kernel.kc.get_shell_msg(timeout=30)
         assert reply["parent_header"]["msg_id"] == msg_id

@@ -121,8 +121,8 @@ def test_a_forced_skill_can_read_its_files(workspace, environ) -> None:
 
 SCRIPT_CALL = call("run_skill_script", "s", script="scripts/fill_form.py",
                    args=["Ada Lovelace", "2024-05-01"])
-QUESTION = ('Run scripts/fill_form.py of skill \'formfill\' with arguments '
-            '["Ada Lovelace", "2024-05-01"]?')
+QUESTION = ('. Run "scripts/fill_form.py" of skill "formfill"\n'
+            '  with arguments "Ada Lovelace", "2024-05-01"\nRun it? [y/N] ')
 
 
 def test_by_default_scripts_are_not_offered_and_a_call_is_refused_without_asking(
@@ -142,7 +142,7 @@ def test_ask_policy_runs_the_script_after_yes(workspace, environ) -> None:
     sink = Sink("y")
     model = run(runtime, "fill it for Ada", sink, LOAD, reply("", SCRIPT_CALL),
                 reply("Filled."))
-    assert len(sink.questions) == 1 and sink.questions[0].startswith(QUESTION)
+    assert len(sink.questions) == 1 and sink.questions[0].endswith(QUESTION)
     sandboxed = runtime.sandbox().available
     assert ("NOT sandboxed" in sink.questions[0]) is (not sandboxed)
     assert tool_result(model, 2) == "[exit code 0]\nfilled the form for Ada Lovelace on 2024-05-01\n"
@@ -253,8 +253,8 @@ def test_without_bubblewrap_the_question_says_not_sandboxed(workspace, environ,
     sink = Sink("y")
     run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
     assert sink.questions == [
-        QUESTION + " NOT sandboxed (bubblewrap (bwrap) is not installed): it runs with your "
-        "permissions, network and files. [y/N] "]
+        "NOT sandboxed (bubblewrap (bwrap) is not installed): it runs with your "
+        "permissions, network and files" + QUESTION]
     assert [e["sandboxed"] for e in events(runtime, "skill_script_run")] == [False]
     assert (workspace / "filled.txt").exists()
 
@@ -268,7 +268,7 @@ def test_with_bubblewrap_the_run_is_sandboxed(workspace, environ) -> None:
         pytest.skip(runtime.sandbox().reason)
     sink = Sink("y")
     run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
-    assert sink.questions == [QUESTION + " [y/N] "]
+    assert sink.questions == ["Sandboxed" + QUESTION]
     assert [e["sandboxed"] for e in events(runtime, "skill_script_run")] == [True]
     assert (workspace / "filled.txt").exists()  # the workspace stays writable
 
@@ -280,8 +280,8 @@ def test_ask_works_for_any_tool(workspace, environ, answer: str, written: bool) 
     model = run(runtime, "note it", sink,
                 reply("", call("write", "w", path="note.txt", content="hi")), reply("ok"))
     assert sink.questions == [
-        'Let the model run the tool \'write\' with {"content": "hi", "path": "note.txt"}? '
-        "[y/N] "]
+        'Let the model run the tool "write"\n  path: "note.txt"\n  content: "hi"\n'
+        "Allow it? [y/N] "]
     assert (workspace / "note.txt").exists() is written
     result = tool_result(model, 1)
     assert result.startswith("wrote 2 characters") if written else result == (

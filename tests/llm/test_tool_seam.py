@@ -139,8 +139,8 @@ def test_under_tools_ask_the_policy_asks_first_and_says_how_to_allow_it(
     person = Person("y", "y")
     result, _ = turn(workspace, {**environ, "LILY_TOOLS_ASK": "stamp"}, person)
     assert result == "stamped draft"
-    assert person.asked == ['Let the model run the tool \'stamp\' with {"label": "draft"}? '
-                            "[y/N] ", "Stamp 'draft'? [y/N] "]
+    assert person.asked == ['Let the model run the tool "stamp"\n  label: "draft"\n'
+                            "Allow it? [y/N] ", "Stamp 'draft'? [y/N] "]
     unattended = workspace / "unattended"
     unattended.mkdir()
     result, _ = turn(unattended, {**environ, "LILY_TOOLS_ASK": "stamp"}, Person(None))
