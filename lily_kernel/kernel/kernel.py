@@ -103,6 +103,10 @@ class LilyKernel(Kernel):
         def publish(msg_type: str, content: dict[str, Any]) -> None:
             self.send_response(self.iopub_socket, msg_type, redact(content))
 
+        if not store_history and not silent:
+            # The count moves only for cells kept in history (the messaging spec, and
+            # IPython's kernel); the base class counted this one already.
+            self.execution_count -= 1
         error = await self._run_cell(code, publish if not silent else _discard,
                                      self._ask if not silent else no_answer)
         if error is None:
@@ -136,7 +140,7 @@ class LilyKernel(Kernel):
     # --- completion, inspection, history -------------------------------------------
 
     async def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
-        cursor = len(code) if cursor_pos is None else cursor_pos
+        cursor = _clamped(code, cursor_pos)
         found = await self.lily.complete(code, cursor)
         # What each match is, with a skill's argument hint: JupyterLab shows `type`
         # beside the match.
@@ -152,7 +156,7 @@ class LilyKernel(Kernel):
 
     async def do_inspect(self, code: str, cursor_pos: int | None, detail_level: int = 0,
                          omit_sections: Any = ()) -> dict[str, Any]:
-        cursor = len(code) if cursor_pos is None else cursor_pos
+        cursor = _clamped(code, cursor_pos)
         result = await self.lily.inspect(code, cursor)
         data = command_bundle(result) if result is not None else {}
         return {"status": "ok", "found": result is not None, "metadata": {},
@@ -178,6 +182,12 @@ class LilyKernel(Kernel):
         """A question to the person (an approval), through the stdin channel; redacted
         like everything else the person sees."""
         return await request_input(self, _redactor()(prompt))
+
+
+def _clamped(code: str, cursor_pos: int | None) -> int:
+    """The cursor inside the code (its end when not given): a front end may send any
+    number."""
+    return len(code) if cursor_pos is None else min(max(cursor_pos, 0), len(code))
 
 
 def _redactor() -> Redactor:

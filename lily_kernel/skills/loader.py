@@ -47,7 +47,7 @@ SKILL_FILE = "SKILL.md"
 # folders below its root, at most this many folders looked at in one root.
 _SKILL_SUFFIX = os.sep + SKILL_FILE
 MAX_DEPTH = 6
-MAX_FOLDERS = 20_000
+MAX_FOLDERS = 100_000
 # Folders that are never groups of skills (besides hidden ones): packages and caches.
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
 COMMAND_PATTERN = re.compile(r"[a-z0-9_-]+")  # used with fullmatch

@@ -36,12 +36,25 @@ def resolve_in_workspace(workspace: Path, relative: str) -> Path:
     return confine(workspace, pure, relative, "the workspace")[0]
 
 
+MAX_PATH_CHARS = 4096  # Linux's PATH_MAX; a part is at most 255 bytes
+
+
+def short_path(path: str, limit: int = 200) -> str:
+    """A path as an error shows it: whole up to `limit` characters, else its ends."""
+    return path if len(path) <= limit else f"{path[:limit // 2]}…{path[-limit // 3:]}"
+
+
 def confine(root: Path, pure: PurePosixPath, given: str, place: str
             ) -> tuple[Path, PurePosixPath]:
     """The real path behind `pure` (relative to `root`), kept inside `root`, and that
     path relative to `root`'s real one: the one rule for every path a tool is given (the
     workspace's, a skill folder's). `given` is the path as the caller wrote it and
     `place` names `root`, for the errors."""
+    if len(given) > MAX_PATH_CHARS or any(len(p.encode("utf-8", "surrogateescape")) > 255
+                                          for p in pure.parts):
+        raise ToolError(f"'{short_path(given)}' is too long for a path "
+                        f"({len(given):,} characters).")
+    given = short_path(given)
     if ".." in pure.parts:
         raise ToolError(f"'{given}' uses '..'; paths must stay inside {place}.")
     if _hidden(pure.parts):

@@ -22,6 +22,7 @@ from pathlib import Path
 from lily_kernel.errors import ToolError
 from lily_kernel.events import SkillScriptRun
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
+from lily_kernel.tools.files import short_path
 from lily_kernel.tools.questions import script_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool
 from lily_kernel.tools.sandbox import (
@@ -88,8 +89,8 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
     """Resolve the script inside the skill's `scripts/` and build its command line."""
     target, relative = resolve_in_skill(skill, script)
     if not relative.startswith("scripts/"):
-        raise ToolError(f"'{script}' is not in the skill's scripts/ folder; only files "
-                        "there can be run.")
+        raise ToolError(f"'{short_path(script)}' is not in the skill's scripts/ folder; "
+                        "only files there can be run.")
     if not target.is_file():
         raise ToolError(f"no script '{relative}' in the skill '{skill.name}'.")
     if len(arguments) > MAX_ARGS:

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from lily_kernel.errors import ToolError
 from lily_kernel.events import SkillFileRead
 from lily_kernel.tools.context import ActiveSkill, ToolContext
-from lily_kernel.tools.files import MAX_READ_CHARS, confine
+from lily_kernel.tools.files import MAX_READ_CHARS, confine, short_path
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 READ_SKILL_FILE = "read_skill_file"
+MAX_FILE_BYTES = 64 * 2**20  # a skill file larger than this is refused, not hashed
 # Placeholders other agents put before a skill's own paths; they mean the skill folder.
 # The same list as skills/invocation.py's FOLDER_PLACEHOLDERS (tools may not import
 # skills/; a test keeps them equal): a body reaches the model with them replaced, but a
@@ -82,10 +83,13 @@ def read_skill_file(skill: ActiveSkill, path: str) -> SkillFile:
     """Read a UTF-8 file of the skill folder (truncated past MAX_READ_CHARS)."""
     target, relative = resolve_in_skill(skill, path)
     if not target.is_file():
-        raise ToolError(f"no file '{path}' in the skill '{skill.name}'.")
+        raise ToolError(f"no file '{short_path(path)}' in the skill '{skill.name}'.")
     bound = MAX_READ_CHARS * 4 + 1  # what can be shown (4 bytes a character), plus one
     digest, size, kept = hashlib.sha256(), 0, bytearray()
     try:
+        if target.stat().st_size > MAX_FILE_BYTES:  # hashing it would hold a core for long
+            raise ToolError(f"'{relative}' is {target.stat().st_size:,} bytes, over the "
+                            f"{MAX_FILE_BYTES // 2**20} MiB a skill file may have.")
         with open(target, "rb") as handle:
             # The whole file is hashed (the event names the file's sha256); only the
             # part that can be shown is kept in memory.
@@ -95,13 +99,14 @@ def read_skill_file(skill: ActiveSkill, path: str) -> SkillFile:
                 if len(kept) < bound:
                     kept += chunk[: bound - len(kept)]
     except OSError as exc:
-        raise ToolError(f"cannot read '{path}': {exc.strerror}.") from None
+        raise ToolError(f"cannot read '{short_path(path)}': {exc.strerror}.") from None
     data = bytes(kept)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if exc.start < len(data) - 4:  # not just a character cut by the bound
-            raise ToolError(f"'{path}' is not a UTF-8 text file.") from None
+        # Not UTF-8, unless the bound cut a character in two (only when it cut the file).
+        if size <= len(data) or exc.start < len(data) - 4:
+            raise ToolError(f"'{short_path(path)}' is not a UTF-8 text file.") from None
         text = data[: exc.start].decode("utf-8")
     if len(text) > MAX_READ_CHARS or len(data) > MAX_READ_CHARS * 4:
         text = text[:MAX_READ_CHARS] + f"\n[... truncated at {MAX_READ_CHARS:,} characters]"

@@ -110,3 +110,27 @@ def test_skill_tools_are_offered_only_while_a_skill_is_active() -> None:
     assert "read_skill_file" in active
     narrowed = [t.name for t in policy.model_tools(registry, frozenset({"grep"}), skill_active=True)]
     assert narrowed == ["read_skill_file"]  # reading its own files survives narrowing
+
+
+def test_a_path_too_long_is_a_short_clear_refusal(skill: ActiveSkill) -> None:
+    """A 5,000-character path used to end the cell with OSError: File name too long."""
+    long = "references/" + "a" * 5000 + ".md"
+    with pytest.raises(ToolError, match=r"is too long for a path \(5,014 characters\)") as exc:
+        read_skill_file(skill, long)
+    assert len(str(exc.value)) < 300
+    with pytest.raises(ToolError, match="too long"):
+        resolve_in_skill(skill, "scripts/" + "b" * 300 + ".py")
+
+
+def test_a_latin1_file_is_not_utf8_even_at_its_end(skill: ActiveSkill) -> None:
+    (skill.folder / "references" / "menu.md").write_bytes(b"caf\xe9")
+    with pytest.raises(ToolError, match="is not a UTF-8 text file"):
+        read_skill_file(skill, "references/menu.md")
+
+
+def test_a_huge_file_is_refused_before_it_is_hashed(skill: ActiveSkill) -> None:
+    """A sparse 20 GB file would keep a core hashing long after an interrupt."""
+    with open(skill.folder / "references" / "huge.bin", "wb") as handle:
+        handle.truncate(20 * 2**30)
+    with pytest.raises(ToolError, match=r"is 21,474,836,480 bytes, over the 64 MiB"):
+        read_skill_file(skill, "references/huge.bin")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lily_kernel import __version__
 from lily_kernel.runtime.runtime import NO_MODEL_MESSAGE
-from tests.kernel.conftest import HOSTILE, LilyProcess
+from tests.kernel.conftest import HOSTILE, LilyProcess, lily_kernel
 
 MIMETYPES = {"text/html", "text/markdown", "text/plain"}
 
@@ -218,3 +220,22 @@ def test_a_subshell_cannot_be_created(shared_kernel: LilyProcess) -> None:
     assert reply["content"]["status"] == "error"
     assert "does not support kernel subshells" in reply["content"]["evalue"]
     assert shared_kernel.execute("/skills").status == "ok"
+
+
+def test_a_cell_kept_out_of_history_does_not_move_the_count(tmp_path: Path) -> None:
+    with lily_kernel(tmp_path, tmp_path / "home") as kernel:
+        first = kernel.execute("/help")
+        quiet = kernel.execute("/help", store_history=False)
+        after = kernel.execute("/help")
+    counts = [first.reply["execution_count"], quiet.reply["execution_count"],
+              after.reply["execution_count"]]
+    assert counts == [1, 1, 2]
+
+
+@pytest.mark.parametrize("cursor", [999, -5])
+def test_completion_clamps_a_cursor_outside_the_code(shared_kernel: LilyProcess,
+                                                     cursor: int) -> None:
+    reply = shared_kernel.request("complete", "/he", cursor)
+    assert 0 <= reply["cursor_start"] <= reply["cursor_end"] <= len("/he")
+    inspected = shared_kernel.request("inspect", "/skill greeter", cursor)
+    assert inspected["status"] == "ok"
