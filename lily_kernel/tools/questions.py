@@ -49,7 +49,7 @@ def script_question(plan: ScriptPlan) -> str:
     """Sandbox status first, then the script and its skill, then its arguments."""
     status = ("Sandboxed" if plan.sandboxed else
               f"NOT sandboxed ({plan.sandbox_note}): it runs with your permissions, "
-              "network and files")
+              "network and files, and can read this kernel's environment (API keys)")
     args = plan.arguments
     listed = ", ".join(shown(a, MAX_SHOWN // 2) for a in args[:MAX_VALUES])
     more = f" and {len(args) - MAX_VALUES} more" if len(args) > MAX_VALUES else ""

@@ -243,41 +243,81 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-async def _collect(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, int]:
-    """Read until EOF, keeping at most `limit` bytes (the rest is counted, not kept, so
-    a chatty script never blocks on a full pipe)."""
-    kept, total = bytearray(), 0
-    while chunk := await stream.read(65536):
-        total += len(chunk)
-        if len(kept) < limit:
-            kept += chunk[: limit - len(kept)]
-    return bytes(kept), total
+@dataclass
+class _Output:
+    """What a script printed: at most `limit` bytes kept, everything counted (so a
+    chatty script never blocks on a full pipe)."""
+
+    limit: int
+    kept: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    async def collect(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self.total += len(chunk)
+            if len(self.kept) < self.limit:
+                self.kept += chunk[: self.limit - len(self.kept)]
+
+
+# Once the script itself has ended, how long its output may still arrive: a process it
+# left behind holding the pipe open must not keep the cell waiting to the time limit.
+OUTPUT_GRACE = 1.0
+
+
+def _kill_holders(pipe: int) -> None:
+    """Kill every process of ours still holding the output pipe's write end: a child the
+    script detached (setsid, a double fork) outside its process group. Linux: by the
+    pipe's inode in /proc/<pid>/fd."""
+    wanted = f"pipe:[{os.fstat(pipe).st_ino}]"
+    me = os.getpid()
+    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else ()):
+        if int(pid) == me:
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == wanted:
+                        os.kill(int(pid), signal.SIGKILL)
+                        break
 
 
 async def run_script(plan: ScriptPlan, timeout: float,
                      max_chars: int = MAX_OUTPUT_CHARS) -> ScriptResult:
-    """Run the plan; a cancellation (the stop button) kills its process group."""
+    """Run the plan; a cancellation (the stop button) kills its process group. The
+    output comes through a pipe of Lily's own (not the subprocess transport's), so the
+    run ends when the script does, whatever a process it left behind holds."""
     started = time.perf_counter()
+    read_end, write_end = os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
             *plan.argv, cwd=plan.cwd, env=plan.env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdout=write_end, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True)  # its own process group: killed as a whole
     except OSError as exc:
+        os.close(read_end)
         raise ToolError(f"cannot start '{plan.script}': {exc.strerror or exc}.") from None
-    stdout = process.stdout
-    assert stdout is not None
+    finally:
+        os.close(write_end)
+    loop = asyncio.get_running_loop()
+    stdout = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(stdout), os.fdopen(read_end, "rb", 0))
     timed_out = False
     code: int | None
+    output = _Output(max_chars * 4)
+    reading = asyncio.ensure_future(output.collect(stdout))
 
-    async def finish() -> tuple[bytes, int, int]:
-        data, total = await _collect(stdout, max_chars * 4)
-        return data, total, await process.wait()
+    async def finish() -> int:
+        code = await process.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(reading), OUTPUT_GRACE)
+        return code
 
     try:
-        data, total, code = await asyncio.wait_for(finish(), timeout)
+        code = await asyncio.wait_for(finish(), timeout)
     except TimeoutError:
-        timed_out, code, data, total = True, None, b"", 0
+        timed_out, code = True, None
+        output = _Output(0)
         _kill_group(process)
         await process.wait()
     except BaseException:  # cancelled (the stop button) or anything else: nothing survives
@@ -287,7 +327,13 @@ async def run_script(plan: ScriptPlan, timeout: float,
         raise
     finally:
         _kill_group(process)  # children it left behind in its group
+        if not reading.done():  # and those outside it, still holding the output
+            with contextlib.suppress(OSError):
+                _kill_holders(read_end)
+        reading.cancel()
+        transport.close()
         remove_placeholders(plan.placeholders)
+    data, total = bytes(output.kept), output.total
     text = data.decode("utf-8", "replace")
     if len(text) > max_chars or total > len(data):
         text = text[:max_chars] + f"\n[... output truncated: {total:,} bytes in all]"

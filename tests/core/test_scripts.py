@@ -306,3 +306,21 @@ def test_script_env_is_read_from_config_and_held_when_untrusted(tmp_path: Path,
     assert any(line.startswith("script_env: passing MY_TOOL_HOME") for line in held.trust.held_settings)
     assert LilyEnvironment.load(tmp_path, {"HOME": str(tmp_path), "LILY_SCRIPT_ENV": "A, B"}
                                 ).config.script_env == ("A", "B")
+
+
+def test_a_process_left_holding_the_output_does_not_keep_the_cell_waiting(setup) -> None:
+    """The script ends but a child it detached (setsid) keeps stdout open: the run ends
+    a moment after the script, not at the time limit."""
+    skill, ctx = setup
+    (skill.folder / "scripts" / "detach.py").write_text(
+        "import os, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'],\n"
+        "                         start_new_session=True)\n"
+        "print('parent done, child', child.pid)\n")
+    plan = plan_script(skill, "scripts/detach.py", [], ctx, ENVIRON, NO_SANDBOX)
+    began = time.monotonic()
+    result = run(plan, timeout=20)
+    assert time.monotonic() - began < 8
+    assert result.exit_code == 0 and "parent done" in result.output and not result.timed_out
+    child = int(result.output.split()[-1])
+    assert _wait_dead(child)  # outside the script's group, but holding its output: killed

@@ -113,9 +113,9 @@ def test_the_scanner_runs_after_approval_and_the_session_replays(
         run, prompts = execute_answering(kernel, "Is the skill in skills/suspicious safe?",
                                          ["y"], timeout=120)
         assert run.status == "ok", run.reply
-        assert prompts == [prompts[0]] and prompts[0].startswith(
-            "Run scripts/scan_skill.py of skill 'skill-scanner' with arguments "
-            '["skills/suspicious"]?')
+        assert prompts == [prompts[0]] and prompts[0].split(". ", 1)[1].startswith(
+            'Run "scripts/scan_skill.py" of skill "skill-scanner"\n'
+            '  with arguments "skills/suspicious"\n')
         reference = (CORPUS / "getsentry__skills" / "skill-scanner" / "references"
                      / "prompt-injection-patterns.md").read_text(encoding="utf-8")
         assert last_tool_result(server, 2) == reference
