@@ -10,6 +10,7 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -99,11 +100,17 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             if os.path.realpath(directory) in seen:
                 continue
             seen.add(os.path.realpath(directory))
-            skill, diagnostics = check_skill_directory(str(directory), rules, env.host)
-            failed |= _print_diagnostics(diagnostics)
-            if skill is not None:
-                skills.append(skill)
-                print(f"{'ok':<11} {skill.name} ({skill.invocation_mode})")
+            check = check_skill_directory(str(directory), rules, env.host)
+            # The Agent Skills specification's rules are errors here, whatever Lily
+            # makes of the skill: this is where an author asks "is it valid?".
+            for reason in check.spec_breaks:
+                print(f"{'error':<11} {check.name}: {reason}")
+            failed |= bool(check.spec_breaks)
+            failed |= _print_diagnostics(check.diagnostics)
+            if check.skill is not None:
+                skills.append(check.skill)
+                if not check.spec_breaks:
+                    print(f"{'ok':<11} {check.skill.name} ({check.skill.invocation_mode})")
     # Aliases are checked across the folders validated together, as a root would be.
     shared: list[Diagnostic] = []
     drop_shared_aliases(skills, shared)
@@ -111,7 +118,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _print_diagnostics(diagnostics: list[Diagnostic]) -> bool:
+def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> bool:
     """Print one line per diagnostic; True when one of them is an error."""
     failed = False
     for diag in diagnostics:

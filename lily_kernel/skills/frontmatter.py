@@ -89,6 +89,9 @@ class SkillDocument:
     allowed_tools: tuple[str, ...] | None
     body: str
     extra: dict[str, Any] = field(default_factory=dict)
+    # False when the file has no `---` block at all (the Agent Skills specification
+    # requires one; Lily's format does not).
+    has_frontmatter: bool = True
 
 
 def _split(text: str) -> tuple[str | None, str]:
@@ -202,4 +205,5 @@ def parse_skill_document(data: bytes) -> SkillDocument:
         allowed_tools=parse_allowed_tools(front.allowed_tools),
         body=body,
         extra=extra,
+        has_frontmatter=front_text is not None,
     )

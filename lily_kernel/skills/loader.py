@@ -31,9 +31,10 @@ from lily_kernel.skills.models import (
     SkillRoot,
     SkillSnapshot,
 )
+from lily_kernel.skills.spec import spec_breaks, value_breaks
 
 __all__ = [
-    "STANDARD_LIMITS",
+    "FolderCheck",
     "Found",
     "LoadRules",
     "check_skill_directory",
@@ -51,9 +52,6 @@ MAX_FOLDERS = 100_000
 # Folders that are never groups of skills (besides hidden ones): packages and caches.
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
 COMMAND_PATTERN = re.compile(r"[a-z0-9_-]+")  # used with fullmatch
-# The Agent Skills standard's length limits (characters): over them is a warning, since
-# Lily loads the skill but other agents may not.
-STANDARD_LIMITS = {"name": 64, "description": 1024, "compatibility": 500}
 
 
 @dataclass(frozen=True)
@@ -342,8 +340,13 @@ def _check_winner(
     host: Host,
     diagnostics: list[Diagnostic],
     overall: hashlib._Hash | None = None,
+    breaks: list[str] | None = None,
 ) -> Skill | None:
-    """Parse and check one winning copy; record why it is excluded or warned about."""
+    """Parse and check one winning copy; record why it is excluded or warned about.
+
+    With `breaks` (`lily validate`), every rule of the Agent Skills specification the
+    skill breaks goes there instead of becoming a warning.
+    """
     if isinstance(read, OSError):
         if overall is not None:
             overall.update(b"unreadable\n")
@@ -358,27 +361,18 @@ def _check_winner(
         if size > MAX_SKILL_BYTES:  # only the start was read: report the size on disk
             raise SkillFormatError(size_problem(size))
         doc = parse_skill_document(data)
+        if breaks is not None:  # whatever Lily makes of the skill on this machine
+            breaks.extend(spec_breaks(name, doc))
         excluded = _exclusion(doc, rules, host)
     except SkillFormatError as exc:
         excluded = DiagnosticKind.MALFORMED, str(exc)
     if excluded is not None:
         diagnostics.append(Diagnostic(excluded[0], name, root.source, path, excluded[1]))
         return None
-    front = doc.frontmatter
-    declared = front.name
-    if declared is not None and declared != name:
-        reason = (
-            f"frontmatter name '{declared}' differs from the directory name; "
-            f"the skill is called '{name}'"
-        )
-        diagnostics.append(Diagnostic(DiagnosticKind.WARNING, name, root.source, path, reason))
-    values = {"name": declared, "description": front.description,
-              "compatibility": front.compatibility}
-    for key, limit in STANDARD_LIMITS.items():
-        value = values[key]
-        if value is not None and len(value) > limit:
-            reason = (f"{key} is {len(value):,} characters, over the Agent Skills "
-                      f"standard's limit of {limit:,} (other agents may refuse it)")
+    if breaks is None:
+        # A load: the skill loads, and each rule of the Agent Skills specification broken
+        # by a value it sets is a warning (other agents may refuse the skill).
+        for reason in value_breaks(name, doc.frontmatter):
             diagnostics.append(
                 Diagnostic(DiagnosticKind.WARNING, name, root.source, path, reason))
     skill = _skill(name, root, path, doc, digest)
@@ -387,10 +381,21 @@ def _check_winner(
     return skill
 
 
+@dataclass(frozen=True, slots=True)
+class FolderCheck:
+    """One skill folder checked on its own (`lily validate`)."""
+
+    name: str  # the folder's name: the skill's
+    skill: Skill | None  # None when Lily would not load it (a diagnostic says why)
+    diagnostics: tuple[Diagnostic, ...]  # what a root load reports, spec warnings aside
+    spec_breaks: tuple[str, ...]  # each rule of the Agent Skills specification it breaks
+
+
 def check_skill_directory(
     directory: str, rules: LoadRules, host: Host | None = None
-) -> tuple[Skill | None, list[Diagnostic]]:
-    """Load one skill folder on its own, by the same rules as a root (for `lily validate`)."""
+) -> FolderCheck:
+    """Load one skill folder on its own, by the same rules as a root (for `lily validate`),
+    and check it against the Agent Skills specification."""
     directory = os.path.abspath(directory)
     parent, name = os.path.split(directory.rstrip(os.sep))
     root = SkillRoot(source="workspace", path=parent, exists=True)
@@ -400,9 +405,10 @@ def check_skill_directory(
     except OSError as exc:
         read = exc
     diagnostics: list[Diagnostic] = []
+    breaks: list[str] = []
     skill = _check_winner(name, root, path, read, rules, (host or Host()).for_one_load(),
-                          diagnostics)
-    return skill, diagnostics
+                          diagnostics, breaks=breaks)
+    return FolderCheck(name, skill, tuple(diagnostics), tuple(breaks))
 
 
 def load_snapshot(

@@ -95,17 +95,13 @@ def test_broken_config_is_a_clear_error(workspace: Path, env: dict[str, str]) ->
 
 
 def test_validate_exit_codes(tmp_path: Path, env: dict[str, str]) -> None:
-    rules = FIXTURES / "rules"
-    ok = lily("validate", str(rules / "ok_minimal"), str(rules / "name_mismatch" / "SKILL.md"),
+    rules, spec = FIXTURES / "rules", FIXTURES / "spec"
+    ok = lily("validate", str(spec / "pdf-tools"), str(spec / "flow-style" / "SKILL.md"),
               env=env, cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout
-    assert ok.stdout.splitlines() == [
-        "ok          ok_minimal (prompt_rewrite)",
-        "warning     name_mismatch: frontmatter name 'Some Other Name' differs from the "
-        "directory name; the skill is called 'name_mismatch'",
-        "ok          name_mismatch (prompt_rewrite)",
-    ]
-    bad = lily("validate", str(rules / "invalid_yaml"), str(rules / "ok_minimal"), env=env,
+    assert ok.stdout.splitlines() == ["ok          pdf-tools (prompt_rewrite)",
+                                      "ok          flow-style (prompt_rewrite)"]
+    bad = lily("validate", str(rules / "invalid_yaml"), str(spec / "pdf-tools"), env=env,
                cwd=tmp_path)
     assert bad.returncode == 1
     assert bad.stdout.startswith("error       invalid_yaml: invalid YAML frontmatter")
@@ -118,6 +114,51 @@ def test_validate_exit_codes(tmp_path: Path, env: dict[str, str]) -> None:
     assert nothing.returncode == 1 and "no SKILL.md here" in nothing.stdout
 
 
+SPEC_CASES = sorted(p.name for p in (FIXTURES / "spec").iterdir())
+
+
+@pytest.mark.parametrize("case", SPEC_CASES)
+def test_validate_applies_the_agent_skills_specification(tmp_path: Path, env: dict[str, str],
+                                                         case: str) -> None:
+    """Each fixture folder is one rule; `expected.txt` is what `lily validate` prints for
+    it. A rule of the specification broken is an error (exit 1), whether or not Lily
+    loads the skill."""
+    folder = FIXTURES / "spec" / case
+    expected = (folder / "expected.txt").read_text().splitlines()
+    done = lily("validate", str(folder), env=env, cwd=tmp_path)
+    assert done.stdout.splitlines() == expected
+    assert done.returncode == (1 if any(line.startswith("error") for line in expected) else 0)
+
+
+def test_validate_names_the_issues_examples(tmp_path: Path, env: dict[str, str]) -> None:
+    """The names the tester found accepted (issue #22, item 9), with their exact lines."""
+    spec = FIXTURES / "spec"
+    done = lily("validate", *(str(spec / n) for n in ("-lead", "Upper", "a--b", "bad_name!")),
+                env=env, cwd=tmp_path)
+    assert done.returncode == 1
+    rule = "the Agent Skills specification"
+    assert done.stdout.splitlines() == [
+        f"error       -lead: name '-lead' starts or ends with a hyphen; {rule} forbids it",
+        f"error       Upper: name 'Upper' has 'U'; {rule} allows only lowercase letters, "
+        "digits and hyphens",
+        f"error       a--b: name 'a--b' has two hyphens in a row; {rule} forbids it",
+        f"error       bad_name!: name 'bad_name!' has '_', '!'; {rule} allows only lowercase "
+        "letters, digits and hyphens",
+    ]
+
+
+def test_validate_checks_the_specification_on_a_skill_ineligible_here(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    """Whether a skill runs on this machine is no excuse: its format is still checked."""
+    write_skill(tmp_path / "skills", "Mac-Only",
+                "---\nname: Mac-Only\ndescription: d\neligibility:\n  os: [win32]\n---\n")
+    done = lily("validate", str(tmp_path / "skills" / "Mac-Only"), env=env, cwd=tmp_path)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("error       Mac-Only: name 'Mac-Only' has 'M', 'O'")
+    assert lines[1].startswith("ineligible  Mac-Only: requires os win32")
+
+
 def test_validate_a_missing_path_is_bad_input(tmp_path: Path, env: dict[str, str]) -> None:
     rules = FIXTURES / "rules"
     done = lily("validate", str(rules / "ok_minimal"), str(tmp_path / "nowhere"), env=env,
@@ -126,31 +167,33 @@ def test_validate_a_missing_path_is_bad_input(tmp_path: Path, env: dict[str, str
     assert done.stderr == f"lily: {tmp_path / 'nowhere'}: does not exist.\n"
 
 
-def test_validate_reports_alias_conflicts_and_standard_limits(tmp_path: Path,
-                                                              env: dict[str, str]) -> None:
+def test_validate_errors_are_the_loaders_warnings(tmp_path: Path, env: dict[str, str]) -> None:
     root = tmp_path / "skills"
-    write_skill(root, "haiku", skill_text("Haiku", command="haiku"))
-    write_skill(root, "limerick", skill_text("A copy of haiku", command="haiku"))
+    write_skill(root, "haiku", "---\nname: haiku\ndescription: Haiku\ncommand: haiku\n---\n")
+    write_skill(root, "limerick", "---\nname: limerick\ndescription: A copy of haiku\n"
+                                  "command: haiku\n---\n")
     write_skill(root, "wordy", f"---\nname: wordy\ndescription: {'d' * 1068}\n"
                                f"compatibility: {'c' * 501}\n---\nBody.\n")
     write_skill(root, "long", f"---\nname: {'n' * 65}\ndescription: fine\n---\nBody.\n")
     done = lily("validate", str(root), env=env, cwd=tmp_path)
     lines = done.stdout.splitlines()
-    assert done.returncode == 0, done.stdout  # warnings: the skills still load
-    assert "warning     wordy: description is 1,068 characters, over the Agent Skills " \
-           "standard's limit of 1,024 (other agents may refuse it)" in lines
-    assert any(line.startswith("warning     wordy: compatibility is 501 characters")
+    assert done.returncode == 1, done.stdout
+    assert "error       wordy: description is 1,068 characters; the Agent Skills " \
+           "specification allows at most 1,024" in lines
+    assert any(line.startswith("error       wordy: compatibility is 501 characters")
                for line in lines)
-    assert any(line.startswith("warning     long: name is 65 characters") for line in lines)
-    assert any(line.startswith("warning     long: frontmatter name") for line in lines)
+    assert any(line.startswith("error       long: name is 65 characters") for line in lines)
+    assert any(line.startswith("error       long: name 'nnn") for line in lines)
     for name, other in (("haiku", "limerick"), ("limerick", "haiku")):
         assert (f"warning     {name}: alias /haiku is also claimed by {other}; dropped for all "
                 f"of them (use /skill {name})") in lines
-    # The same findings as `lily skills` on that root.
+    # The loader reports the same findings, word for word, as warnings: it loads them all.
     skills = json.loads(lily("skills", "--workspace", str(tmp_path), "--json", env=env).stdout)
+    assert len(skills["skills"]) == 4
+    assert {d["kind"] for d in skills["diagnostics"]} == {"warning"}
     reasons = {(d["skill"], d["reason"]) for d in skills["diagnostics"]}
     assert {(line.split()[1].rstrip(":"), line.split(": ", 1)[1])
-            for line in lines if line.startswith("warning")} == reasons
+            for line in lines if line.startswith(("warning", "error"))} == reasons
 
 
 @pytest.mark.parametrize("option", ["--workspace", "--user-dir", "--bundled-dir"])

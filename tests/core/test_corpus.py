@@ -6,7 +6,14 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from lily_kernel.skills import DiagnosticKind, Host, LoadRules, SkillRoot, load_snapshot
+from lily_kernel.skills import (
+    DiagnosticKind,
+    Host,
+    LoadRules,
+    SkillRoot,
+    check_skill_directory,
+    load_snapshot,
+)
 from tests.conftest import SHARED
 
 CORPUS = SHARED / "corpus"
@@ -49,3 +56,44 @@ def test_every_corpus_skill_loads_or_is_excluded_with_a_reason() -> None:
     # No print past pytest's capture: it broke the progress line. The figures are here.
     assert available == len(files) - len(other_os)
     assert len(other_os) <= 10, f"{available} of {len(files)} available; macOS-only: {other_os}"
+
+
+# Each rule of the Agent Skills specification, by a phrase of its one message (skills/spec.py).
+SPEC_RULES = {
+    "name: a character other than lowercase letters, digits, hyphens": "allows only lowercase",
+    "name: differs from the folder name": "differs from the directory name",
+    "metadata: a value that is not a string": "allows only string values",
+    "name: starts or ends with a hyphen": "starts or ends with a hyphen",
+    "description: over 1,024 characters": "allows at most 1,024",
+    "no frontmatter": "no frontmatter",
+}
+
+
+def test_how_many_corpus_skills_the_specification_accepts() -> None:
+    """The figures in docs/skills.md ("The Agent Skills specification"), as `lily validate`
+    finds them: skills with no error line, and the skills breaking each rule."""
+    host = Host(platform="linux", environ=EveryVariable(), which=lambda name: "/usr/bin/" + name)
+    files = sorted(CORPUS.glob("*/*/SKILL.md"))
+    valid: dict[str, int] = {}
+    by_rule = dict.fromkeys(SPEC_RULES, 0)
+    for file in files:
+        check = check_skill_directory(str(file.parent), LoadRules(), host)
+        repo = file.parent.parent.name
+        valid[repo] = valid.get(repo, 0) + (not check.spec_breaks)
+        for rule, phrase in SPEC_RULES.items():
+            by_rule[rule] += any(phrase in reason for reason in check.spec_breaks)
+        assert all(any(p in r for p in SPEC_RULES.values()) for r in check.spec_breaks), check
+    assert (len(files), sum(valid.values())) == (1102, 951)
+    assert by_rule == {
+        "name: a character other than lowercase letters, digits, hyphens": 90,
+        "name: differs from the folder name": 69,
+        "metadata: a value that is not a string": 50,
+        "name: starts or ends with a hyphen": 2,
+        "description: over 1,024 characters": 2,
+        "no frontmatter": 2,
+    }
+    assert valid == {
+        "ComposioHQ__awesome-claude-skills": 766, "K-Dense-AI__claude-scientific-skills": 105,
+        "anthropics__skills": 11, "getsentry__skills": 26, "obra__superpowers": 14,
+        "openai__skills": 10, "openclaw__openclaw": 16, "vercel-labs__agent-skills": 3,
+    }

@@ -16,6 +16,7 @@ from lily_kernel.skills import (
     SkillSnapshot,
     load_snapshot,
 )
+from lily_kernel.skills.spec import NO_DESCRIPTION, NO_FRONTMATTER, NO_NAME
 from tests.conftest import FIXTURES, skill_text, write_skill
 
 RULES_ROOT = FIXTURES / "rules"
@@ -99,8 +100,29 @@ def test_name_differing_from_folder_warns_and_folder_name_wins(
 ) -> None:
     skill = rules_snapshot.get("name_mismatch")
     assert skill is not None and skill.front.name == "Some Other Name"
-    assert "differs from the directory name" in diagnostic(
-        rules_snapshot, "name_mismatch", DiagnosticKind.WARNING)
+    reasons = [d.reason for d in rules_snapshot.diagnostics
+               if d.skill == "name_mismatch" and d.kind is DiagnosticKind.WARNING]
+    assert any("differs from the directory name 'name_mismatch'" in r for r in reasons)
+
+
+def test_the_specifications_rules_warn_and_the_skill_still_loads() -> None:
+    """Each fixture of tests/fixtures/spec loads. A rule broken by a value the skill sets
+    is a warning with the very message `lily validate` prints as an error (its
+    `expected.txt`); what Lily's format leaves out on purpose (frontmatter, name,
+    description) is no warning."""
+    spec = FIXTURES / "spec"
+    snap = load_snapshot((root(spec),), RULES, LINUX)
+    cases = sorted(p.name for p in spec.iterdir())
+    assert [s.name for s in snap.skills] == cases
+    left_out = {NO_FRONTMATTER, NO_NAME, NO_DESCRIPTION}
+    for case in cases:
+        errors = [line.split(": ", 1)[1]
+                  for line in (spec / case / "expected.txt").read_text().splitlines()
+                  if line.startswith("error")]
+        warnings = [d.reason for d in snap.diagnostics if d.skill == case]
+        assert all(d.kind is DiagnosticKind.WARNING for d in snap.diagnostics)
+        assert warnings == [e for e in errors if e not in left_out], case
+    assert len(snap.diagnostics) == 13  # the value rules, one warning each
 
 
 def test_two_skills_claiming_one_alias_lose_it_both(rules_snapshot: SkillSnapshot) -> None:
