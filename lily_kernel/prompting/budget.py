@@ -85,22 +85,44 @@ def _turn_starts(history: list[dict[str, Any]]) -> list[int]:
             and (i == 0 or history[i - 1].get("role") != "user")]
 
 
+def _checkpoints(history: list[dict[str, Any]], starts: list[int], step: int) -> list[int]:
+    """The turns (indexes into `starts`) where the history may be cut: the first turn
+    after each `step` tokens of history, counted from its beginning. They depend on the
+    history before them only, so a later turn never moves them."""
+    marks, mark, before = [], step, 0
+    for index, start in enumerate(starts[1:], 1):
+        before += estimate_tokens(history[starts[index - 1]:start])
+        if before >= mark:
+            marks.append(index)
+            mark = (before // step + 1) * step
+    return marks
+
+
 def fit_messages(
     messages: tuple[dict[str, Any], ...], window: int | None, reserve: int
 ) -> FittedMessages:
     """`messages` is system, history, new user message (in that order). Leave out the
     oldest complete turns of the history until the whole fits in `window - reserve`
     (anything before the first turn goes with it). `fits` is False when even the system
-    context and the new message alone do not fit."""
+    context and the new message alone do not fit.
+
+    The history is cut at fixed checkpoints, a quarter of the room apart, not one turn
+    at a time: the turns after a cut keep the same beginning until the next checkpoint
+    is needed, so a model that keeps its evaluated prefix (llama.cpp) reads only the new
+    turn, instead of the whole history again at every turn once it is full."""
     total = estimate_tokens(messages)
     if window is None:
         return FittedMessages(messages, 0, total, True)
     system, history, last = messages[0], list(messages[1:-1]), messages[-1]
     limit = window - reserve
+    if total <= limit:
+        return FittedMessages(messages, 0, total, True)
     starts = _turn_starts(history)
-    dropped, cut = 0, 0
-    while total > limit and dropped < len(starts):
-        dropped += 1
+    cuts = [*_checkpoints(history, starts, max(1, limit // 4)), len(starts)]
+    dropped = cut = 0
+    for dropped in cuts:  # the first checkpoint that fits, else every turn left out
         cut = starts[dropped] if dropped < len(starts) else len(history)
         total = estimate_tokens([system, *history[cut:], last])
+        if total <= limit:
+            break
     return FittedMessages((system, *history[cut:], last), dropped, total, total <= limit)

@@ -83,6 +83,7 @@ class Turn:
         self.tokens_in = 0
         self.tokens_out = 0
         self.last_context = 0  # tokens the last call read and wrote: the window it used
+        self.calls = 0
         self.cost: float | None = 0.0  # None once any call's cost is unknown
 
     async def run(self) -> list[dict[str, Any]]:
@@ -170,6 +171,7 @@ class Turn:
                 latency_ms=round((time.perf_counter() - started) * 1000, 1),
                 context_window=self.model.context_window,
                 supports_tools=self.model.supports_tools, **recorded))
+        self.calls += 1
         self.tokens_in += response.usage.prompt_tokens
         self.tokens_out += response.usage.completion_tokens
         self.last_context = response.usage.prompt_tokens + response.usage.completion_tokens
@@ -240,12 +242,17 @@ class Turn:
         return estimate_tokens(messages) <= window - reserve
 
     def footer(self) -> str:
-        """Model, tokens in and out, share of the context window, cost where known."""
-        parts = [self.model.name, f"{self.tokens_in:,} tokens in, {self.tokens_out:,} out"]
+        """Model, tokens in and out, share of the context window, cost where known. With
+        several model calls (a skill's declaration, tool steps) the tokens are their sum,
+        said so, and the share is the last call's: each call reads the window anew."""
+        calls = f" over {self.calls} model calls" if self.calls > 1 else ""
+        parts = [self.model.name,
+                 f"{self.tokens_in:,} tokens in, {self.tokens_out:,} out{calls}"]
         window = self.model.context_window
         if window:
+            last = " (the last call)" if self.calls > 1 else ""
             parts.append(f"{100 * self.last_context / window:.0f}% of the {window:,}-token "
-                         "context")
+                         f"context{last}")
         if self.cost == 0.0:
             parts.append("no cost")
         elif self.cost is not None:

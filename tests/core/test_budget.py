@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from lily_kernel.prompting.budget import (
@@ -72,3 +73,25 @@ def test_all_turns_go_before_the_message_is_refused() -> None:
     assert fitted.messages == (messages[0], messages[-1])  # the orphan went with q1
     too_long = fit_messages((m("system", 60), m("user", 3000)), 200, 50)
     assert not too_long.fits and too_long.dropped_turns == 0
+
+
+def test_a_full_history_is_cut_at_checkpoints_that_later_turns_do_not_move() -> None:
+    """40 turns through an 8,192-token window: once the history no longer fits, the
+    first message the model reads changes only every few turns (a quarter of the room
+    at a time), so a model that keeps its evaluated prefix reads the new turn alone in
+    between; cutting one turn at a time changed it at every turn."""
+    system, window, reserve = m("system", 3000), 8192, 2048
+    history: list[dict[str, Any]] = []
+    firsts, dropped = [], []
+    for turn in range(40):
+        new = m("user", 300, f"q{turn}")
+        fitted = fit_messages((system, *history, new), window, reserve)
+        assert fitted.fits and fitted.estimated_tokens <= window - reserve
+        if fitted.dropped_turns:
+            firsts.append(fitted.messages[1]["content"][:4])
+            dropped.append(fitted.dropped_turns)
+        history += [new, m("assistant", 1500, f"a{turn}")]
+    assert len(firsts) >= 25  # the history was full for most of the conversation
+    changes = sum(a != b for a, b in pairwise(firsts))
+    assert changes <= len(firsts) // 2, (changes, firsts)  # one turn at a time: 30 of 31
+    assert dropped == sorted(dropped)  # a cut never moves back

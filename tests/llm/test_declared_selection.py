@@ -189,8 +189,10 @@ def test_a_forced_skill_needs_no_declaration(runtime: LilyRuntime, workspace: Pa
 def test_the_footer_names_model_tokens_window_and_cost(runtime: LilyRuntime) -> None:
     sink, _ = run(runtime, NEAR_TIE, reply('{"skill": null}', 100, 7, cost=0.0),
                   reply("Hi", 120, 30, cost=0.0), window=1000)
-    assert sink.footers == ["tiny · 220 tokens in, 37 out · 15% of the 1,000-token context"
-                            " · no cost"]
+    # Two calls (the declaration, the answer): the tokens summed and said so; the share
+    # of the window is the last call's (150 of 1,000), not the sum's.
+    assert sink.footers == ["tiny · 220 tokens in, 37 out over 2 model calls · 15% of the "
+                            "1,000-token context (the last call) · no cost"]
 
 
 def test_the_footer_leaves_out_what_is_unknown_and_can_be_turned_off(
