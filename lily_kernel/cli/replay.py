@@ -1,4 +1,5 @@
-"""`lily replay LOG`: replay a recorded session; exit 0 when identical, 1 on a divergence."""
+"""`lily replay LOG`: replay a recorded session; exit 0 when identical, 1 on a divergence,
+2 for a log that cannot be replayed (a ReplayError, told as `lily: <message>`)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def add_replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     replay = sub.add_parser(
-        "replay", help="re-run a recorded session (.lily/sessions/<id>.jsonl) against the "
-                       "current files with the recorded model answers; non-zero exit on "
-                       "a divergence")
+        "replay", help="re-run a recorded session (.lily/sessions/<id>.jsonl) in a scratch "
+                       "copy of its workspace, with the current files and settings and the "
+                       "recorded model answers; exit 1 at the first divergence")
     replay.add_argument("log", metavar="LOG")
     replay.set_defaults(func=_cmd_replay)

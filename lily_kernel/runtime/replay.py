@@ -1,31 +1,37 @@
 """Replay a recorded session against the current files, with the recorded model answers.
 
-The log's `session_started` gives the workspace and the LILY_* settings; its `cell`
-events give what the person ran. Each cell runs again through a fresh runtime, where
-the model is replaced by the recorded `model_call` answers (so no model or key is
-needed; a recorded `model_load` ends its cell the same way), the person's answers
-by the recorded `approval` events, and skill scripts by their recorded
-`skill_script_run` results (replay never runs a script). Everything else
-runs for real against the files as they are now: the skill snapshot and its digest,
-every command and its output, every tool call and its result. The new event stream
-is compared with the recorded one, event by event, after dropping what always differs
-(times, sequence numbers, durations).
+The log's `session_started` gives the workspace; its `cell` events give what the person
+ran. The cells run again, one at a time, through a fresh runtime in a scratch copy of
+the workspace (replay_workspace.py: the person's folder is never written), with this
+machine's environment and the current lily.yaml: the log's recorded LILY_* settings are
+compared, never applied. The model is replaced by the recorded `model_call` answers (so
+no model or key is needed; a recorded `model_load` ends its cell the same way), the
+person's answers by the recorded `approval` events, the trust store by the recorded
+`trust_checked`, and skill scripts by their recorded `skill_script_run` results (replay
+never runs a script). Everything else runs for real against the files as they are now:
+the skill snapshot and its digest, every command and its output, every tool call and
+its result. Each new event is compared with the recorded one as it comes, after dropping
+what always differs (times, sequence numbers, durations); at the first difference the
+cell stops and no further cell runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lily_kernel.commands import CommandOutcome, CommandResult, ParsedCommand
 from lily_kernel.config import CONFIG_FILE
-from lily_kernel.errors import ReplayError
+from lily_kernel.errors import LilyError, ReplayError
 from lily_kernel.events import (
     Approval,
     Cell,
@@ -38,7 +44,9 @@ from lily_kernel.events import (
     read_event,
 )
 from lily_kernel.llm.base import ChatRequest, ChatResponse
+from lily_kernel.runtime.replay_log import read_session_log
 from lily_kernel.runtime.replay_records import error_from_record, response_from_record
+from lily_kernel.runtime.replay_workspace import PathMap, scratch_copy
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult
 from lily_kernel.trust import TrustStore, WorkspaceTrust, file_digest
@@ -102,31 +110,6 @@ class ReplayReport:
             return (f"identical: {self.cells} cell(s), {self.events} event(s) replayed "
                     f"from {self.log}")
         return f"divergence at {self.divergence.describe()}"
-
-
-def read_session_log(path: Path) -> list[dict[str, Any]]:
-    """The events of a session log, in order (raises ReplayError with the reason)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReplayError(f"no session log at {path}.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReplayError(f"cannot read {path}: {exc}.") from None
-    events = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            raise ReplayError(f"{path}, line {number}: not a JSON event.") from None
-        if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
-            raise ReplayError(f"{path}, line {number}: not a Lily event.")
-        events.append(event)
-    if not events or events[0].get("event") != "session_started":
-        raise ReplayError(f"{path}: not a Lily session log (it must start with "
-                          "session_started).")
-    return events
 
 
 def normalise(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -242,51 +225,134 @@ def _of(events: list[dict[str, Any]], kind: type[Kind]) -> list[Kind]:
     return found
 
 
-def _environment(settings: Mapping[str, str]) -> dict[str, str]:
-    """This machine's environment with the session's own LILY_* settings."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
-    environ.update({str(k): str(v) for k, v in settings.items()})
-    return environ
+def _nothing() -> None: ...
+
+
+class Comparison:
+    """Compares the replay's events with the recorded ones as they come (the listener
+    of the replay's log); at the first difference it keeps the divergence and calls
+    `stop`, and compares nothing more."""
+
+    def __init__(self, recorded: list[dict[str, Any]], paths: PathMap) -> None:
+        self.expected = [normalise(e) for e in recorded]
+        self.paths = paths
+        self.produced = 0
+        self.divergence: Divergence | None = None
+        self.stop: Callable[[], object] = _nothing
+        self._lock = threading.Lock()  # (a tool emits from its worker thread)
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            if self.divergence is not None:
+                return
+            got = self.paths.to_recorded(normalise(event.as_dict()))
+            index, self.produced = self.produced, self.produced + 1
+            want = self.expected[index] if index < len(self.expected) else None
+            if want == got:
+                return
+            self.divergence = Divergence(index + 1, str((want or got)["event"]), want, got)
+        self.stop()
+
+    def finish(self) -> Divergence | None:
+        """The divergence, or the recording going on where the replay ended."""
+        if self.divergence is None and self.produced < len(self.expected):
+            want = self.expected[self.produced]
+            self.divergence = Divergence(self.produced + 1, str(want["event"]), want, None)
+        return self.divergence
+
+
+class ReplayRuntime(LilyRuntime):
+    """The runtime, in the scratch copy. What a command shows is digested into its
+    event (`output_sha256`); it is digested with the recorded workspace's paths, as the
+    recording showed it (a table's width follows its longest path, so the copy's paths
+    cannot be mapped back in the shown text). The command's state change keeps the
+    copy's paths: the session goes on reading the copy."""
+
+    paths: PathMap | None = None  # set once started (the start shows no command)
+
+    def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
+        if self.paths is not None:
+            shown = outcome.result
+            outcome = replace(outcome, result=replace(
+                shown, title=self.paths.to_recorded(shown.title),
+                blocks=self.paths.to_recorded(shown.blocks),
+                notices=self.paths.to_recorded(shown.notices)))
+        return super()._finish_command(parsed, outcome)
 
 
 async def _run_cells(runtime: LilyRuntime, cells: list[str], sink: ReplaySink,
-                     before_cell: Callable[[int], None] | None) -> None:
+                     comparison: Comparison, before_cell: Callable[[int], None]) -> None:
+    """The cells one at a time, none after the first divergence; a divergence within a
+    cell stops it there (as the stop button would)."""
+    loop = asyncio.get_running_loop()
     for index, code in enumerate(cells):
-        if before_cell is not None:
-            before_cell(index)
+        if comparison.divergence is not None:
+            return
+        before_cell(index)
+        cell = asyncio.ensure_future(runtime.run_cell(code, sink))
+        comparison.stop = functools.partial(loop.call_soon_threadsafe, cell.cancel)
         # How the cell ended is in its cell_finished event, compared with the recording;
         # a bug (any other exception) shows up there as a divergence too.
         with contextlib.suppress(Exception, asyncio.CancelledError):
-            await runtime.run_cell(code, sink)
+            await cell
+        comparison.stop = _nothing
 
 
-def replay_session(path: Path, before_cell: Callable[[int], None] | None = None
-                   ) -> ReplayReport:
-    """Replay the session recorded at `path`; `before_cell(i)` runs before the i-th cell
-    (from 0), for a harness that changes files between cells as the person did."""
+def replay_session(path: Path, before_cell: Callable[[int, Path], None] | None = None,
+                   environ: Mapping[str, str] | None = None) -> ReplayReport:
+    """Replay the session recorded at `path` in a scratch copy of its workspace, with
+    `environ` (this process's environment unless given) and the current files.
+    `before_cell(i, folder)` runs before the i-th cell (from 0), for a harness that
+    changes the files of `folder` (the copy) between cells as the person did."""
     recorded = read_session_log(path)
-    started = recorded[0]["data"]
-    workspace = Path(str(started.get("workspace", "")))
-    if not workspace.is_dir():
-        raise ReplayError(f"the session's workspace {workspace} is not a folder here.")
-    actual: list[Event] = []
-    runtime = LilyRuntime.start(
-        workspace, _environment(started.get("settings") or {}),
-        session_id=str(recorded[0].get("session_id") or "replay"),
-        listener=actual.append, write_log=False,
-        trust_store=_recorded_trust(workspace, _of(recorded, TrustChecked)))
+    workspace = _recorded_workspace(recorded[0]["data"])
+    cells = [cell.code for cell in _of(recorded, Cell)]
+    trust = _of(recorded, TrustChecked)
+    loads, calls = _of(recorded, ModelLoad), _of(recorded, ModelCall)
+    scripts, approvals = _of(recorded, SkillScriptRun), _of(recorded, Approval)
+    with scratch_copy(workspace) as scratch:
+        paths = PathMap(str(scratch), str(recorded[0]["data"]["workspace"]))
+        comparison = Comparison(recorded, paths)
+        runtime = _start(scratch, dict(os.environ if environ is None else environ),
+                         str(recorded[0].get("session_id") or "replay"), comparison,
+                         _recorded_trust(scratch, trust), paths)
+        try:
+            runtime.model_loader = RecordedLoads(loads, ReplayModel(calls))
+            runtime.scripts.run = RecordedScripts(scripts)
+            asyncio.run(_run_cells(
+                runtime, cells, ReplaySink(approvals), comparison,
+                lambda index: before_cell(index, scratch) if before_cell else None))
+        finally:
+            runtime.close()
+    return ReplayReport(path, len(recorded), len(cells), comparison.finish())
+
+
+def _start(scratch: Path, environ: dict[str, str], session_id: str, comparison: Comparison,
+           trust: TrustStore, paths: PathMap) -> ReplayRuntime:
+    """The session as it starts in the copy; its first events are compared already."""
     try:
-        runtime.model_loader = RecordedLoads(_of(recorded, ModelLoad),
-                                             ReplayModel(_of(recorded, ModelCall)))
-        runtime.scripts.run = RecordedScripts(_of(recorded, SkillScriptRun))
-        cells = [cell.code for cell in _of(recorded, Cell)]
-        asyncio.run(_run_cells(runtime, cells, ReplaySink(_of(recorded, Approval)),
-                               before_cell))
-    finally:
-        runtime.close()
-    expected = [normalise(e) for e in recorded]
-    produced = [normalise(e.as_dict()) for e in actual]
-    return ReplayReport(path, len(expected), len(cells), _first_divergence(expected, produced))
+        runtime = ReplayRuntime.start(scratch, environ, session_id=session_id,
+                                      listener=comparison, write_log=False,
+                                      trust_store=trust)
+    except LilyError as exc:  # the current lily.yaml is broken, a root unreadable, ...
+        raise ReplayError(f"the session cannot start here: {paths.to_recorded(str(exc))}"
+                          ) from None
+    assert isinstance(runtime, ReplayRuntime)
+    runtime.paths = paths
+    return runtime
+
+
+def _recorded_workspace(started: Mapping[str, Any]) -> Path:
+    """The recorded workspace, as a folder here (raises ReplayError)."""
+    recorded = started.get("workspace")
+    if not isinstance(recorded, str) or not recorded:
+        raise ReplayError("the session log names no workspace.")
+    workspace = Path(recorded)
+    if not workspace.is_absolute():
+        raise ReplayError(f"the session's workspace {recorded} is not an absolute path.")
+    if not workspace.is_dir():
+        raise ReplayError(f"the session's workspace {recorded} is not a folder here.")
+    return workspace.resolve()
 
 
 def _recorded_trust(workspace: Path, checked: list[TrustChecked]) -> TrustStore:
@@ -299,14 +365,3 @@ def _recorded_trust(workspace: Path, checked: list[TrustChecked]) -> TrustStore:
     config = file_digest(workspace / CONFIG_FILE) if first.config_trusted else None
     return TrustStore(None, {str(workspace.resolve()): WorkspaceTrust(
         config, dict(first.trusted_skills))})
-
-
-def _first_divergence(expected: list[dict[str, Any]], actual: list[dict[str, Any]]
-                      ) -> Divergence | None:
-    for index in range(max(len(expected), len(actual))):
-        want = expected[index] if index < len(expected) else None
-        got = actual[index] if index < len(actual) else None
-        if want != got:
-            kind = str((want or got or {}).get("event"))
-            return Divergence(index + 1, kind, want, got)
-    return None

@@ -13,7 +13,10 @@ from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.events import ModelCall
 from lily_kernel.llm.base import ChatResponse, ToolCall, Usage
 
-__all__ = ["error_from_record", "error_record", "response_from_record", "response_record"]
+_CALL_KEYS = ("id", "name", "arguments")  # a tool call as response_record writes it
+
+__all__ = ["error_from_record", "error_record", "response_from_record", "response_problem",
+           "response_record"]
 
 
 def response_record(response: ChatResponse) -> dict[str, Any]:
@@ -30,6 +33,19 @@ def response_record(response: ChatResponse) -> dict[str, Any]:
         "finish_reason": response.finish_reason,
         "cost": response.cost,
     }
+
+
+def response_problem(record: dict[str, Any]) -> str | None:
+    """What keeps a recorded `response` from being read back (None: nothing): replay
+    checks it before it feeds the answer to the session."""
+    text, calls = record.get("text"), record.get("tool_calls")
+    if text is not None and not isinstance(text, str):
+        return "response.text is not a string"
+    if calls is not None and not (isinstance(calls, list) and all(
+            isinstance(c, dict) and all(isinstance(c.get(k), str) for k in _CALL_KEYS)
+            for c in calls)):
+        return "response.tool_calls is not a list of calls with id, name and arguments"
+    return None
 
 
 def response_from_record(call: ModelCall) -> ChatResponse:

@@ -2,8 +2,9 @@
 
 Each golden notebook runs again (nbclient, a real kernel, the event log on, the harness
 playing the person's hands and the scripted model), in a copy of the golden folder; its
-session log is then replayed with `replay_session` against the same files, with the
-harness doing between cells what it did during the recording.
+session log is then replayed with `replay_session` against the same files and the
+kernel's environment, with the harness doing between cells, in replay's scratch copy of
+the workspace, what it did during the recording.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def test_golden_session_replays_as_identical(name: str, golden_copy: Path,
     late = {i for i, c in enumerate(cells) if harness.LATE_SKILL_TAG in c.metadata.get("tags", [])}
 
     with OpenAIServer() as server:
+        env = kernel_env(tmp_path / "home", LILY_EVENT_LOG="1", LILY_API_BASE=server.base_url,
+                         OPENAI_API_KEY=harness.DUMMY_KEY)
         def on_cell(cell: Any, cell_index: int, **_: Any) -> None:
             if harness.LATE_SKILL_TAG in cell.metadata.get("tags", []):
                 harness.add_late_skill()
@@ -70,29 +73,27 @@ def test_golden_session_replays_as_identical(name: str, golden_copy: Path,
         client = NotebookClient(nb, kernel_name="lily", timeout=120, allow_errors=True,
                                 record_timing=False, on_cell_execute=on_cell,
                                 resources={"metadata": {"path": str(workspace)}})
-        client.execute(env=kernel_env(tmp_path / "home", LILY_EVENT_LOG="1",
-                                      LILY_API_BASE=server.base_url,
-                                      OPENAI_API_KEY=harness.DUMMY_KEY))
+        client.execute(env=env)
     harness.remove_late_skill()
     [log] = set(sessions.glob("*.jsonl")) - before
     recorded_cells = [line for line in log.read_text().splitlines() if '"event": "cell"' in line]
     assert len(recorded_cells) == len(cells)
 
-    def before_cell(index: int) -> None:
-        if index in late:
-            harness.add_late_skill()
+    def before_cell(index: int, folder: Path) -> None:
+        if index in late:  # what harness.add_late_skill() did, in the folder replayed
+            late_skill = folder / harness.LATE_SKILL.relative_to(harness.HERE)
+            late_skill.mkdir(parents=True, exist_ok=True)
+            (late_skill / "SKILL.md").write_text(harness.LATE_SKILL_TEXT, encoding="utf-8")
 
-    try:
-        report = replay_session(log, before_cell=before_cell)
-    finally:
-        harness.remove_late_skill()
+    report = replay_session(log, before_cell=before_cell, environ=env)
+    assert not harness.LATE_SKILL.exists()  # the copy had it, never the golden folder
     assert report.identical, report.describe()
     assert report.cells == len(cells) and report.events > 2 * len(cells)
     if "chat" in name:  # the model's turns were fed from the log, faults included
         text = log.read_text()
         assert text.count('"event": "model_call"') >= 8 and '"outcome": "rate_limit"' in text
     if late:  # without the person's hands between cells, the reload finds no newcomer
-        unaided = replay_session(log)
+        unaided = replay_session(log, environ=env)
         assert unaided.divergence is not None
         assert unaided.divergence.event == "command"
         assert unaided.divergence.expected is not None

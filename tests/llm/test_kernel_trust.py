@@ -61,11 +61,14 @@ def test_yes_trusts_the_workspace_and_the_session_replays(server: OpenAIServer,
     trusted = json.loads(store.read_text())["workspaces"][str(kernel.workspace)]
     assert list(trusted["skills"]) == ["skills/report"]
     before = store.read_bytes()
+    # Replay runs with the machine's settings (compared with the recorded ones, never
+    # taken from the log): the shell the kernel ran in, without its key.
+    settings = json.loads(log.read_text().splitlines()[0])["data"]["settings"]
     replay = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "replay", str(log)],
                             capture_output=True, text=True, check=False, timeout=120,
                             env={**{k: v for k, v in os.environ.items()
                                     if not k.startswith(("LILY_", "OPENAI_"))},
-                                 "HOME": str(tmp_path / "home")})
+                                 "HOME": str(tmp_path / "home"), **settings})
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert store.read_bytes() == before
 

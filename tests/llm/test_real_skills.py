@@ -133,11 +133,14 @@ def test_the_scanner_runs_after_approval_and_the_session_replays(
         assert "no one can answer here" in last_tool_result(server)
         assert [e["outcome"] for e in log_events(kernel, "skill_script_run")] == ["ran"]
         [log] = (kernel.workspace / ".lily" / "sessions").glob("*.jsonl")
+    # Replay runs with the machine's settings (compared with the recorded ones, never
+    # taken from the log): the shell the kernel ran in, without its key.
+    settings = json.loads(log.read_text().splitlines()[0])["data"]["settings"]
     replay = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "replay", str(log)],
                             capture_output=True, text=True, check=False, timeout=120,
                             env={**{k: v for k, v in os.environ.items()
                                     if not k.startswith(("LILY_", "OPENAI_"))},
-                                 "HOME": str(tmp_path / "home")})  # the person's own
+                                 "HOME": str(tmp_path / "home"), **settings})  # the person's own
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert replay.stdout.startswith("identical: 2 cell(s)")
 

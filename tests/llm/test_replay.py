@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,10 @@ from tests.conftest import write_skill
 from tests.llm.test_skill_tools import LOAD, SCRIPT_CALL, Sink, call, reply, run, start
 
 
-def record(workspace: Path, environ: dict[str, str]) -> Path:
+def record(workspace: Path, environ: dict[str, str]) -> tuple[Path, dict[str, str]]:
     """A session with a command, a reference read, an approved and a declined script, a
-    provider fault and a plain answer; returns its log."""
+    provider fault and a plain answer; returns its log and the environment it ran with
+    (replay runs with the machine's environment: the tests give it the same)."""
     runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script")
     run(runtime, "/skills", Sink())
     run(runtime, "fill the form for Ada", Sink("y"), LOAD,
@@ -34,13 +36,13 @@ def record(workspace: Path, environ: dict[str, str]) -> Path:
     run(runtime, "thanks", Sink(), reply("You're welcome."))
     runtime.close()
     assert runtime.log.path is not None
-    return runtime.log.path
+    return runtime.log.path, dict(runtime.env.host.environ)
 
 
 def test_a_recorded_session_replays_as_identical(workspace, environ) -> None:
-    log = record(workspace, environ)
+    log, env = record(workspace, environ)
     (workspace / "filled.txt").unlink()  # replay never runs the script again
-    report = replay_session(log)
+    report = replay_session(log, environ=env)
     assert report.identical, report.describe()
     assert report.cells == 6 and report.events == len(log.read_text().splitlines())
     assert report.describe().startswith("identical: 6 cell(s)")
@@ -51,10 +53,10 @@ def test_a_recorded_session_replays_as_identical(workspace, environ) -> None:
 
 
 def test_a_changed_reference_is_the_first_divergence(workspace, environ) -> None:
-    log = record(workspace, environ)
+    log, env = record(workspace, environ)
     user_skill = Path(environ["LILY_HOME"]) / "skills" / "formfill"
     (user_skill / "references" / "forms.md").write_text("# Forms\n\nThree fields now.\n")
-    report = replay_session(log)
+    report = replay_session(log, environ=env)
     assert not report.identical
     assert report.divergence is not None and report.divergence.event == "skill_file_read"
     text = report.describe()
@@ -63,10 +65,10 @@ def test_a_changed_reference_is_the_first_divergence(workspace, environ) -> None
 
 
 def test_a_changed_script_diverges_at_its_run(workspace, environ) -> None:
-    log = record(workspace, environ)
+    log, env = record(workspace, environ)
     script = Path(environ["LILY_HOME"]) / "skills" / "formfill" / "scripts" / "fill_form.py"
     script.write_text(script.read_text() + "\n# changed\n")
-    report = replay_session(log)
+    report = replay_session(log, environ=env)
     assert report.divergence is not None and report.divergence.expected is not None
     assert (report.divergence.event, report.divergence.expected["data"]["script"]) == (
         "skill_script_run", "scripts/fill_form.py")
@@ -74,16 +76,21 @@ def test_a_changed_script_diverges_at_its_run(workspace, environ) -> None:
 
 
 def test_a_new_skill_changes_the_snapshot_digest(workspace, environ) -> None:
-    log = record(workspace, environ)
+    log, env = record(workspace, environ)
     write_skill(workspace / "skills", "newcomer", "---\nsummary: New.\n---\nNew.\n")
-    report = replay_session(log)
+    report = replay_session(log, environ=env)
     assert report.divergence is not None
     assert report.divergence.index == 3 and report.divergence.event == "skill_catalog_updated"
     assert "differs in count, digest" in report.describe()
 
 
-def test_the_cli_exit_status_says_identical_or_not(workspace, environ, capsys) -> None:
-    log = record(workspace, environ)
+def test_the_cli_exit_status_says_identical_or_not(workspace, environ, capsys,
+                                                   monkeypatch) -> None:
+    log, env = record(workspace, environ)
+    for name in [k for k in os.environ if k.startswith("LILY_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():  # the shell the session was recorded in
+        monkeypatch.setenv(name, value)
     assert main(["replay", str(log)]) == 0
     assert capsys.readouterr().out.startswith("identical: 6 cell(s)")
     (workspace / "skills").mkdir(exist_ok=True)
@@ -133,7 +140,7 @@ def test_a_model_without_tools_replays_its_selections(workspace, environ) -> Non
               if e["event"] == "skill_selection"]
     assert chosen == [("formfill", "ranker"), ("tables-tidy", "model")]
     assert model.requests[0].tools == []  # no tools were offered to it
-    report = replay_session(log)
+    report = replay_session(log, environ=runtime.env.host.environ)
     assert report.identical, report.describe()
 
 
@@ -171,7 +178,7 @@ def test_a_question_interrupted_replays_as_interrupted(workspace, environ) -> No
                 for line in runtime.log.path.read_text().splitlines()
                 if json.loads(line)["event"] == "approval"]
     assert outcomes == ["interrupted", "approved"]
-    report = replay_session(runtime.log.path)
+    report = replay_session(runtime.log.path, environ=runtime.env.host.environ)
     assert report.identical, report.describe()
 
 
@@ -199,7 +206,7 @@ def test_a_model_that_failed_to_load_replays_as_failed(workspace, environ) -> No
     loads = [e["data"] for e in events if e["event"] == "model_load"]
     assert [load["error"]["kind"] for load in loads] == ["local_model"]
     finished = [e["data"]["status"] for e in events if e["event"] == "cell_finished"]
-    report = replay_session(runtime.log.path)
+    report = replay_session(runtime.log.path, environ=runtime.env.host.environ)
     assert report.identical, report.describe()
     assert finished[0] != finished[1] and report.cells == 2
 
@@ -239,5 +246,5 @@ def test_a_cell_stopped_while_the_model_loads_replays_as_stopped(workspace, envi
         == ["interrupted"]
     assert [e["data"]["status"] for e in events if e["event"] == "cell_finished"] \
         == ["interrupted", "ok"]
-    report = replay_session(runtime.log.path)
+    report = replay_session(runtime.log.path, environ=runtime.env.host.environ)
     assert report.identical, report.describe()

@@ -1,0 +1,193 @@
+"""Read a session log for replay: one regular file, bounded, every event checked.
+
+A log is whatever file a person points `lily replay` at, crafted or not: it is refused
+before it is opened when it is no regular file (a FIFO would block, `/dev/zero` never
+ends), read up to a bound, and each event of a kind Lily declares is checked against
+that declaration (`events.py`), field by field, so that replay never meets a value of
+the wrong type (a list for `settings`, "abc" for `context_window`). Every refusal is a
+ReplayError with one line saying why.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import stat
+import types
+import typing
+from pathlib import Path
+from typing import Any, Union
+
+from lily_kernel.errors import ReplayError
+from lily_kernel.events import KINDS
+from lily_kernel.runtime.replay_records import response_problem
+
+__all__ = ["MAX_LINE_BYTES", "MAX_LOG_BYTES", "read_session_log"]
+
+MAX_LOG_BYTES = 256 * 1024 * 1024  # a day of busy sessions is a few MiB
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one event: a tool result is at most ~100,000 chars
+_CHUNK = 1024 * 1024
+
+
+def read_session_log(path: Path) -> list[dict[str, Any]]:
+    """The events of a session log, in order, each checked (raises ReplayError)."""
+    events = []
+    for number, line in enumerate(_read_bounded(path).split(b"\n"), 1):
+        if len(line) > MAX_LINE_BYTES:
+            raise ReplayError(f"{path}, line {number}: over {_mib(MAX_LINE_BYTES)}, "
+                              "longer than any event Lily writes.")
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ReplayError(f"{path}, line {number}: not UTF-8 text.") from None
+        except (ValueError, RecursionError):  # (nesting deeper than the parser goes)
+            raise ReplayError(f"{path}, line {number}: not a JSON event.") from None
+        if (not isinstance(event, dict) or not isinstance(event.get("event"), str)
+                or not isinstance(event.get("data"), dict)):
+            raise ReplayError(f"{path}, line {number}: not a Lily event.")
+        problem = _problem(event["event"], event["data"])
+        if problem is not None:
+            raise ReplayError(f"{path}, line {number} ({event['event']}): {problem}.")
+        events.append(event)
+    if not events or events[0]["event"] != "session_started":
+        raise ReplayError(f"{path}: not a Lily session log (it must start with "
+                          "session_started).")
+    return events
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes; refused without reading it when it is no regular file or too
+    large (checked before opening, and again on what was opened: it may have changed)."""
+    try:
+        _check_file(path, os.stat(path))
+        # O_NONBLOCK: were it swapped for a FIFO since, opening it would not wait.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise ReplayError(f"no session log at {path}.") from None
+    except OSError as exc:
+        raise ReplayError(f"cannot read {path}: {exc.strerror or exc}.") from None
+    try:
+        _check_file(path, os.fstat(fd))
+        chunks, size = [], 0
+        while size <= MAX_LOG_BYTES:  # a file that grows while read stops here too
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise ReplayError(f"cannot read {path}: {exc.strerror or exc}.") from None
+    finally:
+        os.close(fd)
+    if size > MAX_LOG_BYTES:
+        raise ReplayError(_too_large(path))
+    return b"".join(chunks)
+
+
+def _check_file(path: Path, status: os.stat_result) -> None:
+    mode = status.st_mode
+    if stat.S_ISDIR(mode):
+        raise ReplayError(f"{path} is a folder, not a session log.")
+    if not stat.S_ISREG(mode):
+        what = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file")
+        raise ReplayError(f"{path} is {what}, not a session log.")
+    if status.st_size > MAX_LOG_BYTES:
+        raise ReplayError(_too_large(path))
+
+
+def _too_large(path: Path) -> str:
+    return f"{path} is over {_mib(MAX_LOG_BYTES)}, larger than a session log can be."
+
+
+def _mib(size: int) -> str:
+    mib = 1024 * 1024
+    return f"{size // mib} MiB" if size % mib == 0 else f"{size:,} bytes"
+
+
+# --- each event against its kind's declaration ---------------------------------------
+
+
+def _problem(kind: str, data: dict[str, Any]) -> str | None:
+    """What is wrong with the data of one event, if its kind is declared: a field of the
+    wrong type (a missing one is the reader's business: old logs lack some)."""
+    if kind not in KINDS:
+        return None  # a kind this Lily does not know: compared, never read
+    for name, hint in _fields(kind).items():
+        if name in data and not _conforms(data[name], hint):
+            return f"{name} is {_kind_of(data[name])}, not {_described(hint)}"
+    if kind == "model_call" and isinstance(data.get("response"), dict):
+        return response_problem(data["response"])
+    return None
+
+
+@functools.cache
+def _fields(kind: str) -> dict[str, Any]:
+    """A kind's fields and their types (the declarations' annotations, evaluated)."""
+    hints = typing.get_type_hints(KINDS[kind])
+    return {name: hint for name, hint in hints.items()
+            if typing.get_origin(hint) is not typing.ClassVar}
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether a JSON value has the declared type (the types events are declared with)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(_conforms(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:  # JSON writes 3.0 as 3 as well
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_conforms(v, args[1]) for v in value.values())
+    raise TypeError(f"events are not declared with {hint!r}")  # a new type: teach it here
+
+
+def _described(hint: Any) -> str:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_described(arg) for arg in args)
+    if origin is list:
+        return "a list" if args[0] is Any else f"a list of {_plural(args[0])}"
+    if origin is dict:
+        return "an object" if args[1] is Any else f"an object of {_plural(args[1])}"
+    return {type(None): "null", bool: "true or false", int: "an integer", float: "a number",
+            str: "a string"}.get(hint, str(hint))
+
+
+def _plural(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (list, dict):
+        return "lists" if origin is list else "objects"
+    return {str: "strings", int: "integers", float: "numbers", bool: "true or false values"
+            }.get(hint) or _described(hint)
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return f"a number ({_cut(str(value))})"
+    if isinstance(value, str):
+        return f"a string ({json.dumps(_cut(value), ensure_ascii=False)})"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
