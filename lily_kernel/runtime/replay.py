@@ -231,7 +231,8 @@ def _nothing() -> None: ...
 class Comparison:
     """Compares the replay's events with the recorded ones as they come (the listener
     of the replay's log); at the first difference it keeps the divergence and calls
-    `stop`, and compares nothing more."""
+    `stop` (which, while a cell runs, raises where the event was emitted), and compares
+    nothing more."""
 
     def __init__(self, recorded: list[dict[str, Any]], paths: PathMap) -> None:
         self.expected = [normalise(e) for e in recorded]
@@ -290,12 +291,21 @@ async def _run_cells(runtime: LilyRuntime, cells: list[str], sink: ReplaySink,
             return
         before_cell(index)
         cell = asyncio.ensure_future(runtime.run_cell(code, sink))
-        comparison.stop = functools.partial(loop.call_soon_threadsafe, cell.cancel)
+        comparison.stop = functools.partial(_stop, loop, cell)
         # How the cell ended is in its cell_finished event, compared with the recording;
         # a bug (any other exception) shows up there as a divergence too.
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await cell
         comparison.stop = _nothing
+
+
+def _stop(loop: asyncio.AbstractEventLoop, cell: asyncio.Future[None]) -> None:
+    """Stop the cell at the event that diverged: raised where it was emitted, before the
+    cell does anything more (a cancel alone lands at the next await, when a tool may
+    already be running in its thread), and the cell cancelled besides, should some
+    code between here and that await swallow it."""
+    loop.call_soon_threadsafe(cell.cancel)
+    raise asyncio.CancelledError
 
 
 def replay_session(path: Path, before_cell: Callable[[int, Path], None] | None = None,

@@ -21,6 +21,7 @@ from lily_kernel.llm import ChatResponse, ScriptedModel
 from lily_kernel.runtime import LilyRuntime, replay_log, replay_workspace
 from lily_kernel.runtime.replay import ReplayError, replay_session
 from lily_kernel.runtime.replay_workspace import scratch_copy
+from lily_kernel.tools import files as files_module
 from tests.conftest import write_skill
 from tests.llm.test_skill_tools import Sink, call, reply
 
@@ -127,6 +128,33 @@ def test_no_cell_runs_after_the_first_divergence(workspace, environ) -> None:
     assert "differs in result" in report.describe()
     assert ran == [0]  # the second cell (the write) never ran
     assert not (workspace / "saved.txt").exists()
+
+
+def test_the_cell_that_diverges_stops_at_that_event(workspace, environ, monkeypatch) -> None:
+    """The read's result differs: the write the model asked for next, in the same cell,
+    never runs (not even in the copy)."""
+    (workspace / "notes.txt").write_text("mine\n")
+    log, env = session(workspace, environ, ("read it, then save it", [
+        reply("", call("read", path="notes.txt")),
+        reply("", call("write", "c2", path="saved.txt", content="saved\n")),
+        reply("Saved.")]))
+    (workspace / "notes.txt").write_text("changed since\n")
+    writes: list[str] = []
+    real_write = files_module._write
+
+    def counted(args: Any, ctx: Any) -> str:
+        writes.append(args.path)
+        return real_write(args, ctx)
+
+    monkeypatch.setattr(files_module, "_write", counted)
+    for _ in range(5):  # (the write, were it started, would race the stop)
+        report = replay_session(log, environ=env)
+        assert report.divergence is not None and report.divergence.event == "tool_call"
+        assert report.divergence.expected is not None
+        assert report.divergence.expected["data"]["name"] == "read"
+    assert writes == []
+    (workspace / "notes.txt").write_text("mine\n")
+    assert replay_session(log, environ=env).identical and writes == ["saved.txt"]
 
 
 # --- policy and settings from this machine and the current files ------------------------
