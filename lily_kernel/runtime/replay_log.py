@@ -27,6 +27,7 @@ __all__ = ["MAX_LINE_BYTES", "MAX_LOG_BYTES", "read_session_log"]
 
 MAX_LOG_BYTES = 256 * 1024 * 1024  # a day of busy sessions is a few MiB
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one event: a tool result is at most ~100,000 chars
+MAX_NESTING = 100  # lists and objects within each other: replay copies and compares them
 _CHUNK = 1024 * 1024
 
 
@@ -45,6 +46,9 @@ def read_session_log(path: Path) -> list[dict[str, Any]]:
             raise ReplayError(f"{path}, line {number}: not UTF-8 text.") from None
         except (ValueError, RecursionError):  # (nesting deeper than the parser goes)
             raise ReplayError(f"{path}, line {number}: not a JSON event.") from None
+        if _nested_deeper(event, MAX_NESTING):
+            raise ReplayError(f"{path}, line {number}: nested over {MAX_NESTING} levels "
+                              "deep, deeper than any event Lily writes.")
         if (not isinstance(event, dict) or not isinstance(event.get("event"), str)
                 or not isinstance(event.get("data"), dict)):
             raise ReplayError(f"{path}, line {number}: not a Lily event.")
@@ -56,6 +60,21 @@ def read_session_log(path: Path) -> list[dict[str, Any]]:
         raise ReplayError(f"{path}: not a Lily session log (it must start with "
                           "session_started).")
     return events
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest deeper than `limit` (without recursion)."""
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        inner = (item.values() if isinstance(item, dict) else item
+                 if isinstance(item, list) else ())
+        for child in inner:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                level.append((child, depth + 1))
+    return False
 
 
 def _read_bounded(path: Path) -> bytes:

@@ -278,6 +278,9 @@ def test_bad_lines_are_one_line(tmp_path: Path, capsys) -> None:
     for text, message in (
             (b'{"event": 5, "data": {}}\n', "line 1: not a Lily event."),
             (b"[" * 100_000 + b"\n", "line 1: not a JSON event."),
+            (b'{"event": "cell", "data": {"code": "x", "more": ' + b"[" * 500 + b"]" * 500
+             + b"}}\n", "line 1: nested over 100 levels deep, deeper than any event Lily "
+             "writes."),
             (b'{"event": "cell", "data": {"code": "caf\xe9"}}\n', "line 1: not UTF-8 text."),
             (b"\n\n", "not a Lily session log (it must start with session_started).")):
         log.write_bytes(text)
