@@ -22,6 +22,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -44,7 +45,7 @@ from lily_kernel.events import (
     read_event,
 )
 from lily_kernel.llm.base import ChatRequest, ChatResponse
-from lily_kernel.runtime.replay_log import read_session_log
+from lily_kernel.runtime.replay_log import printable, read_session_log
 from lily_kernel.runtime.replay_records import error_from_record, response_from_record
 from lily_kernel.runtime.replay_workspace import PathMap, scratch_copy
 from lily_kernel.runtime.runtime import LilyRuntime
@@ -68,30 +69,40 @@ class Divergence:
     actual: dict[str, Any] | None  # None: the replay stopped short
 
     def describe(self) -> str:
+        event = _name(self.event)
         if self.actual is None:
-            return (f"event {self.index} ({self.event}): expected {_show(self.expected)}, "
+            return (f"event {self.index} ({event}): expected {_show(self.expected)}, "
                     "but the replay produced no more events")
         if self.expected is None:
-            return (f"event {self.index} ({self.event}): the recording ends here, but the "
+            return (f"event {self.index} ({event}): the recording ends here, but the "
                     f"replay produced {_show(self.actual)}")
         keys = sorted(k for k in set(self.expected) | set(self.actual)
                       if self.expected.get(k) != self.actual.get(k))
         if "event" in keys:
-            return (f"event {self.index}: expected a '{self.expected['event']}' event "
-                    f"{_show(self.expected)}, the replay produced a '{self.actual['event']}' "
-                    f"event {_show(self.actual)}")
+            return (f"event {self.index}: expected a '{_name(self.expected['event'])}' event "
+                    f"{_show(self.expected)}, the replay produced a "
+                    f"'{_name(self.actual['event'])}' event {_show(self.actual)}")
         data_e, data_a = self.expected.get("data", {}), self.actual.get("data", {})
         fields = sorted(k for k in set(data_e) | set(data_a) if data_e.get(k) != data_a.get(k))
-        lines = [f"event {self.index} ({self.event}) differs in {', '.join(fields)}:"]
+        lines = [f"event {self.index} ({event}) differs in {', '.join(map(_name, fields))}:"]
         for name in fields:
-            lines.append(f"  {name}: expected {_show(data_e.get(name))}")
-            lines.append(f"  {' ' * len(name)}  actual   {_show(data_a.get(name))}")
+            shown = _name(name)
+            lines.append(f"  {shown}: expected {_show(data_e.get(name))}")
+            lines.append(f"  {' ' * len(shown)}  actual   {_show(data_a.get(name))}")
         return "\n".join(lines)
 
 
 def _show(value: Any, limit: int = 600) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    """A value as JSON, shortened, with nothing a terminal would act on (the log's text
+    may be crafted)."""
+    text = printable(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
     return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _name(text: object) -> str:
+    """An event's kind or a field's name as is, or as JSON when it is anything else."""
+    name = str(text)
+    return name if re.fullmatch(r"[A-Za-z0-9_.-]+", name) else _show(name, 80)
 
 
 @dataclass(frozen=True)
@@ -357,11 +368,11 @@ def _recorded_workspace(started: Mapping[str, Any]) -> Path:
     recorded = started.get("workspace")
     if not isinstance(recorded, str) or not recorded:
         raise ReplayError("the session log names no workspace.")
-    workspace = Path(recorded)
+    workspace, shown = Path(recorded), printable(recorded)
     if not workspace.is_absolute():
-        raise ReplayError(f"the session's workspace {recorded} is not an absolute path.")
+        raise ReplayError(f"the session's workspace {shown} is not an absolute path.")
     if not workspace.is_dir():
-        raise ReplayError(f"the session's workspace {recorded} is not a folder here.")
+        raise ReplayError(f"the session's workspace {shown} is not a folder here.")
     return workspace.resolve()
 
 

@@ -23,7 +23,7 @@ from lily_kernel.errors import ReplayError
 from lily_kernel.events import KINDS
 from lily_kernel.runtime.replay_records import response_problem
 
-__all__ = ["MAX_LINE_BYTES", "MAX_LOG_BYTES", "read_session_log"]
+__all__ = ["MAX_LINE_BYTES", "MAX_LOG_BYTES", "MAX_NESTING", "printable", "read_session_log"]
 
 MAX_LOG_BYTES = 256 * 1024 * 1024  # a day of busy sessions is a few MiB
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one event: a tool result is at most ~100,000 chars
@@ -204,9 +204,15 @@ def _kind_of(value: Any) -> str:
     if isinstance(value, int | float):
         return f"a number ({_cut(str(value))})"
     if isinstance(value, str):
-        return f"a string ({json.dumps(_cut(value), ensure_ascii=False)})"
+        return f"a string ({printable(json.dumps(_cut(value), ensure_ascii=False))})"
     return "a list" if isinstance(value, list) else "an object"
 
 
 def _cut(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def printable(text: str) -> str:
+    """`text` with what a terminal would act on (control characters, ANSI escapes,
+    bidirectional overrides) written as `\\uXXXX`: a log's text is shown, never obeyed."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lily_kernel.errors import ReplayError
+from lily_kernel.runtime.replay_log import printable
 
 __all__ = ["MAX_BYTES", "MAX_ENTRIES", "PathMap", "scratch_copy"]
 
@@ -79,18 +80,25 @@ def _plan(workspace: Path) -> list[_Entry]:
             total += entry.size
             if len(plan) > MAX_ENTRIES:
                 raise ReplayError(
-                    f"the workspace {workspace} holds more than {MAX_ENTRIES:,} files and "
-                    f"folders ({_LEFT_OUT} left out): too many to copy for a replay.")
+                    f"the workspace {printable(str(workspace))} holds more than "
+                    f"{MAX_ENTRIES:,} files and folders ({_LEFT_OUT} left out): too many to "
+                    "copy for a replay.")
             if total > MAX_BYTES:
                 raise ReplayError(
-                    f"the workspace {workspace} holds more than {MAX_BYTES // 2**30} GiB of "
-                    f"files ({_LEFT_OUT} left out): too much to copy for a replay.")
+                    f"the workspace {printable(str(workspace))} holds more than "
+                    f"{_size(MAX_BYTES)} of files ({_LEFT_OUT} left out): too much to copy "
+                    "for a replay.")
             if entry.kind == "dir":
                 pending.append(path)
     return plan
 
 
 _LEFT_OUT = ".git, .lily/sessions and virtual environments"
+
+
+def _size(size: int) -> str:
+    gib = 1024 * 1024 * 1024
+    return f"{size // gib} GiB" if size % gib == 0 else f"{size:,} bytes"
 
 
 def _entry(item: os.DirEntry[str], relative: str) -> _Entry | None:

@@ -273,6 +273,22 @@ def test_a_field_of_the_wrong_type_is_one_line(honest: Path, capsys, kind: str,
     assert refused(capsys, crafted(honest, kind, change)).rstrip().endswith(message)
 
 
+def test_a_crafted_text_is_shown_never_obeyed(honest: Path, capsys) -> None:
+    """Escapes, newlines and direction overrides in a log's names and values are shown
+    as \\uXXXX: a divergence or an error never moves the terminal's cursor."""
+    hostile = "x\n\x1b[2J\x9b31m\u202e"
+    lines = honest.read_text().splitlines()
+    lines.insert(3, json.dumps({"event": hostile, "data": {hostile: hostile}}))
+    honest.write_text("\n".join(lines) + "\n")
+    assert main(["replay", str(honest)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and not any(c in out for c in "\x1b\x9b\u202e")
+    assert "\\u001b[2J" in out
+    crafted(honest, "session_started", lambda d: d.update(workspace=f"/nowhere/{hostile}"))
+    message = refused(capsys, honest.parent / "crafted.jsonl")
+    assert not any(c in message for c in "\x1b\x9b\u202e")
+
+
 def test_bad_lines_are_one_line(tmp_path: Path, capsys) -> None:
     log = tmp_path / "bad.jsonl"
     for text, message in (
