@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import shutil
 import stat
@@ -134,8 +135,12 @@ def _copy(workspace: Path, scratch: Path, entry: _Entry) -> None:
             os.symlink(_link_target(workspace, scratch, source), target)
         else:
             _copy_file(source, target, entry.size)
-    except OSError:
-        pass  # changed or unreadable since it was listed: left out, as unreadable ones
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a copy with holes would mislead
+            raise ReplayError(f"no room for a scratch copy of the workspace in "
+                              f"{tempfile.gettempdir()} ({exc.strerror}); set TMPDIR to a "
+                              "folder with room.") from None
+        # Changed or unreadable since it was listed: left out, as unreadable ones are.
 
 
 def _link_target(workspace: Path, scratch: Path, link: Path) -> str:

@@ -107,8 +107,21 @@ def test_a_workspace_over_the_bounds_is_refused(workspace, environ, monkeypatch,
         replay_session(log, environ=env)
     monkeypatch.setattr(replay_workspace, "MAX_ENTRIES", 100)
     monkeypatch.setattr(replay_workspace, "MAX_BYTES", 300)
-    with pytest.raises(ReplayError, match="too much to copy for a replay"):
+    with pytest.raises(ReplayError, match=r"more than 300 bytes of files .* too much to copy"):
         replay_session(log, environ=env)
+
+
+def test_a_full_disk_is_said_not_left_out(workspace, monkeypatch) -> None:
+    (workspace / "notes.txt").write_text("mine\n")
+
+    def full(*_: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(replay_workspace, "_copy_file", full)
+    with pytest.raises(ReplayError, match=r"no room for a scratch copy of the workspace in .* "
+                                          r"\(No space left on device\); set TMPDIR"), \
+            scratch_copy(workspace):
+        pass
 
 
 # --- the first divergence -------------------------------------------------------------
