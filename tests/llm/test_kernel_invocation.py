@@ -61,7 +61,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def kernel(server: OpenAIServer, home: Path) -> Iterator[LilyProcess]:
     settings = {"LILY_MODEL": "openai/invocation", "LILY_API_BASE": server.base_url,
-                "OPENAI_API_KEY": "sk-invocation-test", "LILY_STREAM": "0"}
+                "OPENAI_API_KEY": "sk-zq7-not-a-real-key", "LILY_STREAM": "0"}
     with lily_kernel(home.parent / "workspace", home, **settings) as running:
         yield running
 
