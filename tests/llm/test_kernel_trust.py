@@ -102,22 +102,30 @@ def test_without_stdin_the_cell_says_how_to_trust(server: OpenAIServer,
         assert decided["outcome"] == "unanswerable"
 
 
-def test_an_untrusted_lily_yaml_that_allows_scripts_runs_none(server: OpenAIServer,
-                                                              tmp_path: Path) -> None:
-    workspace = tmp_path / "workspace"
+def script_workspace(server: OpenAIServer, root: Path, config: str, args: list[str],
+                     answer: str) -> Any:
+    """A workspace whose lily.yaml says `config`, the person's own formfill skill, and a
+    model that loads it and runs its script with `args`; a kernel of a person who has
+    not trusted the workspace."""
+    workspace, home = root / "workspace", root / "home"
     workspace.mkdir()
-    (workspace / "lily.yaml").write_text("tools:\n  allow: [run_skill_script]\n")
-    home = tmp_path / "home"
+    (workspace / "lily.yaml").write_text(config)
     shutil.copytree(FIXTURES / "skill_files" / "formfill", home / ".lily" / "skills" / "formfill")
     server.replies.clear()
     server.script(
         Reply(tool_calls=[tool_call("load_skill", {"name": "formfill"})]),
         Reply(tool_calls=[tool_call("run_skill_script",
-                                    {"script": "scripts/fill_form.py", "args": ["Ada"]})]),
-        Reply(text="Could not."))
-    with lily_kernel(workspace, home, LILY_TRUST="", LILY_MODEL="openai/trust",
-                     LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-trust-not-a-key",
-                     LILY_STREAM="0", LILY_EVENT_LOG="1") as kernel:
+                                    {"script": "scripts/fill_form.py", "args": args})]),
+        Reply(text=answer))
+    return lily_kernel(workspace, home, LILY_TRUST="", LILY_MODEL="openai/trust",
+                       LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-trust-not-a-key",
+                       LILY_STREAM="0", LILY_EVENT_LOG="1")
+
+
+def test_an_untrusted_lily_yaml_that_allows_scripts_runs_none(server: OpenAIServer,
+                                                              tmp_path: Path) -> None:
+    with script_workspace(server, tmp_path, "tools:\n  allow: [run_skill_script]\n",
+                          ["Ada"], "Could not.") as kernel:
         run = kernel.execute("Fill my form", allow_stdin=False)
         assert run.status == "ok"
         assert str(server.requests[-1]["messages"][-1]["content"]).startswith("Refused")
@@ -130,21 +138,8 @@ def test_yes_takes_up_the_settings_in_the_same_session(server: OpenAIServer,
                                                        tmp_path: Path) -> None:
     """Trusted in the notebook, lily.yaml applies whole at once: the policy it sets
     (scripts allowed by name) lets the model run a script in that very cell."""
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "lily.yaml").write_text("tools:\n  allow: [run_skill_script, read]\n")
-    home = tmp_path / "home"
-    shutil.copytree(FIXTURES / "skill_files" / "formfill", home / ".lily" / "skills" / "formfill")
-    server.replies.clear()
-    server.script(
-        Reply(tool_calls=[tool_call("load_skill", {"name": "formfill"})]),
-        Reply(tool_calls=[tool_call("run_skill_script",
-                                    {"script": "scripts/fill_form.py",
-                                     "args": ["Ada", "2024-05-01"]})]),
-        Reply(text="Filled."))
-    with lily_kernel(workspace, home, LILY_TRUST="", LILY_MODEL="openai/trust",
-                     LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-trust-not-a-key",
-                     LILY_STREAM="0", LILY_EVENT_LOG="1") as kernel:
+    with script_workspace(server, tmp_path, "tools:\n  allow: [run_skill_script, read]\n",
+                          ["Ada", "2024-05-01"], "Filled.") as kernel:
         run, prompts = execute_answering(kernel, "Fill my form", ["y"])
         assert run.reply["status"] == "ok"
         [prompt] = prompts  # the trust question only: the script then runs unasked
