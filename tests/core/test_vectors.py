@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +14,11 @@ import pytest
 from lily_kernel.skills import vectors as vectors_module
 from lily_kernel.skills.embedding import WIDTH, find_encoder_files
 from lily_kernel.skills.vectors import CACHE_FILE, SkillVectors, skill_text
+from tests.core.test_ranker import Doc  # the ranker's stand-in for a Skill
 
 INSTALLED = find_encoder_files() is not None
 
 
-@dataclass(frozen=True)
-class Doc:
-    name: str
-    summary: str = ""
-    when_to_use: str = ""
-    body: str = ""
-    description: str = ""
 
 
 class CountingEncoder:
