@@ -130,8 +130,7 @@ def log_trust_checked(runtime: LilyRuntime) -> None:
     env = runtime.env
     trust = env.trust
     entry = None if trust.by_environment else trust.entry()
-    snapshot = load_snapshot(env.skill_roots, env.snapshot_rules(), env.host)
-    _, _, held = hold_untrusted(snapshot, env.workspace, entry, trust.by_environment)
+    held = trust.held  # what the session's first snapshot held: no second build
     by = "environment" if trust.by_environment else "store" if entry is not None else "none"
     runtime.log.emit(TrustChecked(
         by=by, trusted_skills=dict(entry.skills) if entry else {},

@@ -38,6 +38,7 @@ class TrustState:
     by_environment: bool = False
     held_settings: tuple[str, ...] = ()
     problem: str | None = None  # the store could not be read (told in the first cell)
+    held: tuple[HeldSkill, ...] = ()  # what the last `hold` held
     config_digest: str | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -64,7 +65,9 @@ class TrustState:
              ) -> tuple[SkillSnapshot, dict[str, str], tuple[HeldSkill, ...]]:
         """The snapshot with untrusted workspace skills held (`hold_untrusted`)."""
         entry = None if self.by_environment else self.entry()
-        return hold_untrusted(snapshot, self.workspace, entry, self.by_environment)
+        held = hold_untrusted(snapshot, self.workspace, entry, self.by_environment)
+        self.held = held[2]
+        return held
 
     def trust(self, digests: Mapping[str, str]) -> None:
         """Record the workspace as trusted: its lily.yaml and these skills, at these
