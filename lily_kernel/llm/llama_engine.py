@@ -8,8 +8,11 @@ Every method runs on the model's one worker thread (llm/local_model.py).
 
 - The prompt is rendered by the file's own chat template and read in batches on top of
   what the model already holds (llama.cpp's KV cache): a follow-up turn only reads what
-  is new. The system context's state is also saved under the digest of its tokens, so a
-  new kernel with the same persona and catalog starts from it instead of reading it.
+  is new. When the oldest turns were left out to fit the window, their tokens are
+  dropped from the cache and the turns after them moved up (llama.cpp's context shift),
+  so those are not read again either. The system context's state is also saved under
+  the digest of its tokens, so a new kernel with the same persona and catalog starts
+  from it instead of reading it.
 - An answer is sampled with llama.cpp's own sampler chain, token by token.
 - A declaration is chosen among its answers by their tokens (llm/choice.py).
 """
@@ -35,6 +38,7 @@ __all__ = ["EVAL_BATCH", "SAVED_PREFIX_MIN", "LlamaEngine", "Sampling"]
 EVAL_BATCH = 128  # tokens per prompt batch: the stop button waits at most one (~0.45 s here)
 SAVED_PREFIX_MIN = 256  # shorter system contexts are cheaper to read than to restore
 SAVED_PREFIXES_KEPT = 4
+SHIFT_MIN = 32  # held tokens worth moving up rather than reading again (a turn's header)
 TOP_K, PENALTY_WINDOW, REPEAT_PENALTY, SEED = 40, 64, 1.1, 0  # llama-cpp-python's sampling
 # llama.cpp's DRY sampler ("don't repeat yourself"), with its usual settings: a token that
 # would extend a run already seen (3 tokens or more, in the last DRY_WINDOW answer tokens) is
@@ -180,6 +184,8 @@ class LlamaEngine:
             restored = self._restore_prefix(tokens[:prefix])
             # A failed restore may have emptied the cache: start from what is still held.
             held = prefix if restored else min(held, llama.n_tokens)
+        elif held >= prefix:
+            held = self._close_gap(tokens, held)
         llama.n_tokens = held  # eval() drops whatever the cache holds past this point
         self.last_evaluated = len(tokens) - held  # what this request reads anew
         position = held
@@ -193,6 +199,43 @@ class LlamaEngine:
             position = end
             if position == prefix and saving and not restored:
                 self._save_prefix(tokens[:prefix])
+
+    def _close_gap(self, tokens: list[int], held: int) -> int:
+        """Where the prompt goes on, after the `held` tokens it shares with the cache, with
+        tokens the cache holds further on (the history's oldest turns were left out),
+        drop the tokens between and move the rest up: they are not read again. How many
+        leading tokens of the prompt the cache then holds.
+
+        The moved tokens keep what they were computed with (they had read the turns now
+        left out), as in llama.cpp's own server; the same turns in the same order always
+        give the same state."""
+        import llama_cpp
+        import numpy as np
+
+        llama = self.llama
+        cached = llama.input_ids[held + 1: llama.n_tokens]
+        wanted = np.asarray(tokens[held: len(tokens) - 1], dtype=cached.dtype)
+        if (len(wanted) < SHIFT_MIN or len(cached) < SHIFT_MIN
+                or not llama_cpp.llama_memory_can_shift(llama._ctx.memory)):
+            return held
+        probe = wanted[:SHIFT_MIN]
+        for offset in np.flatnonzero(cached[: len(cached) - SHIFT_MIN + 1] == probe[0]):
+            if np.array_equal(cached[offset: offset + SHIFT_MIN], probe):
+                break
+        else:
+            return held
+        start = held + 1 + int(offset)
+        ahead = llama.input_ids[start: llama.n_tokens]
+        count = min(len(ahead), len(wanted))
+        differ = np.flatnonzero(ahead[:count] != wanted[:count])
+        matched = int(differ[0]) if len(differ) else count
+        context = llama._ctx
+        context.kv_cache_seq_rm(-1, start + matched, -1)
+        context.kv_cache_seq_rm(-1, held, start)
+        context.kv_cache_seq_shift(0, start, start + matched, held - start)
+        llama.input_ids[held: held + matched] = llama.input_ids[start: start + matched].copy()
+        llama.n_tokens = held + matched
+        return held + matched
 
     def unread(self, tokens: list[int]) -> list[int]:
         """What `evaluate` left of `tokens` for the first batch after it."""

@@ -221,6 +221,40 @@ def test_follow_ups_and_new_kernels_reuse_what_the_model_read(tmp_path: Path) ->
     assert again == reply  # and gives the same answer as reading it
 
 
+def test_a_trimmed_history_is_not_read_again(tmp_path: Path) -> None:
+    """In-process, the real model: when the oldest turns are left out, the turns kept are
+    moved up in the model's cache, not read again; the same turns give the same answer."""
+    from lily_kernel.llm.base import ChatRequest
+    from lily_kernel.llm.local_files import local_model_file
+    from lily_kernel.llm.local_model import LocalModel
+
+    file = local_model_file("local")
+    assert file is not None
+    system = {"role": "system", "content": "You are Lily, a careful assistant."}
+    turns = [[{"role": "user", "content": f"Tell me one fact about the number {n}."},
+              {"role": "assistant", "content": f"The number {n} is a number. " * 12}]
+             for n in range(6)]
+    new = {"role": "user", "content": "And about the number 99?"}
+    whole = [system, *(m for turn in turns for m in turn), new]
+    trimmed = [system, *(m for turn in turns[3:] for m in turn), new]
+
+    def conversation() -> tuple[LocalModel, str]:
+        model = LocalModel(file, prefix_cache=None)
+        model.load()
+        request = ChatRequest(whole, max_tokens=8)
+        asyncio.run(model.complete(request, lambda _t: None))
+        reply = asyncio.run(model.complete(ChatRequest(trimmed, max_tokens=8), lambda _t: None))
+        return model, reply.text
+
+    model, reply = conversation()
+    kept = model.engine.tokens(trimmed)  # type: ignore[union-attr]
+    new_turn = model.engine.tokens([new])  # type: ignore[union-attr]
+    assert len(kept) > 300  # the turns kept are many tokens...
+    assert 0 < model.last_evaluated <= len(new_turn) + 8  # ...and only the new one was read
+    assert reply.strip()
+    assert conversation()[1] == reply  # the same turns, the same state, the same answer
+
+
 def test_a_declaration_is_chosen_among_the_names_deciding_only_where_they_differ() -> None:
     """In-process, the real model: the declaration is one of the schema's answers exactly
     (a listed name or null), streamed whole, the same every time; the model is asked only
