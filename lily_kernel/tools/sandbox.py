@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ __all__ = [
     "run_script",
     "sandboxed",
     "script_environment",
+    "unsandboxed",
 ]
 
 MAX_OUTPUT_CHARS = 20_000
@@ -203,6 +205,17 @@ def sandboxed(bwrap: str, command: list[str], workspace: Path, visible: Sequence
     return argv
 
 
+REAPER = Path(__file__).with_name("reaper.py")
+
+
+def unsandboxed(command: list[str]) -> list[str]:
+    """`command` run through tools/reaper.py (Linux), so that no process it detaches
+    (setsid, a double fork) outlives the run; elsewhere the command alone."""
+    if not sys.platform.startswith("linux"):
+        return command
+    return [sys.executable, "-I", "-S", str(REAPER), *command]
+
+
 @dataclass(frozen=True)
 class ScriptPlan:
     """Everything about one run, decided before it starts (what the person approves)."""
@@ -241,6 +254,23 @@ class ScriptResult:
 def _kill_group(process: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+# How long the process started (the reaper, or bubblewrap) has, after SIGTERM, to end
+# what the script started before its whole group is killed.
+STOP_GRACE = 2.0
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """End a run early (time limit, stop button): SIGTERM to the process started, which
+    ends everything the script started (tools/reaper.py; bubblewrap's PID namespace),
+    then SIGKILL to its process group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), STOP_GRACE)
+    _kill_group(process)
+    await process.wait()
 
 
 @dataclass
@@ -318,12 +348,10 @@ async def run_script(plan: ScriptPlan, timeout: float,
     except TimeoutError:
         timed_out, code = True, None
         output = _Output(0)
-        _kill_group(process)
-        await process.wait()
+        await _stop(process)
     except BaseException:  # cancelled (the stop button) or anything else: nothing survives
-        _kill_group(process)
         with contextlib.suppress(BaseException):
-            await asyncio.shield(process.wait())
+            await asyncio.shield(_stop(process))
         raise
     finally:
         _kill_group(process)  # children it left behind in its group

@@ -32,6 +32,7 @@ from lily_kernel.tools.sandbox import (
     own_mounts,
     sandboxed,
     script_environment,
+    unsandboxed,
 )
 from lily_kernel.tools.skill_files import active_skill, resolve_in_skill
 
@@ -112,6 +113,8 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
         command = sandboxed(sandbox.bwrap, command, workspace, visible, mounts,
                             Path(home).resolve() if home else None)
         placeholders = mounts.placeholders
+    else:
+        command = unsandboxed(command)
     return ScriptPlan(
         skill=skill.name, script=relative, sha256=digest, arguments=tuple(arguments),
         argv=tuple(command), cwd=workspace, env=script_environment(environ, allowed_env),

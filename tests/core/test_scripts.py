@@ -17,6 +17,7 @@ from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_regi
 from lily_kernel.tools.sandbox import (
     Sandbox,
     ScriptPlan,
+    REAPER,
     ScriptResult,
     find_sandbox,
     run_script,
@@ -72,7 +73,8 @@ def test_the_environment_has_no_secrets() -> None:
 def test_python_runs_with_the_kernels_interpreter(setup, script: str, first_word: str) -> None:
     skill, ctx = setup
     plan = plan_script(skill, script, ["a", "b"], ctx, ENVIRON, NO_SANDBOX)
-    assert plan.argv[0] == first_word
+    assert plan.argv[:4] == (sys.executable, "-I", "-S", str(REAPER))  # unsandboxed: reaped
+    assert plan.argv[4] == first_word
     assert plan.argv[-2:] == ("a", "b") and plan.script == script
     assert plan.cwd == ctx.workspace.resolve()
 
@@ -80,7 +82,7 @@ def test_python_runs_with_the_kernels_interpreter(setup, script: str, first_word
 def test_shell_and_node_by_extension(setup) -> None:
     skill, ctx = setup
     sh = plan_script(skill, "scripts/hello.sh", ["you"], ctx, ENVIRON, NO_SANDBOX)
-    assert os.path.basename(sh.argv[0]) == "sh"
+    assert os.path.basename(sh.argv[4]) == "sh"
     assert run(sh).output == "hello from sh: you\n"
     if shutil.which("node") is None:
         with pytest.raises(ToolError, match="needs node"):
@@ -324,3 +326,44 @@ def test_a_process_left_holding_the_output_does_not_keep_the_cell_waiting(setup)
     assert result.exit_code == 0 and "parent done" in result.output and not result.timed_out
     child = int(result.output.split()[-1])
     assert _wait_dead(child)  # outside the script's group, but holding its output: killed
+
+
+DETACH_QUIETLY = (  # a double fork into a new session, its output closed: out of reach
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        os.close(1); os.close(2)\n"
+    "        with open(sys.argv[1], 'w') as f: f.write(str(os.getpid()))\n"
+    "        time.sleep(60); os._exit(0)\n"
+    "    os._exit(0)\n"
+    "os.wait()\n"
+    "for _ in range(100):\n"
+    "    if os.path.exists(sys.argv[1]) and open(sys.argv[1]).read(): break\n"
+    "    time.sleep(0.05)\n"
+    "print('detached')\n"
+    "if len(sys.argv) > 2: time.sleep(60)\n")
+
+
+@pytest.mark.parametrize("ending", ["the script ends", "the time limit"])
+def test_without_the_sandbox_nothing_the_script_detached_outlives_it(setup, ending: str
+                                                                    ) -> None:
+    """A grandchild in a session of its own, holding no output, is still ended: when the
+    script ends, and when the time limit stops it."""
+    skill, ctx = setup
+    (skill.folder / "scripts" / "quiet.py").write_text(DETACH_QUIETLY)
+    args = ["quiet.pid", "wait"] if ending == "the time limit" else ["quiet.pid"]
+    plan = plan_script(skill, "scripts/quiet.py", args, ctx, ENVIRON, NO_SANDBOX)
+    result = run(plan, timeout=4)
+    assert result.timed_out == (ending == "the time limit")
+    if not result.timed_out:
+        assert result.exit_code == 0 and "detached" in result.output
+    assert _wait_dead(int((ctx.workspace / "quiet.pid").read_text()))
+
+
+def test_a_script_that_cannot_start_without_the_sandbox_says_why(setup) -> None:
+    skill, ctx = setup
+    plan = plan_script(skill, "scripts/hello.sh", [], ctx, ENVIRON, NO_SANDBOX)
+    gone = [*plan.argv[:4], "/nonexistent/sh", *plan.argv[5:]]  # the interpreter removed
+    result = run(ScriptPlan(**{**plan.__dict__, "argv": tuple(gone)}))
+    assert result.exit_code == 127 and "cannot start" in result.output

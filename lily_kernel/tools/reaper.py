@@ -1,0 +1,79 @@
+"""Run a command; when it ends, or on SIGTERM, kill every process it left behind.
+
+Skill scripts run without bubblewrap start through this (tools/sandbox.py's
+`unsandboxed`): Linux's child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`) makes every
+process the script detaches (`setsid`, a double fork, its output closed) a child of
+this one instead of init's, so none outlives the run. In bubblewrap, the sandbox's own
+PID namespace does this. Run by path with `python -I -S`: the standard library only.
+
+    python -I -S reaper.py COMMAND [ARG...]
+
+Exits with the command's exit status (128 + the signal when a signal ended it), 127
+when it cannot be started (said on stderr), 143 after a SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def children(me: int) -> list[int]:
+    """The processes whose parent is `me` (from /proc/<pid>/stat)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if int(fields[1]) == me:
+                found.append(int(name))
+    return found
+
+
+def end_all() -> None:
+    """Kill every child, and those that become ours as their parents die, until none is
+    left."""
+    me = os.getpid()
+    while True:
+        for pid in children(me):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("reaper: no command given", file=sys.stderr)
+        return 2
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        os.execvp(argv[0], argv)  # no subreaper here: the command alone, as before
+    signal.signal(signal.SIGTERM, lambda *_: (end_all(), os._exit(143)))
+    script = os.fork()
+    if script == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as exc:
+            print(f"cannot start {argv[0]}: {exc.strerror}", file=sys.stderr)
+        os._exit(127)
+    while True:  # reap whatever ends, until the script itself does
+        pid, code = os.waitpid(-1, 0)
+        if pid == script:
+            break
+    end_all()
+    return os.WEXITSTATUS(code) if os.WIFEXITED(code) else 128 + os.WTERMSIG(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
