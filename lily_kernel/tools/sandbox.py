@@ -119,8 +119,29 @@ WORKSPACE_HIDDEN = (".env",)
 # root, the persona folders, the Lily home and its trust store) are read-only; the home
 # folder is an empty private one (no ~/.ssh, ~/.aws, ~/.config, ~/.netrc, dotfiles),
 # through which the skill's folder and the interpreter's installation show read-only;
-# /tmp is private and empty; no network; everything else is read-only.
+# /tmp is private and empty; no network; everything else is read-only. When the
+# workspace is the home folder (or holds it), the home folder's dotfiles stay hidden
+# in it, and these, which shells and tools run or read later, cannot be created:
+HOME_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+                      ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".netrc",
+                      ".pypirc", ".npmrc")
+HOME_STARTUP_FOLDERS = (".config", ".local", ".ssh", ".aws", ".gnupg", ".docker", ".kube")
 _FILE_SUFFIXES = (".yaml", ".yml", ".json", ".md", ".env")
+
+
+def _private_files(home: Path) -> list[Path]:
+    """The home folder's dotfiles and dot-folders (~/.ssh, ~/.aws, ~/.config, ~/.netrc…)."""
+    try:
+        return sorted(p for p in home.iterdir() if p.name.startswith("."))
+    except OSError:
+        return []
+
+
+def _hide(path: Path) -> list[str]:
+    """bubblewrap's arguments that put an empty file or folder over `path`."""
+    if path.is_dir() and not path.is_symlink():
+        return ["--tmpfs", str(path), "--remount-ro", str(path)]
+    return ["--ro-bind", "/dev/null", str(path)]
 
 
 @dataclass(frozen=True)
@@ -145,14 +166,17 @@ def _venvs(workspace: Path) -> list[Path]:
         return []
 
 
-def own_mounts(workspace: Path, protected: Sequence[Path]) -> Mounts:
+def own_mounts(workspace: Path, protected: Sequence[Path], home: Path | None = None) -> Mounts:
     """Read-only binds for Lily's own paths and the places that run code later (a
-    placeholder where one is missing), and empty files over the hidden ones."""
+    placeholder where one is missing), and empty files over the hidden ones. `home`:
+    the home folder, whose startup files are kept too when the workspace holds it."""
     argv: list[str] = []
     placeholders: list[Path] = []
     seen: set[Path] = set()
+    startup = ([home / n for n in (*HOME_STARTUP_FILES, *HOME_STARTUP_FOLDERS)]
+               if home is not None and home.is_relative_to(workspace) else [])
     for path in [*(workspace / n for n in WORKSPACE_READ_ONLY), *_venvs(workspace),
-                 *(Path(os.path.abspath(p)) for p in protected)]:
+                 *(Path(os.path.abspath(p)) for p in protected), *startup]:
         if path in seen:
             continue
         seen.add(path)
@@ -164,7 +188,8 @@ def own_mounts(workspace: Path, protected: Sequence[Path]) -> Mounts:
                 continue
             seen.add(held)
             placeholders.append(held)
-            if held == path and path.suffix in _FILE_SUFFIXES:
+            if held == path and (path.suffix in _FILE_SUFFIXES
+                                 or path.name in HOME_STARTUP_FILES):
                 argv += ["--ro-bind", "/dev/null", str(path)]
             else:
                 argv += ["--tmpfs", str(held), "--remount-ro", str(held)]
@@ -187,19 +212,24 @@ def remove_placeholders(placeholders: Sequence[Path]) -> None:
 
 def sandboxed(bwrap: str, command: list[str], workspace: Path, visible: Sequence[Path],
               mounts: Mounts, home: Path | None) -> list[str]:
-    """`command` inside bubblewrap, by the rules above. `visible` are shown again
-    (read-only) over the private /tmp and home folder when they live there (the skill
-    folder, the interpreter's installation)."""
+    """`command` inside bubblewrap, by the rules above. When the workspace is the home
+    folder (or holds it), the home folder's dotfiles stay hidden in it. `visible` are
+    shown again (read-only) over the private /tmp, home folder and dotfiles when they
+    live there (the skill folder, the interpreter's installation)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp"]
     private = [Path("/tmp")]
     if home is not None and home.is_dir() and home != Path("/"):
         argv += ["--tmpfs", str(home)]
         private.append(home)
+    argv += ["--bind", str(workspace), str(workspace), *mounts.argv]
+    if home is not None and home != Path("/") and home.is_relative_to(workspace):
+        hidden = _private_files(home)  # the workspace showed the home folder again
+        argv += [arg for path in hidden for arg in _hide(path)]
+        private += hidden
     for path in visible:
         if any(path.is_relative_to(p) for p in private) and path.exists():
             argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--bind", str(workspace), str(workspace), *mounts.argv]
     argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
              "--new-session", "--chdir", str(workspace), "--", *command]
     return argv

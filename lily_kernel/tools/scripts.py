@@ -108,10 +108,9 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
     if sandbox.bwrap is not None:
         visible = [skill.folder.resolve(), Path(sys.prefix).resolve(),
                    Path(sys.base_prefix).resolve(), Path(command[0]).resolve().parent.parent]
-        mounts = own_mounts(workspace, ctx.protected)
-        home = environ.get("HOME")
-        command = sandboxed(sandbox.bwrap, command, workspace, visible, mounts,
-                            Path(home).resolve() if home else None)
+        home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None
+        mounts = own_mounts(workspace, ctx.protected, home)
+        command = sandboxed(sandbox.bwrap, command, workspace, visible, mounts, home)
         placeholders = mounts.placeholders
     else:
         command = unsandboxed(command)

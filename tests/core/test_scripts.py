@@ -280,6 +280,31 @@ def test_the_sandbox_keeps_lilys_files_even_before_they_exist(tmp_path: Path) ->
     assert sorted(p.name for p in workspace.iterdir()) == [".env", ".git", ".venv", "outputs"]
 
 
+def test_a_workspace_that_is_the_home_folder_keeps_its_dotfiles_hidden(tmp_path: Path) -> None:
+    """Notebooks opened in the home folder: the script works in it, but the home
+    folder's private files stay out of reach there too."""
+    sandbox = sandbox_or_skip()
+    folder = tmp_path / "skills-root" / "formfill"
+    shutil.copytree(FIXTURES / "skill_files" / "formfill", folder)
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (home / ".netrc").write_text("machine example password hunter2-home\n")
+    (home / "notes.txt").write_text("my notes\n")
+    ctx = ToolContext(home, protected=(home / "lily.yaml", home / "skills"))
+    args = [f"read={home / '.ssh' / 'id_ed25519'}", f"read={home / '.netrc'}",
+            f"read={home / 'notes.txt'}", "plant=outputs/report.txt",
+            f"plant={home / '.bashrc'}"]
+    plan = plan_script(ActiveSkill("formfill", folder), "scripts/probe.py", args, ctx,
+                       {**ENVIRON, "HOME": str(home)}, sandbox)
+    out = run(plan).output
+    assert "my notes" in out and "plant outputs/report.txt: written" in out, out
+    assert "hunter2" not in out and "PRIVATE KEY" not in out, out
+    assert f"plant {home / '.bashrc'}: refused" in out and not (home / ".bashrc").exists()
+    # The placeholders that held the missing startup files are gone again.
+    assert sorted(p.name for p in home.iterdir()) == [".netrc", ".ssh", "notes.txt", "outputs"]
+
+
 def test_a_scripts_environment_is_an_allowlist() -> None:
     """Credentials named outside any list of secret-sounding words stay out; only what a
     program needs, and what the person names in script_env, get through."""
