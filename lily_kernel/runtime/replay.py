@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lily_kernel.commands import CommandOutcome, CommandResult, ParsedCommand
+from lily_kernel.commands import CommandResult
 from lily_kernel.config import CONFIG_FILE
 from lily_kernel.errors import LilyError, ReplayError
 from lily_kernel.events import (
@@ -282,14 +282,12 @@ class ReplayRuntime(LilyRuntime):
 
     paths: PathMap | None = None  # set once started (the start shows no command)
 
-    def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
-        if self.paths is not None:
-            shown = outcome.result
-            outcome = replace(outcome, result=replace(
-                shown, title=self.paths.to_recorded(shown.title),
-                blocks=self.paths.to_recorded(shown.blocks),
-                notices=self.paths.to_recorded(shown.notices)))
-        return super()._finish_command(parsed, outcome)
+    def presented(self, result: CommandResult) -> CommandResult:
+        if self.paths is None:
+            return result
+        return replace(result, title=self.paths.to_recorded(result.title),
+                       blocks=self.paths.to_recorded(result.blocks),
+                       notices=self.paths.to_recorded(result.notices))
 
 
 async def _run_cells(runtime: LilyRuntime, cells: list[str], sink: ReplaySink,

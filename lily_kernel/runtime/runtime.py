@@ -127,6 +127,18 @@ class LilyRuntime:
                         replace(self.env.tool_context, scripts=self.scripts), self.log,
                         redact=Redactor(secrets))
 
+    def use_environment(self, env: LilyEnvironment) -> None:
+        """Go on with `env`, the same workspace read again (once it was trusted): its
+        model from the next chat cell, its policy and script settings from the next
+        tool call."""
+        self.env = env
+        model = env.session_model()
+        if model != self.session.model_config:
+            self.session.model_config, self.model, self._model_loading = model, None, None
+        self.scripts.timeout = env.config.script_timeout
+        self.scripts.allowed_env = env.config.script_env
+        self.__dict__.pop("gate", None)  # the cached gate: built anew with env's policy
+
     async def get_model(self) -> ChatModel:
         """The session's model, created (litellm imported, or a local model loaded) on
         first use, in a worker thread: the event loop, and so the stop button, stay
@@ -247,9 +259,14 @@ class LilyRuntime:
             raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
         return self._finish_command(parsed, outcome)
 
+    def presented(self, result: CommandResult) -> CommandResult:
+        """A command's result as the person is shown it (replay shows the recorded
+        workspace's paths, runtime/replay.py)."""
+        return result
+
     def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
         """Log a command's outcome and apply its state change (only when it succeeded)."""
-        result = outcome.result
+        result = self.presented(outcome.result)
         # What the person was shown, as a digest: replay compares it without the log
         # holding every listing.
         shown = render_plain(result) if result.ok and result.invocation is None else ""

@@ -23,10 +23,8 @@ from lily_kernel.skills import DiagnosticKind, SkillSnapshot, load_snapshot
 from lily_kernel.trust import TRUST_VARIABLE, hold_untrusted
 
 if TYPE_CHECKING:
-    from lily_kernel.llm.base import ChatModel
     from lily_kernel.runtime.environment import LilyEnvironment
     from lily_kernel.session import Session
-    from lily_kernel.tools import ScriptHost
 
 
 class LilyRuntime(Protocol):
@@ -35,12 +33,11 @@ class LilyRuntime(Protocol):
     env: LilyEnvironment
     session: Session
     log: EventLog
-    model: ChatModel | None
-    _model_loading: asyncio.Future[ChatModel] | None
-    scripts: ScriptHost
     trust_answered: bool
 
     def log_catalog(self, snap: SkillSnapshot) -> None: ...
+
+    def use_environment(self, env: LilyEnvironment) -> None: ...
 
 __all__ = ["held_skills", "log_trust_checked", "needs_trust", "pending_trust", "settle_trust",
            "take_up_trust", "trust_help", "trust_question"]
@@ -144,15 +141,9 @@ def take_up_trust(runtime: LilyRuntime) -> None:
     from lily_kernel.runtime.environment import LilyEnvironment
 
     old = runtime.env
-    env = runtime.env = LilyEnvironment.load(
-        old.workspace, old.host.environ, registry=old.registry, host=old.host,
-        trust_store=old.trust.store)
+    env = LilyEnvironment.load(old.workspace, old.host.environ, registry=old.registry,
+                               host=old.host, trust_store=old.trust.store)
+    runtime.use_environment(env)
     session = runtime.session
     session.skill_snapshot = env.load_snapshot(session.skill_snapshot.version + 1)
-    model = env.session_model()
-    if model != session.model_config:  # the next chat cell loads the trusted one
-        session.model_config, runtime.model, runtime._model_loading = model, None, None
-    runtime.scripts.timeout = env.config.script_timeout
-    runtime.scripts.allowed_env = env.config.script_env
-    vars(runtime).pop("gate", None)  # the gate is built anew with the trusted policy
     runtime.log_catalog(session.skill_snapshot)

@@ -58,7 +58,11 @@ def main(argv: list[str]) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         os.execvp(argv[0], argv)  # no subreaper here: the command alone, as before
-    signal.signal(signal.SIGTERM, lambda *_: (end_all(), os._exit(143)))
+    def stop(*_: object) -> None:
+        end_all()
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, stop)
     script = os.fork()
     if script == 0:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
