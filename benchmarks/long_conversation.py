@@ -4,9 +4,11 @@
 
 One session, one chat cell after another, as a person keeps talking in a notebook;
 each answer runs to its end. Once the history no longer fits the context window, Lily
-leaves the oldest turns out (prompting/budget.py: at fixed checkpoints). Per turn: the
-seconds the cell took, the seconds to its first answer text (what reading the prompt costs), the prompt tokens the model
-had to read anew (the rest it held from the turn before), and the footer. Goal (issue
+leaves the oldest turns out (prompting/budget.py: at fixed checkpoints) and the model
+drops them from its cache (llm/llama_engine.py). Per turn: the seconds the cell took,
+the seconds to its first answer text (what reading the prompt costs), the prompt
+tokens the model had to read anew (the rest it held from the turn before), and the
+footer. Goal (issue
 22): the median turn after the first trim within 1.5x of the median turn before it, and
 no footer claiming more tokens in than the window holds.
 

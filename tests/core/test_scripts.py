@@ -15,9 +15,9 @@ import pytest
 from lily_kernel.errors import ToolError
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
 from lily_kernel.tools.sandbox import (
+    REAPER,
     Sandbox,
     ScriptPlan,
-    REAPER,
     ScriptResult,
     find_sandbox,
     run_script,
