@@ -57,7 +57,8 @@ def ranked_result(snap: SkillSnapshot, words: str) -> CommandResult:
         return CommandResult("skills", title, (Text(
             "These are all everyday words; none of them is looked up. Name what the "
             "skill is about."),))
-    blocks: list[Block] = [Text(f"Looked up: {', '.join(looked_up)}.")]
+    blocks: list[Block] = [Text(f"Looked up: {', '.join(looked_up)}. "
+                                f"Ranked by {snap.ranker.ranked_by}.")]
     if not ranked:
         blocks.append(Text("No skill matches these words."))
     else:

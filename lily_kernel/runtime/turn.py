@@ -91,6 +91,12 @@ class Turn:
         message first). Raises StepLimitError past `max_steps` model calls."""
         base = list(self.request.messages)
         await self._declare()
+        try:
+            return await self._steps(base)
+        finally:
+            self._record_tool_selection()
+
+    async def _steps(self, base: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for step in range(1, self.settings.max_steps + 1):
             schemas = [t.json_schema() for t in self._offered()] if self.model.supports_tools \
                 else []
@@ -134,7 +140,28 @@ class Turn:
                 await self.gate.model_call(
                     self.sink, call.name, call.arguments, offered=[t.name for t in offered],
                     step=1, skill=None, skills=self.choice)
+        self._record_tool_selection()
         return self.choice.loaded
+
+    def _record_tool_selection(self) -> None:
+        """For a model that calls tools and chose its own skill: a `skill_selection`
+        event saying what it loaded (load_skill), and, when the catalog was over its
+        budget, the request's shortlist that was listed whatever it cost."""
+        if not self.model.supports_tools or not self.choice.selecting or self.calls == 0:
+            return
+        loaded = self.choice.loaded
+        short = None
+        if self.request.catalog is not None and self.request.catalog.omitted:
+            short = request_shortlist(self.choice.snapshot,
+                                      str(self.request.user_message["content"]))
+        listed = ("the request's shortlist and what else fit the catalog's budget"
+                  if short is not None else "the whole catalog")
+        self.log.emit(SkillSelection(
+            outcome="selected" if loaded is not None else "none",
+            name=loaded.name if loaded is not None else None,
+            shortlist=short.record() if short is not None else None, decided_by="model",
+            reason=(f"the model called load_skill, shown {listed}" if loaded is not None
+                    else f"the model loaded no skill, shown {listed}")))
 
     def _offered(self) -> list[Tool]:
         """The tools the model is offered now: the policy's, in this state of the

@@ -126,7 +126,8 @@ def test_skills_with_words_ranks_the_snapshot_with_scores(runtime: LilyRuntime) 
     result = run(runtime, "/skills lists files please").shown[0]
     text = render_plain(result)
     assert result.title == 'Skills for "lists files please": 1 of 2 match (snapshot 1)'
-    assert "Looked up: lists, files." in text
+    assert re.search(r"^Looked up: lists, files\. Ranked by words( and meaning| only \(.+\))\.$",
+                     text, re.M)
     assert re.search(r"^lister\s+\d+\.\d\d\s+Lists files\s+workspace$", text, re.M)
     assert render_plain(run(runtime, "/skills lists files please").shown[0]) == text
     everyday = render_plain(run(runtime, "/skills what is the way").shown[0])

@@ -289,6 +289,39 @@ def test_events_for_a_turn(workspace: Path, environ: dict[str, str]) -> None:
     assert invoked == {"name": "echo", "mode": "auto", "command": None}
 
 
+def _selections(workspace: Path, session: str) -> list[dict[str, Any]]:
+    lines = (workspace / ".lily" / "sessions" / f"{session}.jsonl").read_text().splitlines()
+    return [e["data"] for e in map(json.loads, lines) if e["event"] == "skill_selection"]
+
+
+def test_a_tool_calling_models_choice_is_a_skill_selection_event(
+        workspace: Path, environ: dict[str, str]) -> None:
+    """What a model that calls tools chose (load_skill, or nothing), as the declaration's
+    events say it; with the catalog over its budget, the shortlist listed with scores."""
+    write_skill(workspace / "skills", "echo", skill_text("Echo the words back"))
+    for i in range(30):
+        write_skill(workspace / "skills", f"skill{i:02d}", skill_text(f"Skill number {i} " * 3))
+    environ = {**environ, "LILY_MODEL": "x/y", "LILY_EVENT_LOG": "1"}
+    runtime = LilyRuntime.start(workspace, environ, session_id="fits")
+    run(runtime, "echo these words", reply("", call("load_skill", name="echo")), reply("ok"))
+    run(runtime, "hello", reply("hi"))
+    loaded, none = _selections(workspace, "fits")
+    assert loaded == {"outcome": "selected", "name": "echo", "detail": None, "reply": "",
+                      "shortlist": None, "decided_by": "model",
+                      "reason": "the model called load_skill, shown the whole catalog"}
+    assert none["outcome"] == "none" and none["name"] is None
+    assert none["reason"] == "the model loaded no skill, shown the whole catalog"
+
+    small = LilyRuntime.start(workspace, {**environ, "LILY_CATALOG_MAX_CHARS": "300"},
+                              session_id="over")
+    run(small, "echo these words", reply("", call("load_skill", name="echo")), reply("ok"))
+    (over,) = _selections(workspace, "over")
+    assert over["name"] == "echo" and over["shortlist"][0]["name"] == "echo"
+    assert over["shortlist"][0]["score"] > 0
+    assert over["reason"].endswith("shown the request's shortlist and what else fit the "
+                                   "catalog's budget")
+
+
 def test_a_skill_loaded_in_the_same_message_narrows_the_calls_after_it(
     runtime: LilyRuntime, workspace: Path
 ) -> None:
