@@ -34,6 +34,8 @@ from lily_kernel.prompting.selection import (  # noqa: E402
     selection_schema,
 )
 from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot  # noqa: E402
+from lily_kernel.skills.embedding import find_encoder_files  # noqa: E402
+from lily_kernel.skills.vectors import SkillVectors  # noqa: E402
 
 SYSTEM = "You are Lily, a helpful assistant in a notebook."
 
@@ -53,6 +55,8 @@ async def main_async(split: str, first: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = link_skills(Path(tmp) / "skills")
         snap = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
+        if find_encoder_files() is not None:  # as Lily ranks: by words and meaning
+            snap.ranker.use_meaning(SkillVectors(Path(tmp) / "cache"))
         by_model = by_ranker = 0
         for request in asked:
             listed = [r.name for r in snap.ranker.rank(request["query"], limit=first)]
@@ -70,7 +74,8 @@ async def main_async(split: str, first: int) -> None:
             by_model += chosen in accepted(request)
             by_ranker += (best.name if best else None) in accepted(request)
     print(f"{split}: {len(asked)} requests; the model choosing among the first {first}: "
-          f"{by_model} right; the ranker's best match: {by_ranker} right")
+          f"{by_model} right; the ranker's best match ({snap.ranker.ranked_by}): "
+          f"{by_ranker} right")
 
 
 def main() -> int:
