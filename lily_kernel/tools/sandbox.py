@@ -58,13 +58,23 @@ class Sandbox:
         return self.bwrap is not None
 
 
+# Emptied: where the host keeps its Unix sockets (Docker's, D-Bus's, the user's agents
+# under /run/user/<uid>), which --unshare-net does not cut off.
+_RUN_FOLDERS = (Path("/run"), Path("/var/run"))
+# Its own network, process and IPC namespaces, killed with the kernel; and, where the
+# kernel runs as root (bubblewrap then keeps every capability for the script), no
+# capabilities: CAP_SYS_ADMIN would let a script unmount the read-only binds below, or
+# remount / writable.
+_NAMESPACES = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+               *(("--cap-drop", "ALL") if os.geteuid() == 0 else ()))
+
+
 def _probe(bwrap: str) -> str:
     """"" when bwrap can build the sandbox here; else why not (it may lack permission
     for namespaces inside a container)."""
     try:
         done = subprocess.run(
-            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--unshare-pid",
-             "--die-with-parent", "true"],
+            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", *_NAMESPACES, "true"],
             capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bwrap cannot run here ({exc})"
@@ -219,6 +229,10 @@ def sandboxed(bwrap: str, command: list[str], workspace: Path, visible: Sequence
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp"]
     private = [Path("/tmp")]
+    for run in _RUN_FOLDERS:  # the host's sockets (a read-only bind still lets connect())
+        if run.is_dir() and not run.is_symlink():
+            argv += ["--tmpfs", str(run)]
+            private.append(run)
     if home is not None and home.is_dir() and home != Path("/"):
         argv += ["--tmpfs", str(home)]
         private.append(home)
@@ -230,8 +244,7 @@ def sandboxed(bwrap: str, command: list[str], workspace: Path, visible: Sequence
     for path in visible:
         if any(path.is_relative_to(p) for p in private) and path.exists():
             argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
-             "--new-session", "--chdir", str(workspace), "--", *command]
+    argv += [*_NAMESPACES, "--new-session", "--chdir", str(workspace), "--", *command]
     return argv
 
 

@@ -201,6 +201,36 @@ def test_in_the_sandbox_no_network_and_only_the_workspace_is_writable(setup, tmp
     assert "secret variables: none" in out and "lily variables: none" in out
 
 
+def _socket_folder() -> Path:
+    """Where a Unix socket of the host's can be made: /run (root), else the user's own."""
+    for folder in (Path("/run"), Path(os.environ.get("XDG_RUNTIME_DIR") or "/nonexistent")):
+        if folder.is_dir() and os.access(folder, os.W_OK):
+            return folder
+    pytest.skip("no writable /run or XDG_RUNTIME_DIR for a host socket")
+
+
+def test_in_the_sandbox_the_hosts_unix_sockets_are_out_of_reach(setup) -> None:
+    """--unshare-net cuts TCP, not a socket file: Docker's, D-Bus's and the user's agents
+    live under /run, which the sandbox empties."""
+    sandbox = sandbox_or_skip()
+    skill, ctx = setup
+    path = _socket_folder() / f"lily-sandbox-test-{os.getpid()}.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(str(path))
+        listener.listen()
+        plan = plan_script(skill, "scripts/probe.py", [f"connect-unix={path}"], ctx, ENVIRON,
+                           sandbox)
+        out = run(plan).output
+        unsandboxed = run(plan_script(skill, "scripts/probe.py", [f"connect-unix={path}"],
+                                      ctx, ENVIRON, NO_SANDBOX)).output
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+    assert f"connect-unix {path}: blocked" in out, out
+    assert f"connect-unix {path}: open" in unsandboxed  # the socket did listen
+
+
 def test_without_the_sandbox_the_script_reaches_what_the_kernel_reaches(setup) -> None:
     skill, ctx = setup
     listener = socket.socket()
@@ -264,12 +294,19 @@ def test_the_sandbox_keeps_lilys_files_even_before_they_exist(tmp_path: Path) ->
     planted = ["lily.yaml", "persona/default/SOUL.md", "skills/echo/SKILL.md",
                ".agents/skills/x/SKILL.md", ".claude/settings.json", ".lily/sessions/x.jsonl",
                ".git/hooks/pre-commit", ".venv/bin/activate"]
-    args = [*(f"plant={workspace / p}" for p in planted), "plant=outputs/report.txt",
+    # As root, bubblewrap would leave the script CAP_SYS_ADMIN: undoing the binds first.
+    marker = Path("/var/tmp") / f"lily-sandbox-remount-{os.getpid()}"
+    undo = [f"unmount={workspace / 'lily.yaml'}", f"unmount={workspace / 'skills'}",
+            f"unmount={workspace / '.env'}", "remount-root", f"write={marker}"]
+    args = [*undo, *(f"plant={workspace / p}" for p in planted), "plant=outputs/report.txt",
             f"read={workspace / '.env'}", f"read={home / '.ssh' / 'id_ed25519'}",
             f"read={home / '.netrc'}"]
     plan = plan_script(ActiveSkill("formfill", folder), "scripts/probe.py", args, ctx,
                        {**ENVIRON, "HOME": str(home)}, sandbox)
     out = run(plan).output
+    for path in ("lily.yaml", "skills", ".env"):
+        assert f"unmount {workspace / path}: refused" in out, out
+    assert "remount-root: refused" in out and not marker.exists(), out
     for path in planted:
         assert f"plant {workspace / path}: refused" in out, out
         assert not (workspace / path).exists(), path
