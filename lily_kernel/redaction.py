@@ -17,10 +17,18 @@ __all__ = ["MIN_FRAGMENT", "Redactor", "is_secret_name", "redact", "secret_value
 
 MIN_FRAGMENT = 8
 # Variables whose values are credentials: the word anywhere in the name
-# (OPENAI_API_KEY, OPENAI_API_KEY_2, AZURE_AD_TOKEN, DB_PASSWORD_FILE, ...).
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
-# Key-shaped strings, for keys the environment does not know (e.g. echoed by a proxy).
-_KEY_SHAPED = re.compile(r"\b(sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}")
+# (OPENAI_API_KEY, OPENAI_API_KEY_2, AZURE_AD_TOKEN, DB_PASSWORD_FILE, MYSQL_PWD,
+# GITHUB_PAT, SENTRY_DSN, SLACK_WEBHOOK_URL, API_AUTH, ...); not PWD, PATH or AUTHOR.
+_SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH(?!OR)|_PWD(?:_|$)|(?:^|_)PAT(?:_|$)"
+    r"|DSN|WEBHOOK|COOKIE|PRIVATE", re.IGNORECASE)
+# Key-shaped strings, for keys the environment does not know (echoed by a proxy, read
+# from a file): sk-/pk-/rk-/ak- keys, GitHub's, Slack's, AWS access key ids, GitLab's,
+# Hugging Face's, Google's.
+_KEY_SHAPED = re.compile(
+    r"\b(?:(?:sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}"
+    r"|glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,}|AIza[0-9A-Za-z_\-]{35})")
 # Credentials inside URLs (an api_base like https://user:pass@host/?api-key=...).
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
 # Only as a URL's query parameter (after ? or &): `sorted(x, key=len)` is code, not a key.

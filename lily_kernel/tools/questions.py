@@ -23,12 +23,20 @@ MAX_VALUES = 4  # values shown besides the first; the rest are counted
 _TARGETS = ("path", "file", "script", "target", "url", "name")
 
 
+# Shown as escapes: control and format characters (direction marks, zero-width ones),
+# separators and spaces other than the plain one (no-break spaces), combining marks
+# (a strike-through over the text), unassigned and private ones; and letters that draw
+# nothing (the Hangul fillers).
+_ESCAPED = ("Cc", "Cf", "Zl", "Zp", "Zs", "Mn", "Me", "Cs", "Co", "Cn")
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
 def _visible(char: str) -> str:
     if char == "\\":
         return "\\\\"
     if char == '"':
         return '\\"'
-    if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"):
+    if char != " " and (unicodedata.category(char) in _ESCAPED or char in _BLANK_LETTERS):
         return char.encode("unicode_escape").decode("ascii") if char not in "\n\t\r" else (
             {"\n": "\\n", "\t": "\\t", "\r": "\\r"}[char])
     return char

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import os
 import shutil
 import signal
@@ -122,16 +123,21 @@ def script_environment(environ: Mapping[str, str], allowed: Collection[str] = ()
 # empty read-only placeholder for the run (removed after it), so none can be planted.
 WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".claude",
                        ".git")
-# In the workspace, unreadable (an empty file in their place) when they exist.
-WORKSPACE_HIDDEN = (".env",)
-# Besides: every virtual environment at the workspace's top (a folder holding
-# pyvenv.cfg) is read-only; Lily's own files named by the tool context (every skills
-# root, the persona folders, the Lily home and its trust store) are read-only; the home
-# folder is an empty private one (no ~/.ssh, ~/.aws, ~/.config, ~/.netrc, dotfiles),
-# through which the skill's folder and the interpreter's installation show read-only;
-# /tmp is private and empty; no network; everything else is read-only. When the
-# workspace is the home folder (or holds it), the home folder's dotfiles stay hidden
-# in it, and these, which shells and tools run or read later, cannot be created:
+# In the workspace, unreadable (an empty file in their place) when they exist, at its
+# top and in its folders one level down: dotenv files (`.env`, `.env.local`…) and
+# direnv's `.envrc` (which also runs when the person enters the folder).
+WORKSPACE_HIDDEN = (".env", ".env.*", ".envrc")
+# Places that run code later, at the workspace's top and one level down, read-only: a
+# virtual environment (a folder holding pyvenv.cfg), a conda environment (conda-meta/),
+# a repository's .git/ (its hooks).
+_SCANNED = 5_000  # entries looked at, at most, for these (a huge workspace is not walked)
+# Besides: Lily's own files named by the tool context (every skills root, the persona
+# folders, the Lily home and its trust store) are read-only; the home folder is an
+# empty private one (no ~/.ssh, ~/.aws, ~/.config, ~/.netrc, dotfiles), through which
+# the skill's folder and the interpreter's installation show read-only; /tmp and /run
+# are private and empty; no network; no capabilities; everything else is read-only.
+# When the workspace is the home folder (or holds it), the home folder's dotfiles stay
+# hidden in it, and these, which shells and tools run or read later, cannot be created:
 HOME_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
                       ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".netrc",
                       ".pypirc", ".npmrc")
@@ -169,11 +175,32 @@ def _outermost_missing(path: Path, workspace: Path) -> Path:
     return path
 
 
-def _venvs(workspace: Path) -> list[Path]:
+def _near_top(workspace: Path) -> list[Path]:
+    """The workspace's entries at its top and one level down (at most _SCANNED), in
+    name order."""
+    found: list[Path] = []
     try:
-        return sorted(p for p in workspace.iterdir() if (p / "pyvenv.cfg").is_file())
+        top = sorted(workspace.iterdir())[:_SCANNED]
     except OSError:
         return []
+    found += top
+    for folder in top:
+        if len(found) >= _SCANNED:
+            break
+        if folder.is_dir() and not folder.is_symlink() and folder.name != ".git":
+            with contextlib.suppress(OSError):
+                found += sorted(folder.iterdir())[: _SCANNED - len(found)]
+    return found
+
+
+def _runs_later(entry: Path) -> bool:
+    return entry.is_dir() and not entry.is_symlink() and (
+        entry.name == ".git" or (entry / "pyvenv.cfg").is_file()
+        or (entry / "conda-meta").is_dir())
+
+
+def _hidden(entry: Path) -> bool:
+    return entry.is_file() and any(fnmatch.fnmatchcase(entry.name, p) for p in WORKSPACE_HIDDEN)
 
 
 def own_mounts(workspace: Path, protected: Sequence[Path], home: Path | None = None) -> Mounts:
@@ -185,7 +212,8 @@ def own_mounts(workspace: Path, protected: Sequence[Path], home: Path | None = N
     seen: set[Path] = set()
     startup = ([home / n for n in (*HOME_STARTUP_FILES, *HOME_STARTUP_FOLDERS)]
                if home is not None and home.is_relative_to(workspace) else [])
-    for path in [*(workspace / n for n in WORKSPACE_READ_ONLY), *_venvs(workspace),
+    near = _near_top(workspace)
+    for path in [*(workspace / n for n in WORKSPACE_READ_ONLY), *filter(_runs_later, near),
                  *(Path(os.path.abspath(p)) for p in protected), *startup]:
         if path in seen:
             continue
@@ -203,9 +231,8 @@ def own_mounts(workspace: Path, protected: Sequence[Path], home: Path | None = N
                 argv += ["--ro-bind", "/dev/null", str(path)]
             else:
                 argv += ["--tmpfs", str(held), "--remount-ro", str(held)]
-    for name in WORKSPACE_HIDDEN:
-        if (workspace / name).exists():
-            argv += ["--ro-bind", "/dev/null", str(workspace / name)]
+    for path in filter(_hidden, near):
+        argv += ["--ro-bind", "/dev/null", str(path)]
     return Mounts(tuple(argv), tuple(placeholders))
 
 

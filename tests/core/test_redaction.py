@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lily_kernel.events import Command, EventLog
-from lily_kernel.redaction import Redactor, secret_values
+from lily_kernel.redaction import Redactor, is_secret_name, redact, secret_values
 
 KEY = "AIzaTEST-do-not-leak-0987654321"
 
@@ -39,3 +41,27 @@ def test_the_event_log_is_redacted_before_it_is_written(tmp_path: Path) -> None:
     log.close()
     text = (tmp_path / "s.jsonl").read_text()
     assert "[redacted]" in text and KEY[5:13] not in text
+
+
+@pytest.mark.parametrize("name", ["MYSQL_PWD", "GITHUB_PAT", "SENTRY_DSN", "SLACK_WEBHOOK_URL",
+                                  "API_AUTH", "DB_PASSWD", "SESSION_COOKIE", "SSH_PRIVATE",
+                                  "GPG_PASSPHRASE", "OPENAI_API_KEY"])
+def test_credentials_under_other_names_are_secret(name: str) -> None:
+    assert is_secret_name(name)
+    redact = Redactor(secret_values({name: "s3cr3t-value-42"}))
+    assert redact("it is s3cr3t-value-42 here") == "it is [redacted] here"
+
+
+@pytest.mark.parametrize("name", ["PWD", "OLDPWD", "PATH", "GIT_AUTHOR_NAME", "HOME", "LANG",
+                                  "USER", "PYTHONPATH", "TERM"])
+def test_everyday_variables_are_not(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+@pytest.mark.parametrize("key", [
+    "ghp_" + "a1B2" * 9, "github_pat_" + "11ABCDEFG0" * 3, "xoxb-1234567890-abcdefghij",
+    "AKIA" + "ABCDEFGH12345678", "glpat-" + "x1y2z3" * 4, "hf_" + "AbCd" * 9,
+    "AIza" + "Sy" + "b" * 33,
+])
+def test_key_shaped_strings_the_environment_does_not_know(key: str) -> None:
+    assert redact(f"found {key} in .env.local", []) == "found [redacted] in .env.local"

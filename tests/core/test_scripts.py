@@ -284,6 +284,12 @@ def test_the_sandbox_keeps_lilys_files_even_before_they_exist(tmp_path: Path) ->
     (workspace / ".venv" / "bin").mkdir(parents=True)
     (workspace / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (workspace / ".env").write_text("MY_SECRET=hunter2-workspace\n")
+    (workspace / ".env.local").write_text("MY_SECRET=hunter2-local\n")
+    (workspace / ".envrc").write_text("export MY_SECRET=hunter2-direnv\n")
+    (workspace / "app" / "conda" / "conda-meta").mkdir(parents=True)  # one level down
+    (workspace / "app" / "conda" / "bin").mkdir()
+    (workspace / "app" / ".git" / "hooks").mkdir(parents=True)
+    (workspace / "app" / ".env").write_text("MY_SECRET=hunter2-nested\n")
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
     (home / ".netrc").write_text("machine example password hunter2-home\n")
@@ -293,13 +299,16 @@ def test_the_sandbox_keeps_lilys_files_even_before_they_exist(tmp_path: Path) ->
                                             lily_home / "trust.json"))
     planted = ["lily.yaml", "persona/default/SOUL.md", "skills/echo/SKILL.md",
                ".agents/skills/x/SKILL.md", ".claude/settings.json", ".lily/sessions/x.jsonl",
-               ".git/hooks/pre-commit", ".venv/bin/activate"]
+               ".git/hooks/pre-commit", ".venv/bin/activate", "app/conda/bin/activate",
+               "app/.git/hooks/pre-commit", ".envrc"]
     # As root, bubblewrap would leave the script CAP_SYS_ADMIN: undoing the binds first.
     marker = Path("/var/tmp") / f"lily-sandbox-remount-{os.getpid()}"
     undo = [f"unmount={workspace / 'lily.yaml'}", f"unmount={workspace / 'skills'}",
             f"unmount={workspace / '.env'}", "remount-root", f"write={marker}"]
     args = [*undo, *(f"plant={workspace / p}" for p in planted), "plant=outputs/report.txt",
-            f"read={workspace / '.env'}", f"read={home / '.ssh' / 'id_ed25519'}",
+            f"read={workspace / '.env'}", f"read={workspace / '.env.local'}",
+            f"read={workspace / '.envrc'}", f"read={workspace / 'app' / '.env'}",
+            f"read={home / '.ssh' / 'id_ed25519'}",
             f"read={home / '.netrc'}"]
     plan = plan_script(ActiveSkill("formfill", folder), "scripts/probe.py", args, ctx,
                        {**ENVIRON, "HOME": str(home)}, sandbox)
@@ -309,12 +318,14 @@ def test_the_sandbox_keeps_lilys_files_even_before_they_exist(tmp_path: Path) ->
     assert "remount-root: refused" in out and not marker.exists(), out
     for path in planted:
         assert f"plant {workspace / path}: refused" in out, out
-        assert not (workspace / path).exists(), path
+        assert not (workspace / path).exists() or path == ".envrc", path
     assert "plant outputs/report.txt: written" in out
     assert (workspace / "outputs" / "report.txt").read_text() == "planted"
     assert "hunter2" not in out and "PRIVATE KEY" not in out, out
     # The placeholders that held the missing paths are gone: the workspace is as it was.
-    assert sorted(p.name for p in workspace.iterdir()) == [".env", ".git", ".venv", "outputs"]
+    assert sorted(p.name for p in workspace.iterdir()) == [
+        ".env", ".env.local", ".envrc", ".git", ".venv", "app", "outputs"]
+    assert (workspace / ".envrc").read_text() == "export MY_SECRET=hunter2-direnv\n"
 
 
 def test_a_workspace_that_is_the_home_folder_keeps_its_dotfiles_hidden(tmp_path: Path) -> None:

@@ -284,3 +284,15 @@ def test_an_approval_question_shows_what_happens_first_and_whole() -> None:
     assert text.startswith("NOT sandboxed (bubblewrap (bwrap) is not installed)")
     assert '"scripts/x\\n(sandboxed) [y/N].py"' in text and "(5,000 characters)" in text
     assert len(text.splitlines()) == 3 and len(text) < 400
+
+
+def test_characters_that_draw_nothing_or_over_other_text_are_escaped() -> None:
+    """Direction marks, zero-width and no-break spaces, combining strike-throughs and
+    blank letters cannot make a value look like another in the question."""
+    from lily_kernel.tools.questions import shown
+
+    assert shown("evil\u202etxt.py") == '"evil\\u202etxt.py"'
+    assert shown("a\u200bb\u00a0c") == '"a\\u200bb\\xa0c"'
+    assert shown("rm\u0336 -rf") == '"rm\\u0336 -rf"'
+    assert shown("x\u3164y") == '"x\\u3164y"'
+    assert shown("plain words, café") == '"plain words, café"'
