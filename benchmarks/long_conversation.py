@@ -31,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from lily_kernel.llm.local_model import LocalModel  # noqa: E402
 from lily_kernel.runtime.runtime import LilyRuntime  # noqa: E402
 
 # Requests a person might send one after another; each asks for a few paragraphs.
@@ -90,6 +91,9 @@ async def main_async(turns: int, window: int) -> int:
         environ.pop("LILY_MODEL", None)
         runtime = LilyRuntime.start(workspace, environ)
         model = await runtime.get_model()
+        if not isinstance(model, LocalModel):
+            print(f"needs the embedded model; the session has {model.name}", file=sys.stderr)
+            return 2
         before: list[float] = []
         after: list[float] = []
         firsts: tuple[list[float], list[float]] = ([], [])
