@@ -41,10 +41,11 @@ SAVED_PREFIXES_KEPT = 4
 SHIFT_MIN = 32  # held tokens worth moving up rather than reading again (a turn's header)
 TOP_K, PENALTY_WINDOW, REPEAT_PENALTY, SEED = 40, 64, 1.1, 0  # llama-cpp-python's sampling
 # llama.cpp's DRY sampler ("don't repeat yourself"), with its usual settings: a token that
-# would extend a run already seen (3 tokens or more, in the last DRY_WINDOW answer tokens) is
-# penalised, more the longer the run. Without it the small model repeats whole lines.
+# would extend a run already seen (3 tokens or more, in the last DRY_WINDOW tokens of the
+# prompt and the answer, as llama.cpp's server counts them) is penalised, more the longer
+# the run. Without it the small model repeats whole lines, and copies its last answer.
 DRY_MULTIPLIER, DRY_BASE, DRY_ALLOWED, DRY_BREAKERS = 0.8, 1.75, 2, ["\n", ":", "\"", "*"]
-DRY_WINDOW = 1024  # answer tokens it looks back over (-1, "the context", reads as 0 here)
+DRY_WINDOW = 1024  # tokens it looks back over (-1, "the context", reads as 0 here)
 _CHATML = (  # for a GGUF without a chat template
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
     "{{ message['content'] }}<|im_end|>\n{% endfor %}"
@@ -261,7 +262,7 @@ class LlamaEngine:
         import llama_cpp
 
         llama = self.llama
-        sampler = self._sampler(schema, temperature)
+        sampler = self._sampler(schema, temperature, tokens[-DRY_WINDOW:])
         decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")  # as llama-cpp-python
         answered, finish = 0, "length"
         unread = self.unread(tokens)  # what evaluate left to this first step
@@ -283,7 +284,8 @@ class LlamaEngine:
             emit(rest)
         return answered, finish
 
-    def _sampler(self, schema: dict[str, Any] | None, temperature: float) -> Any:
+    def _sampler(self, schema: dict[str, Any] | None, temperature: float,
+                 context: list[int]) -> Any:
         """llama.cpp's sampler chain, as llama-cpp-python's completion builds it: repeat
         penalty over the last 64 answer tokens, top-k 40, top-p 0.95, min-p 0.05,
         temperature, a seeded draw (or under a JSON schema, llama.cpp's grammar after
@@ -291,7 +293,10 @@ class LlamaEngine:
         penalty only lowers logits, of at most 64 tokens, so the 40 likeliest after it
         are among those 104, and it is not applied to all 49,152 at every step (~3%
         of decode time, measured). DRY, after the penalty, lowers logits too: a token it
-        pushes out of those 104 is one it penalised, which is its purpose."""
+        pushes out of those 104 is one it penalised, which is its purpose; it is given
+        the prompt's last tokens (`context`) first, so an answer does not copy the
+        conversation (the repeat penalty sees the answer only, as before)."""
+        import llama_cpp
         from llama_cpp._internals import LlamaSampler
         from llama_cpp.llama_grammar import LlamaGrammar
 
@@ -304,6 +309,10 @@ class LlamaEngine:
         if self.dry:
             sampler.add_dry(self.llama._model, DRY_MULTIPLIER, DRY_BASE, DRY_ALLOWED,
                             DRY_WINDOW, DRY_BREAKERS)
+            dry = llama_cpp.llama_sampler_chain_get(
+                sampler.sampler, llama_cpp.llama_sampler_chain_n(sampler.sampler) - 1)
+            for token in context:
+                llama_cpp.llama_sampler_accept(dry, token)
         if schema is not None:
             grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
             sampler.add_grammar(self.llama._model, grammar)

@@ -114,12 +114,19 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     assert "reviewer/" in plain("/skill workspace_files persona")
     assert plain("/agent reviewer").startswith("Switched to agent reviewer")
     assert "No changes." in plain("/reload_skills")
-    # Three chat cells, each answered (Markdown) with the footer naming the local model.
+    # Three chat cells, each answered (Markdown) with the footer naming the local model;
+    # no line of an answer comes twice, in it or in another answer (the small model
+    # copied its last answer whole before DRY saw the conversation).
     assert len(chats) == 3
+    seen: set[str] = set()
     for cell in chats:
         replies = [o.data["text/plain"] for o in cell.outputs if "text/markdown" in o.data]
         assert replies, cell.source
         assert "-- SmolLM2-135M-Instruct (local) · " in replies[-1], replies[-1]
+        answer = replies[-1].split("\n-- SmolLM2")[0]
+        lines = [line.strip() for line in answer.splitlines() if len(line.strip()) >= 20]
+        assert not set(lines) & seen and len(set(lines)) == len(lines), (cell.source, answer)
+        seen.update(lines)
 
 
 def test_the_quickstart_has_no_command_that_fails_on_purpose() -> None:
