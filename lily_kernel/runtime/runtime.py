@@ -383,8 +383,9 @@ class LilyRuntime:
         if session.embedded_default and not self.model_told:
             sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
             self.model_told = True
-        request, catalog_notice = build_turn_request(
-            session, self.env.config.catalog_max_chars, model, text, forced)
+        request, catalog_notice = await asyncio.to_thread(  # may rank: off the loop
+            build_turn_request, session, self.env.config.catalog_max_chars, model, text,
+            forced)
         if catalog_notice is not None:
             sink.notice(catalog_notice)
         if self.persona_told is not session.persona:  # once per persona, not every cell

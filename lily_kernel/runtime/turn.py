@@ -37,12 +37,15 @@ from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
 from lily_kernel.runtime.tool_gate import ToolGate
-from lily_kernel.skills import Skill
+from lily_kernel.skills import Skill, SkillSnapshot
 from lily_kernel.tools import Tool
 
 __all__ = ["STREAM_INTERVAL", "Turn"]
 
 STREAM_INTERVAL = 0.05  # seconds between display updates while a reply streams
+# A first ranking that encodes this many skills or more is said beforehand, with its
+# time at ~0.1 s a skill (one core, docs/benchmarks.md: 1,061 skills in 110 s).
+ENCODING_NOTICE_AT, ENCODING_SECONDS = 50, 0.1
 
 
 class _StreamView:
@@ -214,7 +217,7 @@ class Turn:
             return
         snapshot = self.choice.snapshot
         messages = self.request.messages
-        short = request_shortlist(snapshot, str(self.request.user_message["content"]))
+        short = await self._shortlist(snapshot)
         selection, reply = await self._decide(short)
         skill = snapshot.get(selection.name or "")
         # A long SKILL.md: its opening only, for a small window (said so, `left`).
@@ -246,6 +249,19 @@ class Turn:
         elif selection.outcome != "none":
             self.sink.notice(f"Skill selection refused: {selection.detail}; answering "
                              "without a skill.")
+
+    async def _shortlist(self, snapshot: SkillSnapshot) -> Shortlist:
+        """The request's shortlist, ranked off the event loop (the stop button stays
+        live): the first ranking of a snapshot by meaning may encode its skills, once a
+        machine, which for many skills takes a while, and says so first."""
+        count = await asyncio.to_thread(snapshot.ranker.unencoded)
+        if count >= ENCODING_NOTICE_AT:
+            self.sink.notice(
+                f"Reading what {count:,} skills are about, once for this machine "
+                f"(about {max(1, round(count * ENCODING_SECONDS))} s; kept in Lily's "
+                "cache for every session).")
+        return await asyncio.to_thread(request_shortlist, snapshot,
+                                       str(self.request.user_message["content"]))
 
     async def _decide(self, short: Shortlist) -> tuple[Selection, str]:
         """The shortlist's decision (no candidate: none; one: that skill), or the model's

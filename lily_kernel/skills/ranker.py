@@ -112,6 +112,8 @@ class Meaning(Protocol):
 
     def skills(self, skills: Sequence[Rankable]) -> Any: ...
 
+    def missing(self, skills: Sequence[Rankable]) -> int: ...
+
     def request(self, text: str) -> Any: ...
 
 
@@ -152,6 +154,19 @@ class SkillRanker:
         """Rank by meaning too, with these vectors (the skills' are had on first use)."""
         with self._lock:
             self._meaning, self._vectors, self.lexical_only = meaning, None, None
+
+    def unencoded(self) -> int:
+        """How many skills the first ranking by meaning will encode (0 once the vectors
+        are had, or without meaning): a slow first ranking can be said beforehand."""
+        from lily_kernel.skills.embedding import EncoderUnavailable
+
+        with self._lock:
+            if self._meaning is None or self._vectors is not None:
+                return 0
+            try:
+                return self._meaning.missing(self._skills)
+            except EncoderUnavailable:
+                return 0  # the ranking says why, and goes on by words
 
     def _database(self) -> Any:
         """The index, built on first use (call it holding the lock)."""

@@ -77,6 +77,12 @@ class SkillVectors:
             kept |= found
         return np.array([kept[k] for k in keys], dtype=np.float32).reshape(len(keys), WIDTH)
 
+    def missing(self, skills: Sequence[Rankable]) -> int:
+        """How many of the skills `skills` would have to encode (not in the cache)."""
+        keys = [hashlib.sha256(f"{ENCODER_VERSION}\n{skill_text(s)}".encode()).hexdigest()
+                for s in skills]
+        return len(set(keys) - set(self._read(keys)))
+
     def request(self, text: str) -> np.ndarray:
         """A request's vector (never kept). Raises EncoderUnavailable."""
         vector: np.ndarray = self._encoder().encode([text])[0]

@@ -62,6 +62,15 @@ def test_vectors_are_kept_and_a_second_snapshot_encodes_only_what_changed(
     assert encoder.texts[3:] == ["b: Beta, edited."] and again.encoded == 1
 
 
+def test_missing_counts_what_a_ranking_would_encode_without_encoding(tmp_path: Path) -> None:
+    skills = [Doc("a", "Alpha."), Doc("b", "Beta.")]
+    encoder = CountingEncoder()
+    vectors = store(tmp_path, encoder)
+    assert vectors.missing(skills) == 2 and encoder.texts == []
+    vectors.skills(skills[:1])
+    assert vectors.missing(skills) == 1 and vectors.missing([*skills, skills[0]]) == 1
+
+
 def test_without_a_cache_every_snapshot_encodes_again() -> None:
     encoder = CountingEncoder()
     for _ in range(2):

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -279,3 +281,58 @@ def test_a_long_skill_is_read_in_part_and_says_so(workspace: Path,
     (notice,) = sink.notices
     assert notice.startswith("Skill: huge (best match") and "less its last" in notice
     assert [e["outcome"] for e in events(workspace, "skill_selection")] == ["selected"]
+
+
+class SlowMeaning:
+    """Sentence vectors that take a while the first time (a cold cache), as the real
+    encoder does for many skills; every skill's vector the same, so words decide."""
+
+    def __init__(self) -> None:
+        self.encoded = 0
+
+    def skills(self, skills: Sequence[Any]) -> Any:
+        import time
+
+        import numpy as np
+
+        time.sleep(0.6)
+        self.encoded += len(skills)
+        return np.full((len(skills), 4), 0.5, dtype=np.float32)
+
+    def missing(self, skills: Sequence[Any]) -> int:
+        return 0 if self.encoded else len(skills)
+
+    def request(self, text: str) -> Any:
+        import numpy as np
+
+        return np.full(4, 0.5, dtype=np.float32)
+
+
+def test_a_first_ranking_that_encodes_many_skills_says_so_and_leaves_the_loop_free(
+        workspace: Path, environ: dict[str, str]) -> None:
+    for i in range(60):
+        write_skill(workspace / "skills", f"skill{i:02d}", skill_text(f"Skill number {i}"))
+    write_skill(workspace / "skills", "haiku", skill_text("Write a haiku"))
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "scripted/no-tools"})
+    meaning = SlowMeaning()
+    runtime.session.skill_snapshot.ranker.use_meaning(meaning)
+    runtime.model = ScriptedModel(name="tiny", supports_tools=False, context_window=8192)
+    runtime.model.replies.extend([reply("an old pond"), reply("again")])
+
+    async def cell_and_ticks(code: str) -> tuple[Sink, int]:
+        sink, ticks = Sink(), 0
+        cell = asyncio.ensure_future(runtime.run_cell(code, sink))
+        while not cell.done():
+            await asyncio.sleep(0.02)
+            ticks += 1
+        await cell
+        return sink, ticks
+
+    sink, ticks = asyncio.run(cell_and_ticks("write a haiku about a pond"))
+    assert sink.notices[0] == ("Reading what 61 skills are about, once for this machine "
+                               "(about 6 s; kept in Lily's cache for every session).")
+    assert ticks >= 15  # the loop ran all through the 0.6 s of encoding
+    assert sink.notices[1].startswith("Skill: haiku (best match")
+    sink, _ = asyncio.run(cell_and_ticks("another haiku please"))
+    assert not any(n.startswith("Reading what") for n in sink.notices)  # once
+    assert meaning.encoded == 61
