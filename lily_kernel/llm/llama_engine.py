@@ -226,7 +226,7 @@ class LlamaEngine:
         else:
             return held
         start = held + 1 + int(offset)
-        ahead = llama.input_ids[start: llama.n_tokens]
+        ahead = cached[offset:]
         count = min(len(ahead), len(wanted))
         differ = np.flatnonzero(ahead[:count] != wanted[:count])
         matched = int(differ[0]) if len(differ) else count

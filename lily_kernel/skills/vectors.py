@@ -50,6 +50,11 @@ def skill_text(skill: Rankable) -> str:
     return " ".join(part for part in (f"{name}: {about}", skill.when_to_use, prose) if part)
 
 
+def _key(text: str) -> str:
+    """A skill text's key in the cache: its vector changes with the text or the encoder."""
+    return hashlib.sha256(f"{ENCODER_VERSION}\n{text}".encode()).hexdigest()
+
+
 class SkillVectors:
     """Vectors for one Lily home: skills' from the cache or encoded (then kept), and
     requests'. `encoded` counts the texts this object had to encode."""
@@ -66,7 +71,7 @@ class SkillVectors:
 
         encoder = self._encoder()
         texts = [skill_text(s) for s in skills]
-        keys = [hashlib.sha256(f"{ENCODER_VERSION}\n{t}".encode()).hexdigest() for t in texts]
+        keys = list(map(_key, texts))
         kept = self._read(keys)
         missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in kept}.items())
         if missing:
@@ -79,8 +84,7 @@ class SkillVectors:
 
     def missing(self, skills: Sequence[Rankable]) -> int:
         """How many of the skills `skills` would have to encode (not in the cache)."""
-        keys = [hashlib.sha256(f"{ENCODER_VERSION}\n{skill_text(s)}".encode()).hexdigest()
-                for s in skills]
+        keys = [_key(skill_text(s)) for s in skills]
         return len(set(keys) - set(self._read(keys)))
 
     def request(self, text: str) -> np.ndarray:
