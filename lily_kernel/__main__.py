@@ -1,6 +1,19 @@
-"""Start the Lily kernel: `python -m lily_kernel -f <connection file>` (the kernelspec's argv)."""
+"""Start the Lily kernel: `python -P -m lily_kernel -f <connection file>` (the kernelspec's argv).
+
+`-P` keeps the working directory (the notebook's folder, which may be downloaded) off
+`sys.path`, so a `yaml.py` or `lily_kernel/` there is never imported. A kernelspec made
+before Lily asked for `-P` still starts this way: the folder is then taken off
+`sys.path` here, before Lily imports anything else (Lily itself may have come from it
+already: `lily install` writes the kernelspec anew).
+"""
 
 if __name__ == "__main__":
+    import os
+    import sys
+
+    if not sys.flags.safe_path:
+        here = os.getcwd()
+        sys.path[:] = [p for p in sys.path if p not in ("", ".", here)]
     from lily_kernel.kernel.app import LilyKernelApp
 
     LilyKernelApp.launch()

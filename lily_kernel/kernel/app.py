@@ -1,4 +1,5 @@
-"""The kernel application: ipykernel's, minus a warning that is noise on loopback.
+"""The kernel application: ipykernel's, minus a warning that is noise on loopback, and
+without the working directory on `sys.path`.
 
 ipykernel 7.4 warns "Kernel is running over TCP without encryption" on every start over
 TCP. On a loopback address, which is how every local Jupyter launches a kernel, nobody
@@ -35,7 +36,13 @@ class _DropUnencryptedWarning(logging.Filter):
 
 
 class LilyKernelApp(IPKernelApp):
-    """IPKernelApp that says nothing about encryption when only loopback can connect."""
+    """IPKernelApp that says nothing about encryption when only loopback can connect, and
+    never puts the working directory on `sys.path`."""
+
+    def init_path(self) -> None:
+        """IPython adds the working directory (the notebook's folder) to `sys.path`
+        unless Python runs with `-P`; Lily never does: a module there is the folder's
+        code, not Lily's, and must not run in the kernel (the kernelspec passes `-P`)."""
 
     def init_sockets(self) -> None:
         quiet = self.transport == "tcp" and is_loopback(self.ip)

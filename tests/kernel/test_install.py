@@ -30,7 +30,8 @@ def _check_spec_folder(folder: Path) -> dict[str, object]:
     spec: dict[str, object] = json.loads((folder / "kernel.json").read_text())
     assert spec["display_name"] == "Lily" and spec["language"] == "lily"
     assert spec["interrupt_mode"] == "signal"
-    assert spec["argv"][1:] == ["-m", "lily_kernel", "-f", "{connection_file}"]  # type: ignore[index]
+    # -P: the notebook's folder is never on sys.path (its yaml.py would shadow Lily's).
+    assert spec["argv"][1:] == ["-P", "-m", "lily_kernel", "-f", "{connection_file}"]  # type: ignore[index]
     return spec
 
 
