@@ -55,9 +55,12 @@ def shown(value: object, limit: int = MAX_SHOWN) -> str:
 
 def script_question(plan: ScriptPlan) -> str:
     """Sandbox status first, then the script and its skill, then its arguments."""
+    # Said because an approved script did plant user skills: unsandboxed, Lily's own
+    # files are the person's files like any other.
     status = ("Sandboxed" if plan.sandboxed else
               f"NOT sandboxed ({plan.sandbox_note}): it runs with your permissions, "
-              "network and files, and can read this kernel's environment (API keys)")
+              "network and files, can read this kernel's environment (API keys), and can "
+              "change Lily's own skills and settings for later sessions")
     args = plan.arguments
     listed = ", ".join(shown(a, MAX_SHOWN // 2) for a in args[:MAX_VALUES])
     more = f" and {len(args) - MAX_VALUES} more" if len(args) > MAX_VALUES else ""

@@ -1,43 +1,39 @@
 """How a skill script runs on this host: bubblewrap, the environment, the run itself.
 
 `find_sandbox` looks for a working bubblewrap; `sandboxed` wraps a command in it (no
-network, the file system read-only but the workspace); `script_environment` is the
-environment without secrets; `run_script` runs a `ScriptPlan` in its own process group,
-with a time limit and an output cap, and kills the whole group when the cell is
-interrupted (cancelled). `ScriptHost` holds these for one session.
+network, no capabilities, the file system planned by tools/mounts.py);
+`script_environment` is the environment without secrets; `run_script` runs a
+`ScriptPlan` in its own process group, with a time limit and an output cap, and kills
+the whole group when the cell is interrupted (cancelled). `ScriptHost` holds these for
+one session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lily_kernel.errors import ToolError
 from lily_kernel.redaction import Redactor, is_secret_name, secret_values
+from lily_kernel.tools.mounts import MountPlan, remove_placeholders
 
 __all__ = [
     "MAX_OUTPUT_CHARS",
     "SCRIPT_ENV",
-    "WORKSPACE_HIDDEN",
-    "WORKSPACE_READ_ONLY",
-    "Mounts",
     "Sandbox",
     "ScriptHost",
     "ScriptPlan",
     "ScriptResult",
     "find_sandbox",
-    "own_mounts",
-    "remove_placeholders",
     "run_script",
     "sandboxed",
     "script_environment",
@@ -59,13 +55,10 @@ class Sandbox:
         return self.bwrap is not None
 
 
-# Emptied: where the host keeps its Unix sockets (Docker's, D-Bus's, the user's agents
-# under /run/user/<uid>), which --unshare-net does not cut off.
-_RUN_FOLDERS = (Path("/run"), Path("/var/run"))
 # Its own network, process and IPC namespaces, killed with the kernel; and, where the
 # kernel runs as root (bubblewrap then keeps every capability for the script), no
-# capabilities: CAP_SYS_ADMIN would let a script unmount the read-only binds below, or
-# remount / writable.
+# capabilities: CAP_SYS_ADMIN would let a script unmount the read-only binds
+# (tools/mounts.py), or remount / writable.
 _NAMESPACES = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
                *(("--cap-drop", "ALL") if os.geteuid() == 0 else ()))
 
@@ -117,162 +110,11 @@ def script_environment(environ: Mapping[str, str], allowed: Collection[str] = ()
     return env
 
 
-# The sandbox's rules, in one place (docs/skills.md, "The sandbox", shows them as a table).
-# In the workspace, read-only whether or not they exist yet: what Lily reads as
-# configuration or instructions, and what runs code later. Missing ones are held by an
-# empty read-only placeholder for the run (removed after it), so none can be planted.
-WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".claude",
-                       ".git")
-# In the workspace, unreadable (an empty file in their place) when they exist, at its
-# top and in its folders one level down: dotenv files (`.env`, `.env.local`…) and
-# direnv's `.envrc` (which also runs when the person enters the folder).
-WORKSPACE_HIDDEN = (".env", ".env.*", ".envrc")
-# Places that run code later, at the workspace's top and one level down, read-only: a
-# virtual environment (a folder holding pyvenv.cfg), a conda environment (conda-meta/),
-# a repository's .git/ (its hooks).
-_SCANNED = 5_000  # entries looked at, at most, for these (a huge workspace is not walked)
-# Besides: Lily's own files named by the tool context (every skills root, the persona
-# folders, the Lily home and its trust store) are read-only; the home folder is an
-# empty private one (no ~/.ssh, ~/.aws, ~/.config, ~/.netrc, dotfiles), through which
-# the skill's folder and the interpreter's installation show read-only; /tmp and /run
-# are private and empty; no network; no capabilities; everything else is read-only.
-# When the workspace is the home folder (or holds it), the home folder's dotfiles stay
-# hidden in it, and these, which shells and tools run or read later, cannot be created:
-HOME_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-                      ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".netrc",
-                      ".pypirc", ".npmrc")
-HOME_STARTUP_FOLDERS = (".config", ".local", ".ssh", ".aws", ".gnupg", ".docker", ".kube")
-_FILE_SUFFIXES = (".yaml", ".yml", ".json", ".md", ".env")
-
-
-def _private_files(home: Path) -> list[Path]:
-    """The home folder's dotfiles and dot-folders (~/.ssh, ~/.aws, ~/.config, ~/.netrc…)."""
-    try:
-        return sorted(p for p in home.iterdir() if p.name.startswith("."))
-    except OSError:
-        return []
-
-
-def _hide(path: Path) -> list[str]:
-    """bubblewrap's arguments that put an empty file or folder over `path`."""
-    if path.is_dir() and not path.is_symlink():
-        return ["--tmpfs", str(path), "--remount-ro", str(path)]
-    return ["--ro-bind", "/dev/null", str(path)]
-
-
-@dataclass(frozen=True)
-class Mounts:
-    """bubblewrap's arguments for Lily's own paths, and the placeholders to remove."""
-
-    argv: tuple[str, ...]
-    placeholders: tuple[Path, ...]
-
-
-def _outermost_missing(path: Path, workspace: Path) -> Path:
-    """The highest folder of `path` (inside the workspace) that does not exist."""
-    while path.parent != workspace and not path.parent.exists():
-        path = path.parent
-    return path
-
-
-def _near_top(workspace: Path) -> list[Path]:
-    """The workspace's entries at its top and one level down (at most _SCANNED), in
-    name order."""
-    found: list[Path] = []
-    try:
-        top = sorted(workspace.iterdir())[:_SCANNED]
-    except OSError:
-        return []
-    found += top
-    for folder in top:
-        if len(found) >= _SCANNED:
-            break
-        if folder.is_dir() and not folder.is_symlink() and folder.name != ".git":
-            with contextlib.suppress(OSError):
-                found += sorted(folder.iterdir())[: _SCANNED - len(found)]
-    return found
-
-
-def _runs_later(entry: Path) -> bool:
-    return entry.is_dir() and not entry.is_symlink() and (
-        entry.name == ".git" or (entry / "pyvenv.cfg").is_file()
-        or (entry / "conda-meta").is_dir())
-
-
-def _hidden(entry: Path) -> bool:
-    return entry.is_file() and any(fnmatch.fnmatchcase(entry.name, p) for p in WORKSPACE_HIDDEN)
-
-
-def own_mounts(workspace: Path, protected: Sequence[Path], home: Path | None = None) -> Mounts:
-    """Read-only binds for Lily's own paths and the places that run code later (a
-    placeholder where one is missing), and empty files over the hidden ones. `home`:
-    the home folder, whose startup files are kept too when the workspace holds it."""
-    argv: list[str] = []
-    placeholders: list[Path] = []
-    seen: set[Path] = set()
-    startup = ([home / n for n in (*HOME_STARTUP_FILES, *HOME_STARTUP_FOLDERS)]
-               if home is not None and home.is_relative_to(workspace) else [])
-    near = _near_top(workspace)
-    for path in [*(workspace / n for n in WORKSPACE_READ_ONLY), *filter(_runs_later, near),
-                 *(Path(os.path.abspath(p)) for p in protected), *startup]:
-        if path in seen:
-            continue
-        seen.add(path)
-        if path.exists():
-            argv += ["--ro-bind", str(path), str(path)]
-        elif path.is_relative_to(workspace) and path != workspace:
-            held = _outermost_missing(path, workspace)
-            if held in seen and held != path:
-                continue
-            seen.add(held)
-            placeholders.append(held)
-            if held == path and (path.suffix in _FILE_SUFFIXES
-                                 or path.name in HOME_STARTUP_FILES):
-                argv += ["--ro-bind", "/dev/null", str(path)]
-            else:
-                argv += ["--tmpfs", str(held), "--remount-ro", str(held)]
-    for path in filter(_hidden, near):
-        argv += ["--ro-bind", "/dev/null", str(path)]
-    return Mounts(tuple(argv), tuple(placeholders))
-
-
-def remove_placeholders(placeholders: Sequence[Path]) -> None:
-    """Remove the empty files and folders bubblewrap made as mount points (never one
-    that holds anything)."""
-    for path in placeholders:
-        with contextlib.suppress(OSError):
-            if path.is_dir() and not path.is_symlink():
-                path.rmdir()  # only when empty
-            elif path.is_file() and path.stat().st_size == 0:
-                path.unlink()
-
-
-def sandboxed(bwrap: str, command: list[str], workspace: Path, visible: Sequence[Path],
-              mounts: Mounts, home: Path | None) -> list[str]:
-    """`command` inside bubblewrap, by the rules above. When the workspace is the home
-    folder (or holds it), the home folder's dotfiles stay hidden in it. `visible` are
-    shown again (read-only) over the private /tmp, home folder and dotfiles when they
-    live there (the skill folder, the interpreter's installation)."""
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp"]
-    private = [Path("/tmp")]
-    for run in _RUN_FOLDERS:  # the host's sockets (a read-only bind still lets connect())
-        if run.is_dir() and not run.is_symlink():
-            argv += ["--tmpfs", str(run)]
-            private.append(run)
-    if home is not None and home.is_dir() and home != Path("/"):
-        argv += ["--tmpfs", str(home)]
-        private.append(home)
-    argv += ["--bind", str(workspace), str(workspace), *mounts.argv]
-    if home is not None and home != Path("/") and home.is_relative_to(workspace):
-        hidden = _private_files(home)  # the workspace showed the home folder again
-        argv += [arg for path in hidden for arg in _hide(path)]
-        private += hidden
-    for path in visible:
-        if any(path.is_relative_to(p) for p in private) and path.exists():
-            argv += ["--ro-bind", str(path), str(path)]
-    argv += [*_NAMESPACES, "--new-session", "--chdir", str(workspace), "--", *command]
-    return argv
+def sandboxed(bwrap: str, command: list[str], workspace: Path, mounts: MountPlan) -> list[str]:
+    """`command` inside bubblewrap: the file system of `mounts` (tools/mounts.py), its
+    own namespaces, no capabilities, in `workspace`."""
+    return [bwrap, *mounts.argv, *_NAMESPACES, "--new-session", "--chdir", str(workspace),
+            "--", *command]
 
 
 REAPER = Path(__file__).with_name("reaper.py")

@@ -2,9 +2,9 @@
 
 `plan_script` decides everything before anything runs (which file, which interpreter,
 the environment without secrets, the bubblewrap sandbox when the machine has a working
-one); the person is asked about that plan where the policy says `ask`; the run itself
-is the session's `ScriptHost` (tools/sandbox.py), and each run is a `skill_script_run`
-event.
+one, its file system planned by tools/mounts.py); the person is asked about that plan
+where the policy says `ask`; the run itself is the session's `ScriptHost`
+(tools/sandbox.py), and each run is a `skill_script_run` event.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from lily_kernel.errors import ToolError
 from lily_kernel.events import SkillScriptRun
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
 from lily_kernel.tools.files import short_path
+from lily_kernel.tools.mounts import plan_mounts
 from lily_kernel.tools.questions import script_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool
 from lily_kernel.tools.sandbox import (
     Sandbox,
     ScriptHost,
     ScriptPlan,
-    own_mounts,
     sandboxed,
     script_environment,
     unsandboxed,
@@ -109,8 +109,8 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
         visible = [skill.folder.resolve(), Path(sys.prefix).resolve(),
                    Path(sys.base_prefix).resolve(), Path(command[0]).resolve().parent.parent]
         home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None
-        mounts = own_mounts(workspace, ctx.protected, home)
-        command = sandboxed(sandbox.bwrap, command, workspace, visible, mounts, home)
+        mounts = plan_mounts(workspace, ctx.protected, home, visible)
+        command = sandboxed(sandbox.bwrap, command, workspace, mounts)
         placeholders = mounts.placeholders
     else:
         command = unsandboxed(command)

@@ -339,6 +339,7 @@ def test_a_workspace_that_is_the_home_folder_keeps_its_dotfiles_hidden(tmp_path:
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
     (home / ".netrc").write_text("machine example password hunter2-home\n")
     (home / "notes.txt").write_text("my notes\n")
+    (home / "outputs").mkdir()
     ctx = ToolContext(home, protected=(home / "lily.yaml", home / "skills"))
     args = [f"read={home / '.ssh' / 'id_ed25519'}", f"read={home / '.netrc'}",
             f"read={home / 'notes.txt'}", "plant=outputs/report.txt",
@@ -349,8 +350,114 @@ def test_a_workspace_that_is_the_home_folder_keeps_its_dotfiles_hidden(tmp_path:
     assert "my notes" in out and "plant outputs/report.txt: written" in out, out
     assert "hunter2" not in out and "PRIVATE KEY" not in out, out
     assert f"plant {home / '.bashrc'}: refused" in out and not (home / ".bashrc").exists()
-    # The placeholders that held the missing startup files are gone again.
+    # Nothing else was made at the home folder's top, not even a mount point.
     assert sorted(p.name for p in home.iterdir()) == [".netrc", ".ssh", "notes.txt", "outputs"]
+
+
+# Where Jupyter was started from: the home folder itself, or a folder holding it (/home).
+HOME_AT = pytest.mark.parametrize("workspace_is", ["the home folder", "its parent"])
+# What an approved script planted that runs or is read later, outside the sandbox; and
+# two names no list would have: nothing new may be made at the home folder's top.
+HOME_PLANTS = (".bash_aliases", ".jupyter/jupyter_server_config.py", ".pam_environment",
+               ".condarc", ".codex/config.toml", ".ipython/profile_default/startup/x.py",
+               ".newdotfile", "new.txt")
+
+
+def _home_in_workspace(tmp_path: Path, workspace_is: str) -> tuple[Path, Path]:
+    """The home folder (tmp/users/alice) and the workspace: it, or its parent."""
+    home = tmp_path / "users" / "alice"
+    home.mkdir(parents=True)
+    return home, home if workspace_is == "the home folder" else home.parent
+
+
+def _lilys_paths(workspace: Path, home: Path, lily: Path) -> tuple[Path, ...]:
+    """What the kernel protects (runtime/environment.py, `tool_context`) with the Lily
+    home at `lily`: configuration, every skills root, the persona folders."""
+    return (workspace / "lily.yaml", workspace / ".lily", lily, workspace / "skills",
+            workspace / ".agents" / "skills", workspace / ".claude" / "skills",
+            lily / "skills", home / ".agents" / "skills", home / ".claude" / "skills",
+            workspace / "persona", lily / "persona", lily / "trust.json")
+
+
+def _tree(folder: Path) -> set[str]:
+    """Every path under `folder` (a placeholder left behind would show here)."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
+
+
+@HOME_AT
+def test_scripts_run_when_the_workspace_holds_the_home_folder_and_the_lily_home(
+        tmp_path: Path, workspace_is: str) -> None:
+    """Jupyter started from ~ with the Lily home at its default, ~/.lily: Lily's paths
+    there, some missing, need no placeholder (the folder is hidden), so bubblewrap
+    builds the sandbox and the user skill's script runs; nothing is left behind."""
+    sandbox = sandbox_or_skip()
+    home, workspace = _home_in_workspace(tmp_path, workspace_is)
+    lily = home / ".lily"
+    folder = lily / "skills" / "formfill"
+    shutil.copytree(FIXTURES / "skill_files" / "formfill", folder)
+    (home / "work").mkdir()
+    before = _tree(workspace)
+    ctx = ToolContext(workspace, protected=_lilys_paths(workspace, home, lily))
+    planted = [lily / "skills" / "evil" / "SKILL.md", lily / "persona" / "default" / "SOUL.md",
+               lily / "trust.json", workspace / "lily.yaml", workspace / "skills" / "x" / "SKILL.md"]
+    args = [*(f"plant={p}" for p in planted), f"plant={home / 'work' / 'out.txt'}"]
+    plan = plan_script(ActiveSkill("formfill", folder), "scripts/probe.py", args, ctx,
+                       {**ENVIRON, "HOME": str(home)}, sandbox)
+    result = run(plan)
+    assert result.exit_code == 0, result.output
+    for path in planted:
+        assert f"plant {path}: refused" in result.output, result.output
+    assert f"plant {home / 'work' / 'out.txt'}: written" in result.output
+    assert _tree(workspace) == before | {(home / "work" / "out.txt").relative_to(workspace)
+                                         .as_posix()}
+
+
+@HOME_AT
+def test_nothing_new_can_be_made_at_the_top_of_the_home_folder(tmp_path: Path,
+                                                                workspace_is: str) -> None:
+    """By rule, not by a list of names: in the workspace, the home folder's top is
+    read-only (its hidden entries hidden, nothing new there, dotfile or not); its
+    existing folders and files stay writable, and a link stays a link."""
+    sandbox = sandbox_or_skip()
+    home, workspace = _home_in_workspace(tmp_path, workspace_is)
+    folder = tmp_path / "skills-root" / "formfill"
+    shutil.copytree(FIXTURES / "skill_files" / "formfill", folder)
+    (home / ".jupyter").mkdir()  # existing hidden folders: out of reach too
+    (home / ".ipython" / "profile_default" / "startup").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (tmp_path / "dotfiles").mkdir()  # a dotfiles manager's absolute link
+    (tmp_path / "dotfiles" / "token").write_text("hunter2-dotfiles\n")
+    (home / ".config").symlink_to(tmp_path / "dotfiles")
+    (home / "work").mkdir()
+    (home / "current").symlink_to("work")
+    (home / "notes.txt").write_text("my notes\n")
+    lily = tmp_path / "lily-home"  # elsewhere: the sandbox could always be built
+    ctx = ToolContext(workspace, protected=_lilys_paths(workspace, home, lily))
+    before = _tree(workspace)
+    made = [home / "work" / "sub" / "out.txt", home / "current" / "via-link.txt"]
+    if workspace != home:  # the rest of the workspace is as before
+        made.append(workspace / "shared" / "out.txt")
+    args = [*(f"plant={home / p}" for p in HOME_PLANTS), *(f"plant={p}" for p in made),
+            f"write={home / 'notes.txt'}", f"read={home / '.ssh' / 'id_ed25519'}",
+            f"read={home / '.config' / 'token'}"]
+    plan = plan_script(ActiveSkill("formfill", folder), "scripts/probe.py", args, ctx,
+                       {**ENVIRON, "HOME": str(home)}, sandbox)
+    out = run(plan).output
+    for name in HOME_PLANTS:
+        assert f"plant {home / name}: refused" in out, out
+        assert not (home / name).exists(), name
+    for path in made:
+        assert f"plant {path}: written" in out, out
+    assert (home / "work" / "via-link.txt").read_text() == "planted"
+    assert f"write {home / 'notes.txt'}: written" in out
+    assert (home / "notes.txt").read_text() == "x"
+    assert "PRIVATE KEY" not in out and "hunter2" not in out, out
+    new = [home / "work" / "sub", home / "work" / "sub" / "out.txt",
+           home / "work" / "via-link.txt"]
+    if workspace != home:
+        new += [workspace / "shared", workspace / "shared" / "out.txt"]
+    assert _tree(workspace) == before | {p.relative_to(workspace).as_posix() for p in new}
 
 
 def test_a_scripts_environment_is_an_allowlist() -> None:

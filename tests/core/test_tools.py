@@ -282,6 +282,7 @@ def test_an_approval_question_shows_what_happens_first_and_whole() -> None:
                       sandboxed=False, sandbox_note="bubblewrap (bwrap) is not installed")
     text = script_question(plan)
     assert text.startswith("NOT sandboxed (bubblewrap (bwrap) is not installed)")
+    assert "can change Lily's own skills and settings for later sessions" in text
     assert '"scripts/x\\n(sandboxed) [y/N].py"' in text and "(5,000 characters)" in text
     assert len(text.splitlines()) == 3 and len(text) < 400
 

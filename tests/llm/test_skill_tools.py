@@ -254,8 +254,8 @@ def test_without_bubblewrap_the_question_says_not_sandboxed(workspace, environ,
     run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
     assert sink.questions == [
         "NOT sandboxed (bubblewrap (bwrap) is not installed): it runs with your "
-        "permissions, network and files, and can read this kernel's environment (API keys)"
-        + QUESTION]
+        "permissions, network and files, can read this kernel's environment (API keys), "
+        "and can change Lily's own skills and settings for later sessions" + QUESTION]
     assert [e["sandboxed"] for e in events(runtime, "skill_script_run")] == [False]
     assert (workspace / "filled.txt").exists()
 
