@@ -54,26 +54,42 @@ class ToolsConfig:
     deny: tuple[str, ...] = ()
 
 
+# What an untrusted lily.yaml may do with a key (`spec(untrusted=...)`, trust/settings.py
+# applies it): `fixed`, nothing; `local`, name the embedded model only; `lower`, lower it
+# but not raise it (nor set one where there is none); `on`, turn it on but not off; `off`,
+# turn it off but not on; `fewer`, drop names but add none. Keys without one apply.
+FIXED, LOCAL_ONLY, LOWER, ON_ONLY, OFF_ONLY, FEWER = "fixed", "local", "lower", "on", "off", \
+    "fewer"
+
+
+def _limit(*, gt: float | None = None, ge: float | None = None, le: float | None = None
+           ) -> dict[str, Any]:
+    """A number an untrusted lily.yaml may lower but not raise."""
+    return spec(untrusted=LOWER, why="more than without the file", gt=gt, ge=ge, le=le)
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """How to reach the model; `model` None means none is configured. These keys sit at
     the top level of lily.yaml; the session holds this very object."""
 
-    model: str | None = None
-    api_base: str | None = None
+    model: str | None = field(default=None, metadata=spec(
+        untrusted=LOCAL_ONLY, why="would send the conversation elsewhere"))
+    api_base: str | None = field(default=None, metadata=spec(
+        untrusted=FIXED, why="sends requests (and keys) to another server"))
     temperature: float | None = field(default=None, metadata=spec(ge=0, le=2))
-    max_tokens: int | None = field(default=None, metadata=spec(gt=0))
+    max_tokens: int | None = field(default=None, metadata=_limit(gt=0))
     request_timeout: float = field(default=60.0, metadata=spec(gt=0))
-    retries: int = field(default=2, metadata=spec(ge=0, le=10))
+    retries: int = field(default=2, metadata=_limit(ge=0, le=10))
     retry_backoff: float = field(default=0.5, metadata=spec(ge=0, le=60))
     stream: bool = True
-    max_steps: int = field(default=8, metadata=spec(ge=1, le=100))
+    max_steps: int = field(default=8, metadata=_limit(ge=1, le=100))
     # Tokens the model reads at most (None: the model's own, where known).
-    context_window: int | None = field(default=None, metadata=spec(ge=256))
+    context_window: int | None = field(default=None, metadata=_limit(ge=256))
     # A one-line footer under each answer: model, tokens, share of the window, cost.
     footer: bool = True
     # CPU threads a local model uses (None: the cores this process may use, at most 4).
-    local_threads: int | None = field(default=None, metadata=spec(ge=1, le=256))
+    local_threads: int | None = field(default=None, metadata=_limit(ge=1, le=256))
 
     @property
     def is_local(self) -> bool:
@@ -81,31 +97,43 @@ class ModelConfig:
         return is_local_model(self.model)
 
 
+_OUTSIDE = "a folder outside this workspace"
+_ROOT = "a skills root a downloaded folder would choose"
+
+
 @dataclass(frozen=True)
 class LilyConfig:
     """Every setting Lily reads; the field names are the lily.yaml keys."""
 
     # Skills roots (None = the default for that root).
-    skills_workspace_dir: Path | None = None
-    skills_user_dir: Path | None = None
-    skills_bundled_dir: Path | None = None
+    skills_workspace_dir: Path | None = field(default=None, metadata=spec(
+        untrusted=FIXED, why=_ROOT))
+    skills_user_dir: Path | None = field(default=None, metadata=spec(
+        untrusted=FIXED, why=_OUTSIDE))
+    skills_bundled_dir: Path | None = field(default=None, metadata=spec(
+        untrusted=FIXED, why=_OUTSIDE))
     # More skills roots, below the user's and above the bundled ones, in order
     # (LILY_SKILLS_EXTRA_DIRS: separated by `:` like PATH).
-    skills_extra_dirs: tuple[str, ...] = ()
+    skills_extra_dirs: tuple[str, ...] = field(default=(), metadata=spec(
+        untrusted=FIXED, why=_ROOT))
     # Read the skills folders other agents keep (`.agents/skills`, `.claude/skills`, in
     # the workspace and the home folder) beside Lily's own.
-    skills_other_agents: bool = True
+    skills_other_agents: bool = field(default=True, metadata=spec(
+        untrusted=OFF_ONLY, why="reading other agents' skills folders"))
     # The user's own Lily folder (user skills and persona default under it).
-    home: Path | None = None
+    home: Path | None = field(default=None, metadata=spec(
+        untrusted=FIXED, why=f"{_OUTSIDE} (where trust is kept)"))
     agent: str = "default"
-    persona_max_chars: int = field(default=20_000, metadata=spec(gt=0))
+    persona_max_chars: int = field(default=20_000, metadata=_limit(gt=0))
     tools: ToolsConfig = ToolsConfig()
-    event_log: bool = True
-    catalog_max_chars: int = field(default=30_000, metadata=spec(gt=0))
+    event_log: bool = field(default=True, metadata=spec(
+        untrusted=ON_ONLY, why="turning the session log off"))
+    catalog_max_chars: int = field(default=30_000, metadata=_limit(gt=0))
     # Variables a skill script sees besides PATH, HOME, the locale and the like (names).
-    script_env: tuple[str, ...] = ()
+    script_env: tuple[str, ...] = field(default=(), metadata=spec(
+        untrusted=FEWER, why="variables passed to skill scripts"))
     # A skill script's time limit, in seconds.
-    script_timeout: float = field(default=120.0, metadata=spec(gt=0, le=86_400))
+    script_timeout: float = field(default=120.0, metadata=_limit(gt=0, le=86_400))
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-__all__ = ["ShapeError", "build", "field_keys", "parse_text", "spec"]
+__all__ = ["ShapeError", "build", "field_keys", "field_spec", "parse_text", "spec"]
 
 T = TypeVar("T")
 
@@ -37,12 +37,23 @@ def spec(
     le: float | None = None,
     flat: bool = False,
     label: str | None = None,
+    untrusted: str | None = None,
+    why: str = "",
 ) -> dict[str, Any]:
     """Field metadata: `field(default=..., metadata=spec(key="allowed-tools"))`.
 
     `label` is how people see the field (e.g. in `/help`); it defaults to the key.
+    `untrusted` says what a file the person has not trusted may do with the key, and
+    `why` what the change would do (trust/settings.py reads both).
     """
-    return {_SPEC: {"key": key, "gt": gt, "ge": ge, "le": le, "flat": flat, "label": label}}
+    return {_SPEC: {"key": key, "gt": gt, "ge": ge, "le": le, "flat": flat, "label": label,
+                    "untrusted": untrusted, "why": why}}
+
+
+def field_spec(cls: type, attr: str) -> dict[str, Any]:
+    """The `spec(...)` of one field of the dataclass `cls` ({} when it has none)."""
+    found: dict[str, Any] = cls.__dataclass_fields__[attr].metadata.get(_SPEC, {})  # type: ignore[attr-defined]
+    return found
 
 
 class ShapeError(ValueError):

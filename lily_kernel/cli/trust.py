@@ -1,9 +1,11 @@
 """`lily trust [WORKSPACE] [--yes]`: trust a workspace from a terminal.
 
-Shows what would take effect (the held workspace skills, where they come from, and the
-lily.yaml settings not applied), asks, and records the answer in the trust store under
-the Lily home. Exit 0: trusted (or nothing to trust); 1: not trusted (no, or no one
-to answer); 2: bad input (no such folder, a broken lily.yaml, a corrupt trust store).
+Shows what would take effect (the lily.yaml settings not applied, a held persona
+folder, the held workspace skills and where they come from), asks, and records the
+answer in the trust store under the Lily home; a folder with nothing held is recorded
+too (its writes are then not asked). Exit 0: trusted (or already); 1: not trusted (no,
+or no one to answer); 2: bad input (no such folder, a broken lily.yaml, a corrupt trust
+store).
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ def _cmd_trust(args: argparse.Namespace) -> int:
     digests, skills, settings = pending_trust(env)
     if env.trust.problem:
         raise UsageError(env.trust.problem)
-    if not skills and not settings:
-        print(f"{env.workspace}: nothing to trust (no workspace skill or lily.yaml setting "
-              "is held).")
+    if not skills and not settings and env.trust.entry() is not None:
+        print(f"{env.workspace}: already trusted (no workspace skill, persona or lily.yaml "
+              "setting is held).")
         return 0
+    # Nothing held still asks: trusting the folder stops Lily asking before each write.
     question = trust_question(env.workspace, skills, settings)
     if args.yes:
         print(question.rsplit("\n", 1)[0])

@@ -25,14 +25,16 @@ DEFAULT_AGENT = "default"
 
 @dataclass(frozen=True)
 class PersonaRoots:
-    """Folders holding `<agent>/` persona folders, highest precedence first."""
+    """Folders holding `<agent>/` persona folders, highest precedence first; `workspace`
+    None while the workspace's persona waits for the person's trust."""
 
-    workspace: Path
+    workspace: Path | None
     user: Path
     bundled: Path
 
     def ordered(self) -> tuple[tuple[str, Path], ...]:
-        return (("workspace", self.workspace), ("user", self.user), ("bundled", self.bundled))
+        found = (("workspace", self.workspace), ("user", self.user), ("bundled", self.bundled))
+        return tuple((source, path) for source, path in found if path is not None)
 
 
 @dataclass(frozen=True)

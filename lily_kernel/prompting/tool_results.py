@@ -49,13 +49,18 @@ def declined_reason(action: str) -> str:
     return f"the person declined: {action} was not run"
 
 
-def unanswerable_reason(action: str, tool: str, policy_asks: bool) -> str:
-    """Why a call that needs the person's yes is refused where no one can answer; where
-    the policy is what asks (tools.ask), how to allow it without asking."""
-    where = " (tools.ask in lily.yaml)" if policy_asks else ""
+def unanswerable_reason(action: str, tool: str, why: str | None) -> str:
+    """Why a call that needs the person's yes is refused where no one can answer, and
+    how to allow it without asking where anything can (`why`: tools.policy.AskReason,
+    None when the tool asks of its own accord)."""
+    where = {"policy": " (tools.ask in lily.yaml)",
+             "untrusted": " (this folder is not trusted)",
+             "call": ""}.get(why or "", "")
     reason = (f"{action} needs the person's approval{where}, and no one can answer here: "
               "this notebook runs without input requests (nbclient, papermill, `lily run`, "
               "or a frontend without stdin)")
-    if policy_asks:
+    if why == "policy":
         reason += f". To allow it without asking, name {tool} in tools.allow instead"
+    elif why == "untrusted":
+        reason += ". To allow it without asking, trust the folder (`lily trust` in it)"
     return reason

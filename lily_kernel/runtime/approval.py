@@ -13,7 +13,7 @@ from lily_kernel.errors import ToolRefusedError
 from lily_kernel.events import Approval, EventLog
 from lily_kernel.prompting import unanswerable_reason
 from lily_kernel.runtime.sink import CellSink
-from lily_kernel.tools import Question
+from lily_kernel.tools import AskReason, Question
 from lily_kernel.tools.context import Ask
 
 __all__ = ["YES", "asker"]
@@ -21,9 +21,9 @@ __all__ = ["YES", "asker"]
 YES = frozenset({"y", "yes"})
 
 
-def asker(sink: CellSink, log: EventLog, tool: str, policy_asks: bool) -> Ask:
-    """The `ask` a call of `tool` gets in its context (`policy_asks`: the policy puts the
-    tool under `ask`, so the refusal where no one can answer says how to allow it)."""
+def asker(sink: CellSink, log: EventLog, tool: str, why: AskReason | None = None) -> Ask:
+    """The `ask` a call of `tool` gets in its context (`why` it is asked: the refusal
+    where no one can answer says how to allow it, where anything can)."""
 
     async def ask(question: Question) -> bool:
         try:
@@ -37,7 +37,7 @@ def asker(sink: CellSink, log: EventLog, tool: str, policy_asks: bool) -> Ask:
                    "approved" if answer.strip().lower() in YES else "declined")
         log.emit(Approval(tool=tool, question=question.text, outcome=outcome))
         if answer is None:
-            raise ToolRefusedError(unanswerable_reason(question.action, tool, policy_asks))
+            raise ToolRefusedError(unanswerable_reason(question.action, tool, why))
         return outcome == "approved"
 
     return ask

@@ -25,13 +25,16 @@ from lily_kernel.skills import (
     load_snapshot,
     resolve_skill_roots,
 )
+from lily_kernel.skills.digest import DIGEST_CACHE_FILE, DigestCache
 from lily_kernel.skills.vectors import SkillVectors
 from lily_kernel.tools import ToolContext, ToolPolicy, ToolRegistry, default_registry
 from lily_kernel.trust import (
+    PERSONA_FOLDER,
     TRUST_FILE,
     TrustState,
     TrustStore,
     trusted_by_environment,
+    untrusted_folder_policy,
     untrusted_policy,
     untrusted_settings,
 )
@@ -96,28 +99,41 @@ class LilyEnvironment:
         workspace = workspace.resolve()
         config = load_config(workspace, environ)
         base = load_config(workspace, environ, read_file=False)
+        home = _person_home(environ)
         # Where trust is kept: never a place the workspace's own lily.yaml names.
         store = trust_store or TrustStore(lily_home(base) / TRUST_FILE)
+        own = tuple(r.path for r in resolve_skill_roots(base, workspace, home)
+                    if r.source != "workspace")  # the person's own roots hold no arrival
         trust = TrustState(workspace, store, trusted_by_environment(
-            environ if environ is not None else os.environ))
+            environ if environ is not None else os.environ), person_roots=own,
+            digests=DigestCache(lily_home(base) / "cache" / DIGEST_CACHE_FILE))
         registry = registry if registry is not None else default_registry()
         policy = _checked_policy(config, registry)
+        held: tuple[str, ...] = ()
         if not trust.config_trusted():
             config, held = untrusted_settings(config, base, workspace)
             policy, held_tools = untrusted_policy(
                 policy, _checked_policy(base, registry), registry)
-            trust.held_settings = held + held_tools
-        home = lily_home(config)
+            held += held_tools
+        if not trust.trusted():
+            policy = untrusted_folder_policy(policy, registry)
+        persona = PersonaRoots(
+            workspace=workspace / PERSONA_FOLDER if trust.persona_trusted() else None,
+            user=lily_home(config) / "persona", bundled=bundled_dir("persona"))
+        if (persona.workspace is None and config.agent != base.agent
+                and config.agent not in list_agents(persona)):
+            # An agent only the held persona/ folder has: the person's default meanwhile.
+            held += (f"agent: {config.agent} (a persona that came with this folder; "
+                     f"stays {base.agent})",)
+            config = replace(config, agent=base.agent)
+        trust.held_settings = held
         return cls(
             workspace=workspace,
             config=config,
             registry=registry,
             policy=policy,
-            skill_roots=resolve_skill_roots(config, workspace, _person_home(environ)),
-            persona_roots=PersonaRoots(
-                workspace=workspace / "persona", user=home / "persona",
-                bundled=bundled_dir("persona"),
-            ),
+            skill_roots=resolve_skill_roots(config, workspace, home),
+            persona_roots=persona,
             host=host or Host(environ=dict(environ) if environ is not None else Host().environ),
             trust=trust,
         )
@@ -133,8 +149,9 @@ class LilyEnvironment:
         )
 
     def load_snapshot(self, version: int) -> SkillSnapshot:
-        """Build a snapshot from disk (raises SkillRootError for an unreadable root). Its
-        ranker reads the skills' meaning too, when the encoder is installed."""
+        """Build a snapshot from disk (raises SkillRootError for an unreadable root),
+        workspace skills the person has not trusted held. Its ranker reads the skills'
+        meaning too, when the encoder is installed."""
         snapshot = load_snapshot(self.skill_roots, self.snapshot_rules(), self.host, version)
         snapshot, _, _ = self.trust.hold(snapshot)  # workspace skills wait for trust
         snapshot.ranker.use_meaning(self.skill_vectors)
@@ -159,7 +176,7 @@ class LilyEnvironment:
                 self.workspace / ".lily",
                 lily_home(self.config),
                 *(Path(r.path) for r in self.skill_roots),
-                roots.workspace, roots.user, roots.bundled,
+                self.workspace / PERSONA_FOLDER, roots.user, roots.bundled,
             ),
         )
 

@@ -26,8 +26,10 @@ from lily_kernel.runtime.approval import asker
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.tools import (
     ActiveSkill,
+    AskReason,
     Caller,
     PolicyRefusal,
+    Question,
     SkillSelector,
     Tool,
     ToolContext,
@@ -102,24 +104,32 @@ class ToolGate:
             outcome = checked
         else:
             tool, args = checked
-            policy_asks = caller == "model" and self.policy.decision_for(tool) == "ask"
-            ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit,
-                          ask=asker(sink, self.log, name, policy_asks))
-            outcome = await self._run(tool, args, arguments, ctx, policy_asks)
+            ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit)
+            outcome = await self._run(sink, tool, args, arguments, ctx, caller)
         self._record(outcome, caller, arguments, step)
         return outcome
 
-    @staticmethod
-    async def _run(tool: Tool, args: Any, arguments: dict[str, Any], ctx: ToolContext,
-                   policy_asks: bool) -> ToolOutcome:
+    def _asks(self, tool: Tool, question: Question, caller: Caller) -> AskReason | None:
+        """Why the person is asked about this call, or None. The person's own command (a
+        tool_dispatch skill) is their yes already."""
+        if caller != "model":
+            return None
+        if self.policy.decision_for(tool) == "ask":
+            return self.policy.why_asked(tool.name)
+        return "call" if question.always else None
+
+    async def _run(self, sink: CellSink, tool: Tool, args: Any, arguments: dict[str, Any],
+                   ctx: ToolContext, caller: Caller) -> ToolOutcome:
         try:
-            if policy_asks:
-                question = (await tool.question(args, ctx) if tool.question is not None
-                            else call_question(tool.name, arguments))
-                if not await ctx.ask(question):
-                    return ToolOutcome(tool.name, "refused", declined_reason(question.action))
-                # The handler does what the person was shown, not a new account of it.
-                ctx = replace(ctx, approved=question)
+            # Made ready first: what the call would act on is checked before any question.
+            question = (await tool.prepare(args, ctx) if tool.prepare is not None
+                        else call_question(tool.name, arguments))
+            why = self._asks(tool, question, caller)
+            ctx = replace(ctx, ask=asker(sink, self.log, tool.name, why))
+            if why is not None and not await ctx.ask(question):
+                return ToolOutcome(tool.name, "refused", declined_reason(question.action))
+            # The handler does what was made ready (and shown), not a new account of it.
+            ctx = replace(ctx, prepared=question)
             return ToolOutcome(tool.name, "ran", await tool.handler(args, ctx))
         except ToolRefusedError as exc:
             return ToolOutcome(tool.name, "refused", str(exc))

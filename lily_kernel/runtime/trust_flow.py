@@ -1,8 +1,9 @@
 """Asking the person to trust the workspace: once a session, in the first cell that
 needs what is held (a chat cell, or a command invoking a held skill).
 
-The question lists what would be trusted: the held skills with where they come from,
-and the lily.yaml settings not applied. Yes: the store records the workspace (its
+The question lists what would be trusted: the lily.yaml settings not applied and a
+held persona folder, then the held skills with where they come from (at most
+MAX_LISTED, then how many more). Yes: the store records the workspace (its
 lily.yaml and each skill at its digest) and the session takes it all up at once. No:
 held for this session. No one to answer (nbclient, papermill): held, and the cell says
 how to trust. Every answer is an `approval` event (tool `trust`, so replay answers it
@@ -20,7 +21,8 @@ from lily_kernel.events import Approval, EventLog, TrustChecked, TrustDecided
 from lily_kernel.runtime.approval import YES
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import DiagnosticKind, SkillSnapshot, load_snapshot
-from lily_kernel.trust import TRUST_VARIABLE, hold_untrusted
+from lily_kernel.trust import TRUST_VARIABLE, TrustStore, WorkspaceTrust, hold_untrusted
+from lily_kernel.visible import visible
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.environment import LilyEnvironment
@@ -63,7 +65,8 @@ def needs_trust(runtime: LilyRuntime, parsed: ParsedCommand | None) -> bool:
     if runtime.trust_answered or runtime.env.trust.problem:
         return False  # asked already; or the store is broken (the first cell says so)
     held = held_skills(runtime.session.skill_snapshot)
-    if not held and not runtime.env.trust.held_settings:
+    trust = runtime.env.trust
+    if not held and not trust.held_settings and trust.persona_line() is None:
         return False
     return parsed is None or bool(_invoked(parsed) & held.keys())
 
@@ -76,19 +79,44 @@ def trust_help(runtime: LilyRuntime) -> str:
 
 def pending_trust(env: LilyEnvironment) -> tuple[dict[str, str], list[str], list[str]]:
     """What trusting the workspace now would record (every workspace skill's digest),
-    and what it would let take effect: the held skills and lily.yaml settings, a line
-    each (the same lines in the notebook's question and in `lily trust`)."""
-    raw = load_snapshot(env.skill_roots, env.snapshot_rules(), env.host)
-    _, digests, held = hold_untrusted(raw, env.workspace, env.trust.entry())
-    return digests, [h.line() for h in held], list(env.trust.held_settings)
+    and what it would let take effect: the held skills, and the lily.yaml settings and
+    the persona folder, a line each (the same lines in the notebook's question and in
+    `lily trust`)."""
+    from lily_kernel.runtime.environment import LilyEnvironment
+
+    trust = env.trust
+    # The skills as they would be with the lily.yaml and persona trusted: the roots the
+    # file names are among them, so their skills are listed and recorded too.
+    entry = trust.entry()
+    trusting = TrustStore(None, {str(env.workspace): WorkspaceTrust(
+        trust.config_digest, entry.skills if entry else {}, trust.persona_digest)})
+    full = LilyEnvironment.load(env.workspace, env.host.environ, registry=env.registry,
+                                host=env.host, trust_store=trusting)
+    raw = load_snapshot(full.skill_roots, full.snapshot_rules(), full.host)
+    _, digests, held = hold_untrusted(raw, env.workspace, entry,
+                                      person_roots=trust.person_roots, cache=trust.digests)
+    persona = trust.persona_line()
+    settings = [f"lily.yaml {line}" for line in trust.held_settings]
+    return digests, [h.line() for h in held], settings + (
+        [f"persona {persona}"] if persona else [])
+
+
+MAX_LISTED = 20  # skills a trust question names; the rest are counted
 
 
 def trust_question(workspace: Path, skills: list[str], settings: list[str]) -> str:
-    """The question that lists what would be trusted."""
-    lines = [f"This workspace is not trusted: {workspace}",
-             "Trusting it lets what came with the folder take effect:"]
-    lines += [f"  skill {line}" for line in skills]
-    lines += [f"  lily.yaml {line}" for line in settings]
+    """The question that lists what would be trusted: the settings (what they would
+    change) first, then the skills, at most MAX_LISTED of them; every line as it is,
+    nothing in it invisible or moving the cursor."""
+    lines = [f"This workspace is not trusted: {visible(str(workspace))}",
+             "Trusting it lets what came with the folder take effect:" if skills or settings
+             else "Nothing that came with it is held; trusting it lets the model write "
+                  "files here without asking each time."]
+    lines += [f"  {visible(line)}" for line in settings]
+    lines += [f"  skill {visible(line)}" for line in skills[:MAX_LISTED]]
+    if len(skills) > MAX_LISTED:
+        lines.append(f"  and {len(skills) - MAX_LISTED:,} more skills (`/skills` lists "
+                     "them)")
     lines.append("Trust this workspace? [y/N]")
     return "\n".join(lines)
 
@@ -132,7 +160,8 @@ def log_trust_checked(runtime: LilyRuntime) -> None:
     runtime.log.emit(TrustChecked(
         by=by, trusted_skills=dict(entry.skills) if entry else {},
         config_trusted=not trust.held_settings, held_skills=[h.line() for h in held],
-        held_settings=list(trust.held_settings), problem=trust.problem))
+        held_settings=[*trust.held_settings, *filter(None, [trust.persona_line()])],
+        problem=trust.problem))
 
 
 def take_up_trust(runtime: LilyRuntime) -> None:
@@ -146,4 +175,6 @@ def take_up_trust(runtime: LilyRuntime) -> None:
     runtime.use_environment(env)
     session = runtime.session
     session.skill_snapshot = env.load_snapshot(session.skill_snapshot.version + 1)
+    if old.persona_roots != env.persona_roots:  # the workspace's persona/ was held
+        session.persona = env.load_persona(session.active_agent)
     runtime.log_catalog(session.skill_snapshot)

@@ -184,6 +184,32 @@ def discover_candidates(
     return found
 
 
+class OutsideFolder(OSError):  # noqa: N818 (an OSError, as the loader reports them)
+    """A SKILL.md that is a link to a file outside its skill folder."""
+
+
+def _opened_path(fd: int, path: str) -> str:
+    """The real path of the file open at `fd`: what was read, not what a name now says
+    (Linux: /proc/self/fd; elsewhere the name's real path)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
+
+
+def _check_inside(fd: int, path: str) -> None:
+    """Refuse a SKILL.md whose real file is not in its skill folder: a link to
+    ~/.ssh/id_rsa would be read, sent to the model and logged. Checked on the open file,
+    so a link swapped in meanwhile is caught too."""
+    real = _opened_path(fd, path)
+    if real == path:
+        return  # no link anywhere on the way: the common case, one system call
+    folder = os.path.realpath(os.path.dirname(path))
+    if not real.startswith(folder + os.sep):
+        raise OutsideFolder(errno.EXDEV, f"it is a link to a file outside its skill "
+                            f"folder ({real}); Lily reads only what the folder holds")
+
+
 def _read(path: str) -> tuple[bytes, int]:
     """The file's bytes (at most one past the size limit) and its size on disk."""
     # O_NONBLOCK: a FIFO named SKILL.md must not hang the loader; fstat rejects it.
@@ -192,6 +218,7 @@ def _read(path: str) -> tuple[bytes, int]:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
+        _check_inside(fd, path)
         size = min(info.st_size, MAX_SKILL_BYTES) + 1
         # Raw os.read: a buffered file object costs twice as much per small file.
         data = os.read(fd, size)

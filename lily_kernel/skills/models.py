@@ -97,6 +97,9 @@ class Skill:
     allowed_tools: tuple[str, ...] | None = None  # `allowed-tools` as tool entries
     extra: dict[str, Any] = field(default_factory=dict)  # keys Lily does not use
     body: str = field(default="", repr=False)
+    # A workspace skill the person trusted: its folder's digest then (trust/review.py).
+    # Its files are compared with it before the model reads or runs one of them.
+    trusted_digest: str | None = None
 
     @property
     def invocation_mode(self) -> InvocationMode:

@@ -3,7 +3,14 @@
 from lily_kernel.tools.context import ActiveSkill, Question, SkillSelector, ToolContext
 from lily_kernel.tools.files import file_tools, resolve_in_workspace
 from lily_kernel.tools.load_skill import skill_selection_tool
-from lily_kernel.tools.policy import Caller, PolicyRefusal, Refusal, ToolPolicy, check_call
+from lily_kernel.tools.policy import (
+    AskReason,
+    Caller,
+    PolicyRefusal,
+    Refusal,
+    ToolPolicy,
+    check_call,
+)
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry, blocking
 from lily_kernel.tools.sandbox import ScriptHost
 from lily_kernel.tools.scripts import run_skill_script_tool
@@ -11,6 +18,7 @@ from lily_kernel.tools.skill_files import read_skill_file_tool
 
 __all__ = [
     "ActiveSkill",
+    "AskReason",
     "Caller",
     "PolicyRefusal",
     "Question",

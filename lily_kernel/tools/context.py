@@ -31,11 +31,13 @@ class ActiveSkill:
 class Question:
     """A call put to the person: the question they read, the action it would take
     (`running scripts/fill.py of skill 'pdf'`), which names the call when it is refused,
-    and what exactly was shown (`subject`: e.g. the script's plan), for the handler."""
+    and what exactly was shown (`subject`: e.g. the script's plan), for the handler;
+    `always`: this call is asked whatever the policy says, and `text` says why."""
 
     text: str
     action: str
     subject: object = None
+    always: bool = False  # asked whatever the policy says (a write over a notebook)
 
 
 class Ask(Protocol):
@@ -69,8 +71,9 @@ class ToolContext:
     write; `skill`: the active skill (None outside a skill); `ask`: a yes/no question to
     the person; `emit`: an event for the session log; `scripts`: how skill scripts run
     here (None: they cannot); `skills`: the request's skill selection (None: no
-    selection is open, e.g. a command's tool call); `approved`: the question the person
-    said yes to for this call, where the policy asked."""
+    selection is open, e.g. a command's tool call); `prepared`: the call as it was made
+    ready (`Tool.prepare`) and, where someone was asked, approved: its subject is what
+    the handler does."""
 
     workspace: Path
     protected: tuple[Path, ...] = ()
@@ -79,4 +82,4 @@ class ToolContext:
     emit: Callable[[EventData], object] = _nowhere
     scripts: ScriptHost | None = None
     skills: SkillSelector | None = None
-    approved: Question | None = None
+    prepared: Question | None = None

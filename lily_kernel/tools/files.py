@@ -2,12 +2,15 @@
 
 Refused: absolute paths, `..`, links leading out of the workspace, hidden paths (any
 part starting with `.`: `.env`, `.git`, `.lily`, `.venv` — secrets and history live
-there), and writes to Lily's own files (`ToolContext.protected`). File-system failures
-are reported as ToolError, never raised past the tool.
+there), and writes to Lily's own files (`ToolContext.protected`), all before anyone is
+asked. A write over a notebook, or making a file that runs later (`RUNS_LATER`), is
+asked whatever the policy says; while the person does not trust the folder, every
+write is. File-system failures are reported as ToolError, never raised past the tool.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Callable
@@ -16,12 +19,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from lily_kernel.errors import ToolError
-from lily_kernel.tools.context import ToolContext
+from lily_kernel.tools.context import Question, ToolContext
+from lily_kernel.tools.questions import call_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, blocking
 
 __all__ = ["MAX_READ_CHARS", "confine", "file_tools", "resolve_in_workspace"]
 
-Handler = TypeVar("Handler", bound=Callable[..., str])
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 500
@@ -92,7 +96,7 @@ def _filesystem_errors(handler: Handler) -> Handler:
     """Report what the file system refuses as the tool's error, not as a crash."""
 
     @functools.wraps(handler)
-    def guarded(args: Any, ctx: ToolContext) -> str:
+    def guarded(args: Any, ctx: ToolContext) -> Any:
         try:
             return handler(args, ctx)
         except (OSError, RuntimeError, ValueError) as exc:
@@ -175,8 +179,20 @@ def _list(args: ListArgs, ctx: ToolContext) -> str:
     return "\n".join(shown + ([f"... and {more} more"] if more else []))
 
 
-@_filesystem_errors
-def _write(args: WriteArgs, ctx: ToolContext) -> str:
+# Files that run later, when the person runs an everyday command in the folder (pytest,
+# pip, make, npm, python itself): a write creating or changing one is asked whatever
+# the policy says, as is one overwriting a notebook.
+RUNS_LATER = frozenset({
+    "conftest.py", "setup.py", "setup.cfg", "pyproject.toml", "noxfile.py", "tox.ini",
+    "pytest.ini", "sitecustomize.py", "usercustomize.py", "fabfile.py", "dodo.py",
+    "Makefile", "makefile", "GNUmakefile", "justfile", "Justfile", "Rakefile",
+    "package.json", "Taskfile.yml", "Taskfile.yaml", "Dockerfile", "docker-compose.yml",
+    "compose.yaml"})
+RUNS_LATER_SUFFIXES = (".pth",)  # read (and run) by every Python started with site-packages
+
+
+def _write_target(args: WriteArgs, ctx: ToolContext) -> Path:
+    """Where a write would go, or why it may not (ToolError)."""
     target = resolve_in_workspace(ctx.workspace, args.path)
     # Resolved now, not when the session started: a link created since then counts.
     for own in map(_resolved, ctx.protected):
@@ -185,6 +201,35 @@ def _write(args: WriteArgs, ctx: ToolContext) -> str:
                             "skills or persona); tools may not change it.")
     if target == ctx.workspace.resolve() or target.is_dir():
         raise ToolError(f"'{args.path}' is a folder.")
+    return target
+
+
+def _risk(target: Path, path: str) -> str | None:
+    """Why this write is asked whatever the policy says, or None."""
+    if target.suffix == ".ipynb" and target.exists():
+        return f"It would overwrite the notebook {path}."
+    if target.name in RUNS_LATER or target.suffix in RUNS_LATER_SUFFIXES:
+        verb = "overwrite" if target.exists() else "create"
+        return f"It would {verb} {path}, a file that runs later (pytest, pip, make, npm…)."
+    return None
+
+
+@_filesystem_errors
+def _prepare_write(args: WriteArgs, ctx: ToolContext) -> Question:
+    """The write's question, once its path is known to be writable: a write that may not
+    happen fails before anyone is asked."""
+    target = _write_target(args, ctx)
+    question = call_question("write", {"path": args.path, "content": args.content})
+    risk = _risk(target, args.path)
+    if risk is None:
+        return dataclasses.replace(question, subject=target)
+    return dataclasses.replace(question, text=f"{risk}\n{question.text}", subject=target,
+                               always=True)
+
+
+@_filesystem_errors
+def _write(args: WriteArgs, ctx: ToolContext) -> str:
+    target = _write_target(args, ctx)  # again: a link made since the question counts
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(args.content, encoding="utf-8")
@@ -201,5 +246,5 @@ def file_tools() -> list[Tool]:
         Tool("list", "List a folder of the workspace (folders first, with sizes).",
              ListArgs, blocking(_list), text_argument="path"),
         Tool("write", "Create or replace a text file in the workspace.", WriteArgs,
-             blocking(_write)),
+             blocking(_write), prepare=blocking(_prepare_write), asks_untrusted=True),
     ]

@@ -19,10 +19,15 @@ from typing import Any, Literal
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry
 from lily_kernel.validation import ShapeError
 
-__all__ = ["Caller", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy", "check_call"]
+__all__ = ["AskReason", "Caller", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy",
+           "check_call"]
 
 Caller = Literal["model", "owner"]
 Decision = Literal["allow", "ask", "deny"]
+# Why a call is put to the person: the policy says `ask`; the person does not trust the
+# folder; or the call itself (it would overwrite a notebook, or make a file that runs
+# later), whatever the policy says.
+AskReason = Literal["policy", "untrusted", "call"]
 
 
 class Refusal(StrEnum):
@@ -51,16 +56,25 @@ class ToolPolicy:
     deny: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     explicit: frozenset[str] = frozenset()  # tools "*" does not cover
+    # Allowed tools asked all the same because the person does not trust the folder
+    # (trust/settings.py: the tools that change it).
+    untrusted: frozenset[str] = frozenset()
 
     def decision(self, name: str) -> Decision:
-        """deny > ask > allow; an explicit tool needs its name in `allow` or `ask`."""
+        """deny > ask > allow; an explicit tool needs its name in `allow` or `ask`; an
+        allowed tool in `untrusted` is asked."""
         if name in self.deny:  # deny wins over everything, including "*"
             return "deny"
         if name in self.ask:
             return "ask"
         if name in self.allow or (self.allow == "*" and name not in self.explicit):
-            return "allow"
+            return "ask" if name in self.untrusted else "allow"
         return "deny"
+
+    def why_asked(self, name: str) -> AskReason:
+        """Why a tool the policy asks is asked: configured so (`tools.ask`), or the
+        folder is not trusted."""
+        return "policy" if name in self.ask else "untrusted"
 
     def allows(self, name: str) -> bool:
         """True when the tool may run (for `ask` tools: once the person agrees)."""

@@ -9,48 +9,17 @@ the question is never more than a few lines, whatever the model sent.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from lily_kernel.tools.context import Question
 from lily_kernel.tools.sandbox import ScriptPlan
+from lily_kernel.visible import MAX_SHOWN, shown
 
 __all__ = ["MAX_SHOWN", "call_question", "script_question", "shown"]
 
-MAX_SHOWN = 120  # characters of one value, as shown
 MAX_VALUES = 4  # values shown besides the first; the rest are counted
 # Keys that say what a call acts on: shown first.
 _TARGETS = ("path", "file", "script", "target", "url", "name")
-
-
-# Shown as escapes: control and format characters (direction marks, zero-width ones),
-# separators and spaces other than the plain one (no-break spaces), combining marks
-# (a strike-through over the text), unassigned and private ones; and letters that draw
-# nothing (the Hangul fillers).
-_ESCAPED = ("Cc", "Cf", "Zl", "Zp", "Zs", "Mn", "Me", "Cs", "Co", "Cn")
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-
-def _visible(char: str) -> str:
-    if char == "\\":
-        return "\\\\"
-    if char == '"':
-        return '\\"'
-    if char != " " and (unicodedata.category(char) in _ESCAPED or char in _BLANK_LETTERS):
-        return char.encode("unicode_escape").decode("ascii") if char not in "\n\t\r" else (
-            {"\n": "\\n", "\t": "\\t", "\r": "\\r"}[char])
-    return char
-
-
-def shown(value: object, limit: int = MAX_SHOWN) -> str:
-    """A value as the person reads it: quoted, control characters made visible, and
-    past `limit` characters shortened in the middle with its full length."""
-    text = value if isinstance(value, str) else repr(value)
-    escaped = "".join(map(_visible, text))
-    if len(escaped) <= limit:
-        return f'"{escaped}"'
-    half = (limit - 3) // 2
-    return f'"{escaped[:half]}…{escaped[-half:]}" ({len(text):,} characters)'
 
 
 def script_question(plan: ScriptPlan) -> str:

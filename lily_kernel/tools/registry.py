@@ -15,7 +15,7 @@ import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.validation import build
@@ -35,12 +35,16 @@ Handler = Callable[[Any, ToolContext], Awaitable[str]]
 Offered = Literal["always", "with_skill", "while_selecting"]
 
 
-def blocking(function: Callable[[Any, ToolContext], str]) -> Handler:
-    """A handler doing file-system work in a worker thread: a large read or a slow disk
-    must leave the kernel responsive (and the stop button working) meanwhile."""
+T = TypeVar("T")
+
+
+def blocking(function: Callable[[Any, ToolContext], T]
+             ) -> Callable[[Any, ToolContext], Awaitable[T]]:
+    """A handler (or `prepare`) doing file-system work in a worker thread: a large read
+    or a slow disk must leave the kernel responsive (and the stop button working)."""
 
     @functools.wraps(function)
-    async def handler(args: Any, ctx: ToolContext) -> str:
+    async def handler(args: Any, ctx: ToolContext) -> T:
         return await asyncio.to_thread(function, args, ctx)
 
     return handler
@@ -70,10 +74,15 @@ class Tool:
     not apply (Lily's own skill selection, `load_skill`: not named in lily.yaml, not
     listed in /help's policy). `kept_by`: lower-case `allowed-tools` names that keep the
     tool when a skill narrows the tools (its own name always does); `None` means
-    narrowing never removes it. `question`: how one call is put to the person when the
-    policy says `ask` (None: its name and arguments). `announce`: the notice a call
-    leaves in the notebook, from its arguments and outcome (None: `Tool <name>: ran`, or
-    why not; a function returning None: no notice).
+    narrowing never removes it. `prepare`: the call made ready before anyone is asked,
+    as the question the person would read (None: its name and arguments): it checks
+    what the call would act on first (a path that may not be written fails here, never
+    after a question), its `subject` is what the handler then does, and `always` asks
+    the person about this very call whatever the policy says (a write over a notebook).
+    `asks_untrusted`: the tool changes the workspace, so while the person does not trust
+    the folder each call is asked. `announce`: the notice a call leaves in the
+    notebook, from its arguments and outcome (None: `Tool <name>: ran`, or why not; a
+    function returning None: no notice).
     """
 
     name: str
@@ -86,7 +95,8 @@ class Tool:
     explicit: bool = False
     governed: bool = True
     kept_by: frozenset[str] | None = frozenset()
-    question: Callable[[Any, ToolContext], Awaitable[Question]] | None = None
+    prepare: Callable[[Any, ToolContext], Awaitable[Question]] | None = None
+    asks_untrusted: bool = False
     announce: Callable[[dict[str, Any], ToolOutcome], str | None] | None = None
 
     def parse_arguments(self, arguments: dict[str, Any]) -> Any:

@@ -146,7 +146,7 @@ async def _plan(args: RunSkillScriptArgs, ctx: ToolContext) -> ScriptPlan:
         host.allowed_env))
 
 
-async def _question(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:
+async def _prepare(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:
     plan = await _plan(args, ctx)
     return Question(script_question(plan), f"running {plan.script} of skill '{plan.skill}'",
                     subject=plan)
@@ -154,9 +154,10 @@ async def _question(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:
 
 async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> str:
     host = _host(ctx)
-    # The plan the person approved (its script's sha256 included), when they were asked.
-    approved = ctx.approved.subject if ctx.approved is not None else None
-    plan = approved if isinstance(approved, ScriptPlan) else await _plan(args, ctx)
+    # The plan made before the call (its script's sha256 included), which the person
+    # approved where they were asked.
+    prepared = ctx.prepared.subject if ctx.prepared is not None else None
+    plan = prepared if isinstance(prepared, ScriptPlan) else await _plan(args, ctx)
     stopped = SkillScriptRun(skill=plan.skill, script=plan.script, sha256=plan.sha256,
                              arguments=list(plan.arguments), sandboxed=plan.sandboxed,
                              outcome="interrupted")
@@ -178,5 +179,5 @@ def run_skill_script_tool() -> Tool:
         "Run a script from the active skill's scripts/ folder with arguments (working "
         "directory: the workspace). Returns its exit code and output.",
         RunSkillScriptArgs, _run, offered="with_skill", explicit=True,
-        kept_by=frozenset({"bash"}), question=_question,
+        kept_by=frozenset({"bash"}), prepare=_prepare,
     )

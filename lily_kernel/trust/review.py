@@ -1,26 +1,33 @@
 """Which workspace skills are held until the person trusts them, and what trusting means.
 
-Workspace-level skills (`skills/`, `.agents/skills/`, `.claude/skills/` in the
-workspace) arrive with a folder. Until the person trusts the workspace, and again
-after one of them is added or changed, they are held: not in the snapshot's skills (so
-not in the catalog, not invocable, no scripts), but listed as `untrusted` diagnostics
-saying why. User, extra and bundled skills are the person's own and always trusted; so
-is a workspace root that is also one of those roots (Lily's checkout, where `skills/` is
-the bundled root). Pure but for reading the skill folders to digest them.
+A skill is workspace-level when it arrives with the folder: found in a workspace-level
+root (`skills/`, `.agents/skills/`, `.claude/skills/`), or, whatever root found it,
+when its real folder is inside the workspace; unless a root of the person's own
+configuration (their user roots, extra roots and the bundled one, as their variables
+and defaults say, never the workspace's lily.yaml) holds it: Lily's own checkout,
+whose `skills/` is the bundled root, or a home folder opened as the workspace. Location
+decides, not the root: a root a lily.yaml adds inside the workspace, or a link into
+one, brings nothing trusted. Until the person trusts the workspace, and again after one
+of them is added or changed, they are held: not in the snapshot's skills (so not in the
+catalog, not invocable, no scripts), but listed as `untrusted` diagnostics saying why.
+Pure but for reading the skill folders to digest them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from lily_kernel.skills import Diagnostic, DiagnosticKind, SkillSnapshot
-from lily_kernel.trust.store import WorkspaceTrust, folder_digest
+from lily_kernel.skills import Diagnostic, DiagnosticKind, Skill, SkillSnapshot
+from lily_kernel.skills.digest import DigestCache, folder_digest
+from lily_kernel.trust.store import WorkspaceTrust
 
-__all__ = ["HeldSkill", "hold_untrusted"]
+__all__ = ["HeldSkill", "hold_untrusted", "skill_folder_digest"]
+
+SKILL_FILE = "SKILL.md"
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,21 @@ class HeldSkill:
 
 
 def _inside(path: str, folders: list[str]) -> bool:
-    return any(path == f or path.startswith(f + os.sep) for f in folders)
+    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
+
+
+def skill_folder_digest(skill: Skill, cache: DigestCache | None = None) -> str:
+    """A skill folder's digest, its SKILL.md taken as the loader read it."""
+    return folder_digest(os.path.dirname(skill.path), cache, {SKILL_FILE: skill.digest})
+
+
+def _key(folder: str, real: str, workspace: Path) -> str:
+    """The store's key of a skill folder: its path in the workspace (through a link, the
+    real one's, when that is in the workspace)."""
+    top = os.path.realpath(workspace)
+    if _inside(real, [top]):
+        return os.path.relpath(real, top)
+    return os.path.relpath(folder, workspace)
 
 
 def hold_untrusted(
@@ -46,38 +67,61 @@ def hold_untrusted(
     workspace: Path,
     trusted: WorkspaceTrust | None,
     everything: bool = False,
+    person_roots: tuple[str, ...] = (),
+    cache: DigestCache | None = None,
 ) -> tuple[SkillSnapshot, dict[str, str], tuple[HeldSkill, ...]]:
-    """The snapshot with the workspace skills not trusted at their digest held; the
-    digests of every workspace skill (what trusting now would record); the held ones.
-    `everything`: the workspace is trusted as a whole for this process (LILY_TRUST)."""
-    own = [os.path.realpath(r.path) for r in snapshot.roots if r.source != "workspace"]
+    """The snapshot with the workspace-level skills not trusted at their digest held,
+    each kept one carrying the digest it was trusted at; the digests of every
+    workspace-level skill (what trusting now would record); the held ones.
+    `everything`: the workspace is trusted as a whole for this process (LILY_TRUST):
+    nothing is held and nothing is digested. `person_roots`: the roots of the person's
+    own configuration."""
+    if everything:
+        return snapshot, {}, ()
+    own = [os.path.realpath(r) for r in person_roots]
+    top = os.path.realpath(workspace)
     digests: dict[str, str] = {}
     held: list[HeldSkill] = []
-    kept = []
+    kept: list[Skill] = []
     for skill in snapshot.skills:
         folder = os.path.dirname(skill.path)
-        if skill.source != "workspace" or _inside(os.path.realpath(folder), own):
+        real = os.path.realpath(folder)
+        arrived = skill.source == "workspace" or _inside(real, [top])
+        if not arrived or _inside(real, own):
             kept.append(skill)
             continue
-        rel = os.path.relpath(folder, workspace)
-        digest = digests[rel] = folder_digest(folder)
+        rel = _key(folder, real, workspace)
+        digest = digests[rel] = skill_folder_digest(skill, cache)
         known = trusted.skills.get(rel) if trusted is not None else None
-        if everything or known == digest:
-            kept.append(skill)
+        if known == digest:
+            kept.append(replace(skill, trusted_digest=digest))
         else:
             held.append(HeldSkill(skill.name, skill.path, rel, digest,
                                   "changed" if known is not None else "new"))
+    if cache is not None:
+        cache.save()
     if not held:
-        return snapshot, digests, ()
+        return _with_skills(snapshot, kept, ()), digests, ()
     why = {"new": "this workspace is not trusted",
            "changed": "changed since this workspace was trusted"}
-    diagnostics = [*snapshot.diagnostics, *(Diagnostic(
+    diagnostics = tuple(Diagnostic(
         DiagnosticKind.UNTRUSTED, h.name, "workspace", h.path,
         f"held: {why[h.why]}; trust it when Lily asks, or run `lily trust {workspace}`")
-        for h in held)]
+        for h in held)
+    return _with_skills(snapshot, kept, diagnostics, held), digests, tuple(held)
+
+
+def _with_skills(snapshot: SkillSnapshot, skills: list[Skill],
+                   diagnostics: tuple[Diagnostic, ...],
+                   held: list[HeldSkill] | None = None) -> SkillSnapshot:
+    """The snapshot with these skills and these diagnostics added; its digest covers
+    what is held too."""
+    if not held and list(snapshot.skills) == skills:
+        return snapshot
     overall = hashlib.sha256(snapshot.digest.encode())
-    for h in held:
+    for h in held or ():
         overall.update(f"held\0{h.name}\0{h.digest}\n".encode())
-    return SkillSnapshot(version=snapshot.version, digest=overall.hexdigest(),
-                         roots=snapshot.roots, skills=tuple(kept),
-                         diagnostics=tuple(diagnostics)), digests, tuple(held)
+    return SkillSnapshot(version=snapshot.version,
+                         digest=overall.hexdigest() if held else snapshot.digest,
+                         roots=snapshot.roots, skills=tuple(skills),
+                         diagnostics=(*snapshot.diagnostics, *diagnostics))

@@ -15,12 +15,14 @@ from pathlib import Path
 from lily_kernel.config import CONFIG_FILE
 from lily_kernel.errors import TrustStoreError
 from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills.digest import DigestCache, file_digest, folder_digest
 from lily_kernel.trust.review import HeldSkill, hold_untrusted
-from lily_kernel.trust.store import TrustStore, WorkspaceTrust, file_digest
+from lily_kernel.trust.store import TrustStore, WorkspaceTrust
 
-__all__ = ["TRUST_VARIABLE", "TrustState", "trusted_by_environment"]
+__all__ = ["PERSONA_FOLDER", "TRUST_VARIABLE", "TrustState", "trusted_by_environment"]
 
 TRUST_VARIABLE = "LILY_TRUST"
+PERSONA_FOLDER = "persona"
 
 
 def trusted_by_environment(environ: Mapping[str, str]) -> bool:
@@ -31,7 +33,10 @@ def trusted_by_environment(environ: Mapping[str, str]) -> bool:
 
 @dataclass
 class TrustState:
-    """The workspace's trust; `held_settings` are the lily.yaml lines not applied."""
+    """The workspace's trust; `held_settings` are the lily.yaml lines not applied.
+    `person_roots`: the skills roots of the person's own configuration (their variables
+    and defaults), which hold no workspace-level skill; `digests` keeps file digests
+    between sessions (skills/digest.py)."""
 
     workspace: Path
     store: TrustStore
@@ -39,10 +44,16 @@ class TrustState:
     held_settings: tuple[str, ...] = ()
     problem: str | None = None  # the store could not be read (told in the first cell)
     held: tuple[HeldSkill, ...] = ()  # what the last `hold` held
+    person_roots: tuple[str, ...] = ()
+    digests: DigestCache = field(default_factory=lambda: DigestCache(None))
     config_digest: str | None = field(init=False)
+    persona_digest: str | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.config_digest = file_digest(self.workspace / CONFIG_FILE)
+        persona = self.workspace / PERSONA_FOLDER
+        self.persona_digest = (None if self.by_environment or not persona.is_dir()
+                               else folder_digest(str(persona), self.digests))
         if not self.by_environment:
             self.entry()  # a store that cannot be read is known (and told) from the start
 
@@ -54,6 +65,11 @@ class TrustState:
             self.problem = str(exc)
             return None
 
+    def trusted(self) -> bool:
+        """Whether the person trusts this folder at all (the store has it, whatever is
+        held in it now, or the environment says so): an untrusted one's writes are asked."""
+        return self.by_environment or self.entry() is not None
+
     def config_trusted(self) -> bool:
         """No lily.yaml, or one trusted at its present digest (or by the environment)."""
         if self.by_environment or self.config_digest is None:
@@ -61,15 +77,31 @@ class TrustState:
         entry = self.entry()
         return entry is not None and entry.config == self.config_digest
 
+    def persona_trusted(self) -> bool:
+        """No persona/ folder, or one trusted at its present digest (or by the environment)."""
+        if self.by_environment or self.persona_digest is None:
+            return True
+        entry = self.entry()
+        return entry is not None and entry.persona == self.persona_digest
+
+    def persona_line(self) -> str | None:
+        """The trust question's line for a held persona/ folder (None: nothing held)."""
+        if self.persona_trusted():
+            return None
+        entry = self.entry()
+        return f"{PERSONA_FOLDER}/ ({'changed' if entry and entry.persona else 'new'})"
+
     def hold(self, snapshot: SkillSnapshot
              ) -> tuple[SkillSnapshot, dict[str, str], tuple[HeldSkill, ...]]:
         """The snapshot with untrusted workspace skills held (`hold_untrusted`)."""
         entry = None if self.by_environment else self.entry()
-        held = hold_untrusted(snapshot, self.workspace, entry, self.by_environment)
+        held = hold_untrusted(snapshot, self.workspace, entry, self.by_environment,
+                              self.person_roots, self.digests)
         self.held = held[2]
         return held
 
     def trust(self, digests: Mapping[str, str]) -> None:
-        """Record the workspace as trusted: its lily.yaml and these skills, at these
-        digests (raises TrustStoreError)."""
-        self.store.record(self.workspace, WorkspaceTrust(self.config_digest, dict(digests)))
+        """Record the workspace as trusted: its lily.yaml, persona and these skills, at
+        these digests (raises TrustStoreError)."""
+        self.store.record(self.workspace, WorkspaceTrust(
+            self.config_digest, dict(digests), self.persona_digest))

@@ -2,17 +2,19 @@
 
 One JSON file under the Lily home (`<home>/trust.json`), outside every workspace, so a
 downloaded folder cannot trust itself. Per workspace (its resolved path): the digest of
-its `lily.yaml` when trusted, and each trusted workspace skill's digest (its SKILL.md
-and every file of its folder) by the folder's path inside the workspace. A skill added
-or changed since is not in it at that digest: it is held again, the rest stay trusted.
+its `lily.yaml` when trusted, of its `persona/` folder, and each trusted workspace
+skill's digest (its SKILL.md and every file of its folder, skills/digest.py) by the
+folder's path inside the workspace. A skill added or changed since is not in it at that
+digest: it is held again, the rest stay trusted. An entry with nothing in it still says
+the person trusts the folder (its `write`s are not asked for that reason).
 
-A store that cannot be read or parsed raises `TrustStoreError` and is never written
-over: the person's other trusted workspaces are not lost to one bad edit.
+A store that cannot be read or parsed (not a regular file, not JSON, nested past what
+the parser takes) raises `TrustStoreError` and is never written over: the person's
+other trusted workspaces are not lost to one bad edit.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -24,14 +26,11 @@ from typing import Any
 
 from lily_kernel.errors import TrustStoreError
 
-__all__ = ["TRUST_FILE", "TrustStore", "WorkspaceTrust", "file_digest", "folder_digest"]
+__all__ = ["TRUST_FILE", "TrustStore", "WorkspaceTrust"]
 
 TRUST_FILE = "trust.json"
 VERSION = 1
-# A skill folder's digest reads at most this many files and bytes; past them it stands
-# for what was read and how much more there is (names and sizes), never silently less.
-MAX_FILES = 5_000
-MAX_BYTES = 256 * 1024 * 1024
+MAX_STORE_BYTES = 16 * 1024 * 1024  # a store past this is not one Lily wrote
 
 
 @dataclass(frozen=True)
@@ -40,9 +39,11 @@ class WorkspaceTrust:
 
     config: str | None = None  # the trusted lily.yaml's digest (None: not trusted)
     skills: dict[str, str] = field(default_factory=dict)  # folder (relative) -> digest
+    persona: str | None = None  # the trusted persona/ folder's digest
 
     def as_json(self) -> dict[str, Any]:
-        return {"lily_yaml": self.config, "skills": dict(sorted(self.skills.items())),
+        return {"lily_yaml": self.config, "persona": self.persona,
+                "skills": dict(sorted(self.skills.items())),
                 "trusted_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
@@ -50,12 +51,15 @@ def _entry(raw: Any, where: str) -> WorkspaceTrust:
     if not isinstance(raw, dict):
         raise TrustStoreError(f"{where}: not an object")
     config, skills = raw.get("lily_yaml"), raw.get("skills", {})
+    persona = raw.get("persona")
     if config is not None and not isinstance(config, str):
         raise TrustStoreError(f"{where}: 'lily_yaml' is not a digest")
+    if persona is not None and not isinstance(persona, str):
+        raise TrustStoreError(f"{where}: 'persona' is not a digest")
     if not isinstance(skills, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in skills.items()):
         raise TrustStoreError(f"{where}: 'skills' is not a mapping of folders to digests")
-    return WorkspaceTrust(config, dict(skills))
+    return WorkspaceTrust(config, dict(skills), persona)
 
 
 class TrustStore:
@@ -70,18 +74,16 @@ class TrustStore:
         if self.path is None:
             return {"version": VERSION,
                     "workspaces": {k: v.as_json() for k, v in self._memory.items()}}
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        text = _read_store(self.path)
+        if text is None:
             return {"version": VERSION, "workspaces": {}}
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TrustStoreError(f"cannot read the trust store {self.path}: {exc}") from exc
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
+            why = exc if isinstance(exc, ValueError) else "nested too deeply"
             raise TrustStoreError(
-                f"the trust store {self.path} is not valid JSON ({exc}); fix or remove it "
-                "(workspace skills and settings stay held until then)") from exc
+                f"the trust store {self.path} is not valid JSON ({why}); fix or remove it "
+                "(workspace skills and settings stay held until then)") from None
         if not isinstance(data, dict) or not isinstance(data.get("workspaces"), dict):
             raise TrustStoreError(
                 f"the trust store {self.path} is not a Lily trust store (no 'workspaces' "
@@ -115,49 +117,28 @@ class TrustStore:
             raise TrustStoreError(f"cannot write the trust store {self.path}: {exc}") from exc
 
 
-def file_digest(path: Path) -> str | None:
-    """The sha256 of a regular file's bytes; None when there is none at `path`."""
+def _read_store(path: Path) -> str | None:
+    """The store's text; None when there is none. Never blocks (a FIFO at its place is
+    refused, not opened for a read that would wait forever)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise TrustStoreError(f"cannot read the trust store {path}: {exc.strerror}") from exc
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "not-a-file"
-        digest = hashlib.sha256()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise TrustStoreError(f"the trust store {path} is not a regular file; remove it "
+                                  "(workspace skills and settings stay held until then)")
+        if info.st_size > MAX_STORE_BYTES:
+            raise TrustStoreError(f"the trust store {path} is {info.st_size:,} bytes, more "
+                                  "than Lily writes; fix or remove it")
+        chunks = []
         while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-        return digest.hexdigest()
+            chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrustStoreError(f"cannot read the trust store {path}: {exc}") from exc
     finally:
         os.close(fd)
-
-
-def folder_digest(folder: str) -> str:
-    """One digest of a skill folder: every file's path and bytes (links by their
-    target), in path order; past MAX_FILES or MAX_BYTES, names and sizes only."""
-    digest = hashlib.sha256()
-    files, read = 0, 0
-    for top, dirs, names in os.walk(folder):
-        dirs.sort()
-        # Links to folders are not followed: they count as links, like links to files.
-        links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
-        dirs[:] = [d for d in dirs if d not in links]
-        for name in sorted([*names, *links]):
-            path = os.path.join(top, name)
-            rel = os.path.relpath(path, folder)
-            files += 1
-            try:
-                info = os.lstat(path)
-            except OSError:
-                digest.update(f"{rel}\0gone\n".encode("utf-8", "surrogateescape"))
-                continue
-            if stat.S_ISLNK(info.st_mode):
-                target = os.readlink(path)
-                digest.update(f"{rel}\0link\0{target}\n".encode("utf-8", "surrogateescape"))
-            elif files > MAX_FILES or read + info.st_size > MAX_BYTES:
-                digest.update(f"{rel}\0size\0{info.st_size}\n".encode("utf-8", "surrogateescape"))
-            else:
-                read += info.st_size
-                content = file_digest(Path(path)) or "unreadable"
-                digest.update(f"{rel}\0{content}\n".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()

@@ -12,7 +12,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
 CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "config.py",
-        "errors.py", "events.py", "redaction.py", "validation.py"]
+        "errors.py", "events.py", "redaction.py", "validation.py", "visible.py"]
 
 # What each part of lily_kernel may import from lily_kernel (besides itself). No sideways
 # edges: the kernel goes through the runtime only, commands hand the runtime an intent
@@ -22,19 +22,20 @@ ALLOWED = {
     "validation": set(),
     "events": set(),
     "redaction": set(),
+    "visible": set(),
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
-    "tools": {"config", "errors", "events", "redaction", "validation"},
+    "tools": {"config", "errors", "events", "redaction", "validation", "visible"},
     "session": {"config", "persona", "skills"},
     "prompting": {"persona", "skills"},
     "llm": {"config", "errors", "redaction"},
-    "commands": {"config", "errors", "persona", "session", "skills", "tools"},
-    "trust": {"config", "errors", "skills", "tools"},
+    "commands": {"config", "errors", "persona", "session", "skills", "tools", "visible"},
+    "trust": {"config", "errors", "skills", "tools", "validation"},
     "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
-                "redaction", "session", "skills", "tools", "trust"},
+                "redaction", "session", "skills", "tools", "trust", "visible"},
     "kernel": {"__init__", "errors", "redaction", "runtime"},
-    "cli": {"commands", "errors", "runtime", "skills", "trust"},
+    "cli": {"commands", "errors", "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
     "__init__": set(),
 }

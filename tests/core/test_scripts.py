@@ -485,7 +485,8 @@ def test_script_env_is_read_from_config_and_held_when_untrusted(tmp_path: Path,
     monkeypatch.delenv("LILY_TRUST")
     held = LilyEnvironment.load(tmp_path, {"HOME": str(tmp_path)})
     assert held.config.script_env == ()
-    assert any(line.startswith("script_env: passing MY_TOOL_HOME") for line in held.trust.held_settings)
+    assert any(line.startswith("script_env: MY_TOOL_HOME (variables passed to skill scripts")
+               for line in held.trust.held_settings)
     assert LilyEnvironment.load(tmp_path, {"HOME": str(tmp_path), "LILY_SCRIPT_ENV": "A, B"}
                                 ).config.script_env == ("A", "B")
 

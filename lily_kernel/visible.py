@@ -1,0 +1,49 @@
+"""Text from files, folders and models as a person may safely read it: nothing invisible,
+nothing that moves the cursor.
+
+Shown as escapes: control and format characters (a newline is `\\n`, an ANSI escape
+`\\x1b`, direction marks, zero-width ones), separators and spaces other than the plain one
+(no-break spaces), combining marks (a strike-through over the text), unassigned and
+private ones; and letters that draw nothing (the Hangul fillers). A terminal, a console
+front end or a question then shows exactly what is there: an escape code in a `model:`
+value cannot erase the line above it, a newline in a folder name cannot forge a line.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = ["MAX_SHOWN", "shown", "visible"]
+
+MAX_SHOWN = 120  # characters of one value, as `shown` shows it
+
+_ESCAPED = ("Cc", "Cf", "Zl", "Zp", "Zs", "Mn", "Me", "Cs", "Co", "Cn")
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _char(char: str, quoting: bool) -> str:
+    if quoting and char in '\\"':
+        return "\\" + char
+    if char != " " and (unicodedata.category(char) in _ESCAPED or char in _BLANK_LETTERS):
+        return _NAMED.get(char) or char.encode("unicode_escape").decode("ascii")
+    return char
+
+
+def visible(text: str) -> str:
+    """`text` with every character that is invisible or moves the cursor as its escape;
+    plain text (ASCII letters, digits, punctuation, spaces) unchanged."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case, at C speed
+    return "".join(_char(c, quoting=False) for c in text)
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """A value as the person reads it in a question: quoted, invisible characters made
+    visible, and past `limit` characters shortened in the middle with its full length."""
+    text = value if isinstance(value, str) else repr(value)
+    escaped = "".join(_char(c, quoting=True) for c in text)
+    if len(escaped) <= limit:
+        return f'"{escaped}"'
+    half = (limit - 3) // 2
+    return f'"{escaped[:half]}…{escaped[-half:]}" ({len(text):,} characters)'
