@@ -5,6 +5,7 @@ from lily_kernel.commands.builtins import (
     CommandOutcome,
     describe_skill,
     dispatched,
+    ranks_skills,
     run_command,
 )
 from lily_kernel.commands.completion import Completion, complete, inspect
@@ -44,6 +45,7 @@ __all__ = [
     "inspect",
     "parse_command",
     "ranked_result",
+    "ranks_skills",
     "render_html",
     "render_markdown",
     "render_plain",

@@ -41,6 +41,7 @@ __all__ = [
     "CommandOutcome",
     "describe_skill",
     "dispatched",
+    "ranks_skills",
     "run_command",
 ]
 
@@ -58,7 +59,14 @@ def _no_argument(name: str, argument: str) -> None:
 
 def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     snap = ctx.session.skill_snapshot
-    return CommandOutcome(ranked_result(snap, argument) if argument else skills_result(snap))
+    return CommandOutcome(ranked_result(snap, argument, ctx.stop) if argument
+                          else skills_result(snap))
+
+
+def ranks_skills(parsed: ParsedCommand) -> bool:
+    """Whether the command ranks the session's skills (`/skills <words>`): a snapshot's
+    first ranking may encode its skills, which the runtime says beforehand."""
+    return parsed.name == "skills" and bool(parsed.argument)
 
 
 # --- /skill and its forms (commands/invocation.py) -------------------------------

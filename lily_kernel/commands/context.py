@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,7 +20,8 @@ class CommandContext:
     """Read-only inputs of a command. Loaders do I/O; commands never touch the session.
 
     `load_snapshot(version)` rebuilds skills from disk; `load_persona(agent)` reads an
-    agent; `list_agents()` lists them. The runtime supplies all three.
+    agent; `list_agents()` lists them. The runtime supplies all three, and `stop`, which
+    it sets when the cell is stopped (a ranking then stops encoding skills).
     """
 
     session: Session
@@ -30,6 +32,7 @@ class CommandContext:
     list_agents: Callable[[], list[str]]
     # lily.yaml settings not applied while the workspace is not trusted (/help says so).
     held_settings: tuple[str, ...] = ()
+    stop: threading.Event | None = None
 
 
 @dataclass(frozen=True)

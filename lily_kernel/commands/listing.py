@@ -5,6 +5,8 @@ Also `lily skills`'s text output. Pure: a snapshot in, a `CommandResult` out.
 
 from __future__ import annotations
 
+import threading
+
 from lily_kernel.commands.results import Block, CommandResult, Details, Table, Text
 from lily_kernel.skills import SkillSnapshot
 
@@ -46,11 +48,13 @@ def skills_result(snap: SkillSnapshot) -> CommandResult:
 RANKED_SHOWN = 10  # `/skills <words>` shows the most relevant skills, at most this many
 
 
-def ranked_result(snap: SkillSnapshot, words: str) -> CommandResult:
+def ranked_result(snap: SkillSnapshot, words: str,
+                  stop: threading.Event | None = None) -> CommandResult:
     """`/skills <words>`: the snapshot's skills ranked against the words (the ranker
-    that gives the model its shortlist; no model involved), with their scores."""
+    that gives the model its shortlist; no model involved), with their scores. Raises
+    EncodingStopped when `stop` is set while the snapshot's skills are encoded."""
     looked_up = snap.ranker.words(words)
-    ranked = snap.ranker.rank(words)
+    ranked = snap.ranker.rank(words, stop=stop)
     title = (f"Skills for \"{' '.join(words.split())}\": {len(ranked)} of "
              f"{len(snap.skills)} match (snapshot {snap.version})")
     if not looked_up:

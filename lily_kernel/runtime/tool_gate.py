@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lily_kernel.commands import CommandOutcome, dispatched
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.events import EventLog, ToolCalled
 from lily_kernel.prompting import (
@@ -108,6 +109,19 @@ class ToolGate:
             outcome = await self._run(sink, tool, args, arguments, ctx, caller)
         self._record(outcome, caller, arguments, step)
         return outcome
+
+    async def dispatch(self, sink: CellSink, command: str,
+                       outcome: CommandOutcome) -> CommandOutcome:
+        """A tool_dispatch command's outcome once its tool ran, for the person (caller
+        `owner`); refused or failed, the command's error."""
+        result = outcome.result
+        assert result.dispatch is not None
+        dispatch = result.dispatch
+        ran = await self.run(sink, dispatch.tool, dict(dispatch.arguments), "owner")
+        if ran.status != "ran":
+            return CommandOutcome(replace(result, dispatch=None, error=(
+                f"/{command} ({dispatch.tool}): {ran.detail}")))
+        return CommandOutcome(dispatched(result, ran.text), outcome.change)
 
     def _asks(self, tool: Tool, question: Question, caller: Caller) -> AskReason | None:
         """Why the person is asked about this call, or None. The person's own command (a

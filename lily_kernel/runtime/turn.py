@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,7 @@ from lily_kernel.prompting.selection import (
     selection_schema,
 )
 from lily_kernel.prompting.skill_text import bounded_body, skill_body
+from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
@@ -43,9 +45,6 @@ from lily_kernel.tools import Tool
 __all__ = ["STREAM_INTERVAL", "Turn"]
 
 STREAM_INTERVAL = 0.05  # seconds between display updates while a reply streams
-# A first ranking that encodes this many skills or more is said beforehand, with its
-# time at ~0.1 s a skill (one core, docs/benchmarks.md: 1,061 skills in 110 s).
-ENCODING_NOTICE_AT, ENCODING_SECONDS = 50, 0.1
 
 
 class _StreamView:
@@ -78,9 +77,11 @@ class Turn:
     """One request: the model's calls, its tool calls, and what the person sees."""
 
     def __init__(self, *, model: ChatModel, gate: ToolGate, log: EventLog, sink: CellSink,
-                 settings: ModelConfig, request: ModelRequest, choice: SkillChoice) -> None:
+                 settings: ModelConfig, request: ModelRequest, choice: SkillChoice,
+                 stop: threading.Event | None = None) -> None:
         self.model, self.gate, self.log, self.sink = model, gate, log, sink
         self.settings, self.request, self.choice = settings, request, choice
+        self.stop = stop  # set when the cell is stopped: a ranking stops encoding
         self.messages: list[dict[str, Any]] = []  # what this turn adds after the request
         self.texts: list[str] = []
         self.tokens_in = 0
@@ -252,16 +253,12 @@ class Turn:
 
     async def _shortlist(self, snapshot: SkillSnapshot) -> Shortlist:
         """The request's shortlist, ranked off the event loop (the stop button stays
-        live): the first ranking of a snapshot by meaning may encode its skills, once a
-        machine, which for many skills takes a while, and says so first."""
-        count = await asyncio.to_thread(snapshot.ranker.unencoded)
-        if count >= ENCODING_NOTICE_AT:
-            self.sink.notice(
-                f"Reading what {count:,} skills are about, once for this machine "
-                f"(about {max(1, round(count * ENCODING_SECONDS))} s; kept in Lily's "
-                "cache for every session).")
+        live, and stops the encoding with `stop`): the first ranking of a snapshot by
+        meaning may encode its skills, once a machine, which for many skills takes a
+        while, and says so first."""
+        await announce_encoding(snapshot, self.sink)
         return await asyncio.to_thread(request_shortlist, snapshot,
-                                       str(self.request.user_message["content"]))
+                                       str(self.request.user_message["content"]), self.stop)
 
     async def _decide(self, short: Shortlist) -> tuple[Selection, str]:
         """The shortlist's decision (no candidate: none; one: that skill), or the model's

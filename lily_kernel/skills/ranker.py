@@ -18,6 +18,11 @@ with it. Without them (the encoder not installed, or its files refused: `lexical
 says why), the lexical score alone. Both are relevant from RELEVANT_SCORE (chosen on the
 eval set's tuning part, docs/skills.md). Scores are rounded to 6 decimals and ties
 broken by name: the same snapshot and request always give the same ranking.
+
+The skills' vectors are had on the first ranking by meaning, outside the ranker's lock:
+encoding many takes minutes, a chunk at a time, and a ranking's caller may stop it
+between chunks (its `stop` event; the ranking then raises EncodingStopped). Another
+ranking meanwhile waits for no more than the chunk in progress.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["RELEVANT_SCORE", "SEMANTIC_WEIGHT", "STOP_WORDS", "Meaning", "Rankable", "Ranked",
-           "SkillRanker", "query_words"]
+__all__ = ["RELEVANT_SCORE", "SEMANTIC_WEIGHT", "STOP_WORDS", "EncodingStopped", "Meaning",
+           "Rankable", "Ranked", "SkillRanker", "query_words"]
 
 _log = logging.getLogger("lily_kernel")
 
@@ -106,11 +111,18 @@ class Rankable(Protocol):
     def body(self) -> str: ...
 
 
+class EncodingStopped(Exception):  # noqa: N818 (what happened, asked for: not a fault)
+    """A ranking's caller stopped it (its `stop` event) while skills were encoded; the
+    chunks done are kept."""
+
+
 class Meaning(Protocol):
     """Sentence vectors of skills and requests, unit rows (skills/vectors.py's
-    `SkillVectors`); both raise EncoderUnavailable when they cannot be had."""
+    `SkillVectors`); both raise EncoderUnavailable when they cannot be had, and the
+    skills' EncodingStopped once `stop` is set, between chunks."""
 
-    def skills(self, skills: Sequence[Rankable]) -> Any: ...
+    def skills(self, skills: Sequence[Rankable], stop: threading.Event | None = None
+               ) -> Any: ...
 
     def missing(self, skills: Sequence[Rankable]) -> int: ...
 
@@ -128,7 +140,8 @@ class SkillRanker:
 
     def __init__(self, skills: Sequence[Rankable]) -> None:
         self._skills = skills
-        self._lock = threading.Lock()  # one index, built once, used from any thread
+        # One index, built once, used from any thread (never held while encoding).
+        self._lock = threading.Lock()
         self._db: Any = None
         self._stems: dict[str, str] = {}  # word -> its stem, as FTS5's tokenizer makes it
         self._meaning: Meaning | None = None
@@ -160,13 +173,13 @@ class SkillRanker:
         are had, or without meaning): a slow first ranking can be said beforehand."""
         from lily_kernel.skills.embedding import EncoderUnavailable
 
-        with self._lock:
-            if self._meaning is None or self._vectors is not None:
-                return 0
-            try:
-                return self._meaning.missing(self._skills)
-            except EncoderUnavailable:
-                return 0  # the ranking says why, and goes on by words
+        meaning = self._meaning
+        if meaning is None or self._vectors is not None:
+            return 0
+        try:
+            return meaning.missing(self._skills)
+        except EncoderUnavailable:
+            return 0  # the ranking says why, and goes on by words
 
     def _database(self) -> Any:
         """The index, built on first use (call it holding the lock)."""
@@ -223,13 +236,15 @@ class SkillRanker:
                 kept.append(word)
         return kept
 
-    def rank(self, text: str, limit: int | None = None) -> list[Ranked]:
+    def rank(self, text: str, limit: int | None = None,
+             stop: threading.Event | None = None) -> list[Ranked]:
         """The skills relevant to the request, most relevant first (ties by name); at most
         `limit` of them. Lexically, those that match any of its words; with vectors, all
-        that score above 0."""
+        that score above 0. Raises EncodingStopped when `stop` is set while the skills
+        are encoded."""
         with self._lock:
             lexical = self._lexical(text)
-            cosines = self._cosines(text)
+        cosines = self._cosines(text, stop)
         if cosines is None:
             scores = {row: round(score, 6) for row, score in lexical.items()}
         else:
@@ -253,22 +268,31 @@ class SkillRanker:
         scale = math.log(1 + max(len(self._skills), MIN_POPULATION))
         return {row - 1: -score / scale for row, score in found if row <= len(self._skills)}
 
-    def _cosines(self, text: str) -> Any:
-        """Each skill's cosine with the request, or None without vectors (call it holding
-        the lock). The skills' vectors are had once; a failure is said once, in
-        `lexical_only` and the log, and the ranker goes on with words alone."""
+    def _cosines(self, text: str, stop: threading.Event | None) -> Any:
+        """Each skill's cosine with the request, or None without vectors (call it without
+        the lock: two rankings may encode at once, and share the chunks). The skills'
+        vectors are had once; a failure is said once, in `lexical_only` and the log, and
+        the ranker goes on with words alone."""
         from lily_kernel.skills.embedding import EncoderRefused, EncoderUnavailable
 
-        if self._meaning is None or not self._skills:
+        meaning, vectors = self._meaning, self._vectors
+        if meaning is None or not self._skills:
             return None
         try:
-            if self._vectors is None:
-                self._vectors = self._meaning.skills(self._skills)
-            return self._vectors @ self._meaning.request(text)
+            if vectors is None:
+                vectors = meaning.skills(self._skills, stop)
+                with self._lock:
+                    if self._meaning is meaning:  # not given other vectors meanwhile
+                        self._vectors = vectors
+            return vectors @ meaning.request(text)
         except EncoderUnavailable as exc:
-            self._meaning, self.lexical_only = None, str(exc)
-            _log.log(logging.WARNING if isinstance(exc, EncoderRefused) else logging.INFO,
-                     "skills are ranked by their words only: %s", exc)
+            with self._lock:
+                told = self._meaning is not meaning  # another ranking said it already
+                if not told:
+                    self._meaning, self.lexical_only = None, str(exc)
+            if not told:
+                _log.log(logging.WARNING if isinstance(exc, EncoderRefused) else logging.INFO,
+                         "skills are ranked by their words only: %s", exc)
             return None
 
     def best(self, text: str) -> Ranked | None:

@@ -7,6 +7,7 @@ import copy
 import logging
 import math
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,7 +191,7 @@ class FixedMeaning:
         self.vector = request
         self.asked = 0
 
-    def skills(self, skills: Sequence[Any]) -> Any:
+    def skills(self, skills: Sequence[Any], stop: threading.Event | None = None) -> Any:
         import numpy as np
 
         self.asked += 1
@@ -229,7 +230,7 @@ def test_an_encoder_that_is_refused_leaves_the_words_alone_and_says_why(
     from lily_kernel.skills.embedding import EncoderRefused
 
     class Refused(FixedMeaning):
-        def skills(self, skills: Sequence[Any]) -> Any:
+        def skills(self, skills: Sequence[Any], stop: threading.Event | None = None) -> Any:
             self.asked += 1
             raise EncoderRefused("model.safetensors is not the file Lily was built with")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -290,7 +291,7 @@ class SlowMeaning:
     def __init__(self) -> None:
         self.encoded = 0
 
-    def skills(self, skills: Sequence[Any]) -> Any:
+    def skills(self, skills: Sequence[Any], stop: threading.Event | None = None) -> Any:
         import time
 
         import numpy as np

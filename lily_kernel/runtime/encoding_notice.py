@@ -1,0 +1,26 @@
+"""The notice before a ranking that will encode many skills: its one wording and threshold."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lily_kernel.runtime.sink import CellSink
+from lily_kernel.skills import SkillSnapshot
+
+__all__ = ["ENCODING_NOTICE_AT", "ENCODING_SECONDS", "announce_encoding"]
+
+# A first ranking that encodes this many skills or more is said beforehand, with its
+# time at ~0.1 s a skill (one core, docs/benchmarks.md: 1,061 skills in 110 s).
+ENCODING_NOTICE_AT, ENCODING_SECONDS = 50, 0.1
+
+
+async def announce_encoding(snapshot: SkillSnapshot, sink: CellSink) -> None:
+    """Before a ranking of the snapshot (a declaration's shortlist, `/skills <words>`, a
+    catalog over its budget): say so when it will encode ENCODING_NOTICE_AT skills or
+    more, once a machine (counted off the event loop: it reads the cache)."""
+    count = await asyncio.to_thread(snapshot.ranker.unencoded)
+    if count >= ENCODING_NOTICE_AT:
+        sink.notice(
+            f"Reading what {count:,} skills are about, once for this machine "
+            f"(about {max(1, round(count * ENCODING_SECONDS))} s; kept in Lily's "
+            "cache for every session).")
