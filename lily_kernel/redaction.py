@@ -3,7 +3,10 @@
 What is hidden, as `[redacted]`: the value of every environment variable whose name
 looks like a credential, and any run of `MIN_FRAGMENT` or more consecutive characters
 of such a value (a provider may echo a key without its prefix, or only its tail);
-key-shaped strings (`sk-…`) the environment does not know; credentials inside URLs.
+key-shaped strings (`sk-…`) the environment does not know; credentials inside URLs;
+PEM private-key blocks, whole; JWTs; and the value (not the key) of a credential
+assignment, `password=…`, `"client_secret": "…"`, `aws_secret_access_key = …` (the
+rule for what counts as one is at `_ASSIGNED`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 __all__ = ["MIN_FRAGMENT", "Redactor", "is_secret_name", "redact", "secret_values"]
 
 MIN_FRAGMENT = 8
+_MASK = "[redacted]"
 # Variables whose values are credentials: the word anywhere in the name
 # (OPENAI_API_KEY, OPENAI_API_KEY_2, AZURE_AD_TOKEN, DB_PASSWORD_FILE, MYSQL_PWD,
 # GITHUB_PAT, SENTRY_DSN, SLACK_WEBHOOK_URL, API_AUTH, ...); not PWD, PATH or AUTHOR.
@@ -35,7 +39,65 @@ _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
 _URL_KEY_PARAM = re.compile(
     r"([?&](?:api[-_]?key|key|token|access_token|sig|signature|code)=)[^&\s'\"\\]+",
     re.IGNORECASE)
-_MASK = "[redacted]"
+# A private key in PEM (PKCS#1/#8, OpenSSH, EC, ENCRYPTED, PGP's armour), masked from
+# its BEGIN line through its END line. The body stops at the first "-----" (linear
+# however many BEGIN lines there are); a block cut short before its END (an output cap)
+# is masked through the base64 and `Name: value` header lines that follow, as written
+# or JSON-escaped (`\n`).
+_PRIVATE_KEY_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_PRIVATE_KEY = re.compile(
+    r"-----BEGIN " + _PRIVATE_KEY_LABEL
+    + r"(?:[^-]*(?:-(?!----)[^-]*)*-----END " + _PRIVATE_KEY_LABEL
+    + r"|(?:(?:\r?\n|(?:\\r)?\\n)+[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+:[^\r\n\\]*))*)")
+# A JWT (JWS, or the first three parts of a JWE): base64url parts, the first a JSON
+# header (`{"` is `eyJ`); the signature is empty for `alg: none`. Only at the start of
+# a run of base64url characters: tried at every `eyJ` of a long run, it is quadratic.
+_JWT = re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"
+                  r"(?:\.[A-Za-z0-9_-]+){0,2}")
+# A credential assignment: a key ending in one of these words, in any case and
+# spelling (`password`, `DB_PASSWORD`, `dbPassword`, `client_secret`, `SECRET_KEY`,
+# `aws_secret_access_key`, `SecretAccessKey`, `api_key`, `access_token`; not
+# `password_field`, `tokenizer` or `max_tokens`: the word must end the key), quoted or
+# not (JSON's `"password":`), then `=` (not `==`) or `:`, then its value: quoted (with
+# an optional r/b/u prefix), to the closing quote or, cut short, the end of the line;
+# or bare, up to a space, quote, `,` `;` or a closing bracket. A quoted value does not
+# start with a space or `)` `,` `;` `+` `.` `%` `]` `}`: that quote closes a string
+# the key was in (`getpass("Password: ")`, `"Password: " + name`), it opens no value.
+# What is masked of the value is decided in `_mask_assigned`. The lookahead on the
+# words' first letters lets the engine skip to candidates (2x faster on prose).
+_ASSIGNED = re.compile(
+    r"(?=[PSAR])(?P<key>(?:pass(?:word|wd|phrase)|pwd|secret(?:[_-]?access)?(?:[_-]?key)?"
+    r"|api[_-]?key|(?:access|auth|refresh)[_-]?token)(?:\\?[\"'])?[ \t]*(?::|=(?!=))[ \t]*)"
+    r"(?:(?P<prefix>[rbu]{0,2})(?P<quote>\\?[\"'`])(?![\s),;+.%\]}])(?P<quoted>[^\r\n]*?)"
+    r"(?P<close>(?<!\\)(?P=quote)|(?=[\r\n]|\Z))"
+    r"|(?P<bare>" + re.escape(_MASK) + r"|[^\s'\"`,;)\]}]+))",  # (masked already: whole)
+    re.IGNORECASE)
+# A bare value that is code or a reference, not a credential: a call or subscript
+# (`getpass()`, `os.environ[`), a dotted name (`form.password`), a shell variable
+# (`$DB_PASSWORD`, `${DB_PASSWORD}`), a path (`PWD=/home/me`, `secret: ~/.secrets/db`).
+_NOT_A_CREDENTIAL = re.compile(
+    r"[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]+(?:\.[A-Za-z_]+)+|\$\{?\w+\}?|(?:[/~]|\.\.?/).*")
+# A bare value is a credential when it has 6+ characters and either a digit or a
+# symbol (`hunter2`, `p@ss!word`; `_` does not count, so an identifier like
+# `default_password` is a reference) or 20+ characters (a letters-only random key).
+_BARE_MIN, _BARE_LONG = 6, 20
+_WORD = re.compile(r"[A-Za-z_]*")
+
+
+def _mask_assigned(match: re.Match[str]) -> str:
+    """The assignment with its value masked when it is a credential: any non-empty
+    quoted literal; a bare value by the rule above. Words (`None`, `required`,
+    `Tokenizer`) and code are left as they are."""
+    key, quoted, bare = match.group("key", "quoted", "bare")
+    if quoted is not None:
+        if not quoted:
+            return match.group()
+        prefix, quote, close = match.group("prefix", "quote", "close")
+        return f"{key}{prefix}{quote}{_MASK}{close}"
+    if (len(bare) < _BARE_MIN or _NOT_A_CREDENTIAL.fullmatch(bare)
+            or (_WORD.fullmatch(bare) and len(bare) < _BARE_LONG)):
+        return match.group()
+    return key + _MASK
 
 
 def is_secret_name(name: str) -> bool:
@@ -79,8 +141,12 @@ class Redactor:
             text = text.replace(secret, _MASK)
         if self._runs is not None:
             text = self._mask_runs(self._runs, text)
+        # Each pattern below starts with a literal or a short word: one pass each, in C.
+        text = _PEM_PRIVATE_KEY.sub(_MASK, text)
+        text = _JWT.sub(_MASK, text)
         text = _URL_USERINFO.sub(_MASK + "@", text)
         text = _URL_KEY_PARAM.sub(r"\1" + _MASK, text)
+        text = _ASSIGNED.sub(_mask_assigned, text)
         return _KEY_SHAPED.sub(_MASK, text)
 
     @staticmethod

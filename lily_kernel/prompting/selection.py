@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lily_kernel.prompting.system import cut_entry
 from lily_kernel.skills import RELEVANT_SCORE, Ranked, Skill, SkillSnapshot
 
 __all__ = [
@@ -87,8 +88,9 @@ def request_shortlist(snapshot: SkillSnapshot, text: str,
 
 
 def candidates_message(skills: list[Skill]) -> dict[str, Any]:
-    """What the model reads before declaring: the near-equal candidates, one line each."""
-    lines = "\n".join(f"- {s.name}: {' '.join(s.summary.split())}" for s in skills)
+    """What the model reads before declaring: the near-equal candidates, one line each
+    (a summary cut as the catalog cuts it)."""
+    lines = "\n".join(f"- {s.name}: {cut_entry(' '.join(s.summary.split()))}" for s in skills)
     return {"role": "user",
             "content": f"Skills that may fit my message:\n{lines}\nName the one that fits, "
                        "or null."}

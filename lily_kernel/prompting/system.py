@@ -9,7 +9,7 @@ from lily_kernel.persona import Persona
 from lily_kernel.prompting.skill_text import SKILL_FILES_NOTE, forced_skill_section, skill_body
 from lily_kernel.skills import Skill
 
-__all__ = ["Catalog", "build_catalog", "build_system_prompt"]
+__all__ = ["ENTRY_TEXT_MAX", "Catalog", "build_catalog", "build_system_prompt", "cut_entry"]
 
 SELECTION_RULES = """\
 - Select at most one skill per request. Skills cannot be combined or chained.
@@ -39,33 +39,51 @@ class Catalog:
 
 
 # Claude Code's cap on what its listing shows of a skill's description and when_to_use.
+# Lily applies it to every entry, a summary alone too (a 200 KB description made a 1 MB
+# system prompt: the request's shortlist is listed whatever the budget), and counts
+# it as the model reads it, escaped.
 ENTRY_TEXT_MAX = 1_536
 
 
+def cut_entry(text: str, limit: int = ENTRY_TEXT_MAX) -> str:
+    """`text` within `limit` characters: cut with an ellipsis, and never inside an
+    entity of escaped text (`&amp;`), which the model would read as garbage."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    amp = cut.rfind("&", len(cut) - 4)  # the longest entity, `&amp;`, has 4 before `;`
+    if amp != -1 and ";" not in cut[amp:]:
+        cut = cut[:amp]
+    return cut.rstrip() + "…"
+
+
 def _entry_text(skill: Skill) -> str:
-    """The summary, then Claude Code's `when_to_use` (cut so that both stay within
-    ENTRY_TEXT_MAX characters; a summary alone is never cut)."""
-    summary = " ".join(skill.summary.split())
-    when = " ".join(skill.when_to_use.split())
+    """The summary, then Claude Code's `when_to_use`, escaped, both within
+    ENTRY_TEXT_MAX characters (`when_to_use` is cut first; a summary that fills them
+    alone is cut itself and has no `when_to_use`)."""
+    summary = cut_entry(escape(" ".join(skill.summary.split()), quote=False))
+    when = escape(" ".join(skill.when_to_use.split()), quote=False)
     if not when:
         return summary
     prefix = f"{summary} When to use: " if summary else "When to use: "
     room = ENTRY_TEXT_MAX - len(prefix)
     if room <= 1:
         return summary
-    return prefix + (when if len(when) <= room else when[:room - 1].rstrip() + "…")
+    return prefix + cut_entry(when, room)
 
 
 def _catalog_entry(skill: Skill) -> str:
     """One line, `- name: summary When to use: ...`: half the tokens of an XML element
     per skill (the model reads the catalog on every request), and as clear to it."""
-    return f"- {escape(skill.name, quote=False)}: {escape(_entry_text(skill), quote=False)}"
+    return f"- {escape(skill.name, quote=False)}: {_entry_text(skill)}"
 
 
 def build_catalog(skills: tuple[Skill, ...], max_chars: int,
                   keep: frozenset[str] = frozenset()) -> Catalog:
     """Model-visible skills in snapshot order, until `max_chars` is reached; the skills
-    in `keep` (the request's shortlist) are listed whatever the budget, first counted."""
+    in `keep` (the request's shortlist) are listed whatever the budget, first counted
+    (each entry is at most ENTRY_TEXT_MAX characters and its name, so they cost at most
+    that many each)."""
     visible = [s for s in skills if s.model_visible]
     used = sum(len(_catalog_entry(s)) + 1 for s in visible if s.name in keep)
     entries: list[str] = []

@@ -82,6 +82,8 @@ def _read(path: Path) -> Any:
         raise UsageError(f"{path}: cannot read it ({exc}).") from None
     except ValueError as exc:
         raise UsageError(f"{path}: not JSON ({exc}).") from None
+    except RecursionError:  # json's decoder recurses per bracket (`[[[[…`)
+        raise UsageError(f"{path}: nested too deeply to read as JSON.") from None
 
 
 def _names(value: Any, where: str, snapshot: SkillSnapshot) -> frozenset[str | None]:

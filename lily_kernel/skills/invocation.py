@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from lily_kernel.skills.frontmatter import MAX_SKILL_BYTES
 from lily_kernel.skills.models import Skill
 
 __all__ = [
+    "EXPANSION_CUT",
     "FOLDER_PLACEHOLDERS",
+    "MAX_EXPANSION_GROWTH",
     "alias_clashes",
     "dynamic_context",
     "expand_skill_body",
@@ -39,6 +42,15 @@ _ARGUMENT_PARTS = (
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _FOLDER = "|".join(re.escape(p) for p in FOLDER_PLACEHOLDERS)
 _FOLDER_ONLY = re.compile(f"(?P<folder>{_FOLDER})")
+
+# What the substitutions may add to a body beyond one copy of the request: as much as a
+# SKILL.md may hold. Without a bound, 20,000 `$ARGUMENTS` and a 10 KB request made a
+# 200 MB request to the model (and 28,000 `{baseDir}` in a 256 KiB body, 3 MB). Past it,
+# the rest of the placeholders are left as written, after this line.
+MAX_EXPANSION_GROWTH = MAX_SKILL_BYTES
+EXPANSION_CUT = (f"[Lily cut the expansion here: expanded in full, this SKILL.md would grow "
+                 f"by more than {MAX_EXPANSION_GROWTH // 1024} KiB and the request; the "
+                 "placeholders from here on are left as written]")
 
 # Claude Code runs `!`command`` (inline) and ```! fenced blocks before the model reads
 # the skill; Lily never does.
@@ -71,15 +83,21 @@ def expand_skill_body(body: str, folder: str, arguments: str | None = None,
     """`body` with the folder placeholders replaced by `folder`, and, when `arguments`
     is given (the person's text after the command), `$ARGUMENTS` by that text as typed,
     `$ARGUMENTS[N]` and `$N` by its Nth word (from 0, shell-style; "" past the last) and
-    `$name` by the word at the name's place in `names` (frontmatter `arguments`)."""
+    `$name` by the word at the name's place in `names` (frontmatter `arguments`).
+    The body grows by at most `MAX_EXPANSION_GROWTH` characters and the request's
+    length; the placeholders past that point are left as written, after `EXPANSION_CUT`."""
     if arguments is None:
         if "{" not in body:  # no placeholder can be there: most bodies
             return body
-        return _FOLDER_ONLY.sub(folder, body)
-    words = split_arguments(arguments)
+        return _FOLDER_ONLY.sub(_bounded(lambda _: folder, 0), body)
+    # Split only when the body asks for a word: shlex takes 3 s over a 500 KB request.
+    words: tuple[str, ...] | None = None
     places = {name: i for i, name in reversed(list(enumerate(names)))}
 
     def word(index: int) -> str:
+        nonlocal words
+        if words is None:
+            words = split_arguments(arguments)
         return words[index] if index < len(words) else ""
 
     def replace(match: re.Match[str]) -> str:
@@ -94,7 +112,28 @@ def expand_skill_body(body: str, folder: str, arguments: str | None = None,
             return word(places[named])
         return arguments
 
-    return _pattern(names).sub(replace, body)
+    return _pattern(names).sub(_bounded(replace, len(arguments)), body)
+
+
+def _bounded(replace: Callable[[re.Match[str]], str],
+             request: int) -> Callable[[re.Match[str]], str]:
+    """`replace`, until its replacements have grown the body by more than
+    MAX_EXPANSION_GROWTH + `request` characters: that placeholder and the ones after it
+    stay as written, the first after EXPANSION_CUT."""
+    room = MAX_EXPANSION_GROWTH + request
+    grown = 0
+
+    def bounded(match: re.Match[str]) -> str:
+        nonlocal grown
+        if grown > room:
+            return match.group()
+        value = replace(match)
+        grown += len(value) - len(match.group())
+        if grown > room:
+            return EXPANSION_CUT + match.group()
+        return value
+
+    return bounded
 
 
 def invocation_warnings(skill: Skill, reserved: frozenset[str]) -> list[str]:

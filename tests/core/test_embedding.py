@@ -38,13 +38,18 @@ def test_it_reproduces_sentence_transformers_reference_similarity() -> None:
 @needs_encoder
 @pytest.mark.embedded
 def test_a_texts_vector_does_not_depend_on_its_batch() -> None:
+    """The same vector within float32 rounding, not bit for bit: OpenBLAS may sum a row
+    in another order at another place in a batch (seen on a fresh clone; here with
+    OPENBLAS_CORETYPE=Haswell, 1.5e-7 apart)."""
     encoder = shared_encoder()
     texts = ["short", "a much longer sentence that needs padding beside the short one " * 5,
              "plot a chart"] * 7
     together = encoder.encode(texts)
     alone = encoder.encode(texts[1:2])
-    assert abs(together[1] - alone[0]).max() < 1e-5
-    assert (together[0] == together[3]).all()  # one batch, one text: the same vector
+    for one, other in [(together[1], alone[0]),  # alone and padded in a batch
+                       (together[0], together[3])]:  # one batch, one text, two places
+        assert float(one @ other) >= 0.99999  # unit rows: their cosine
+        assert abs(one - other).max() <= 1e-5
 
 
 def _folder(tmp_path: Path, weights: bytes) -> Path:

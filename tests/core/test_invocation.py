@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from lily_kernel.skills import LoadRules, SkillRoot, expand_skill_body, load_snapshot
-from lily_kernel.skills.invocation import FOLDER_PLACEHOLDERS, dynamic_context, split_arguments
+from lily_kernel.skills.invocation import (
+    EXPANSION_CUT,
+    FOLDER_PLACEHOLDERS,
+    MAX_EXPANSION_GROWTH,
+    dynamic_context,
+    split_arguments,
+)
 from lily_kernel.tools import skill_files
 from tests.conftest import write_skill
 
@@ -41,6 +47,27 @@ def test_a_model_selected_skill_keeps_its_argument_placeholders() -> None:
 def test_one_pass_nothing_typed_is_expanded_again() -> None:
     typed = "$1 {baseDir} $ARGUMENTS"
     assert expand_skill_body("[$ARGUMENTS] [$0]", "/f", typed) == f"[{typed}] [$1]"
+
+
+def test_an_expansion_stops_growing_and_says_so() -> None:
+    body = "$ARGUMENTS\n" * 20_000
+    request = "x" * 10_000
+    text = expand_skill_body(body, "/f", request)  # 200 MB, expanded in full
+    assert len(text) <= len(body) + MAX_EXPANSION_GROWTH + len(request) + len(EXPANSION_CUT)
+    assert text.count(EXPANSION_CUT) == 1 and "KiB" in EXPANSION_CUT
+    expanded, rest = text.split(EXPANSION_CUT)
+    assert expanded == (request + "\n") * (len(expanded) // (len(request) + 1))
+    assert rest.startswith("$ARGUMENTS\n") and set(rest.split()) == {"$ARGUMENTS"}
+    folders = expand_skill_body("{baseDir}/x " * 25_000, "/f" * 50, None)  # 2.5 MB in full
+    assert len(folders) < 25_000 * 12 + MAX_EXPANSION_GROWTH + len(EXPANSION_CUT)
+    assert EXPANSION_CUT in folders
+
+
+def test_ordinary_expansions_are_whole() -> None:
+    request = "y" * (2 * MAX_EXPANSION_GROWTH)  # one copy of a long request always fits
+    assert expand_skill_body("Do: $ARGUMENTS.", "/f", request) == f"Do: {request}."
+    text = expand_skill_body("$ARGUMENTS " * 20, "/f", "z" * 10_000)
+    assert text == ("z" * 10_000 + " ") * 20
 
 
 @pytest.mark.parametrize(("body", "expected"), [

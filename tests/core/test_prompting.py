@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lily_kernel.persona import Persona, PersonaFile
-from lily_kernel.prompting import build_catalog, build_model_request
+from lily_kernel.prompting import build_catalog, build_model_request, build_system_prompt
 from lily_kernel.prompting.system import ENTRY_TEXT_MAX
 from lily_kernel.skills import Frontmatter, Skill, SkillSnapshot
 
@@ -113,3 +113,31 @@ def test_a_forced_skill_reads_the_persons_arguments() -> None:
     assert request.system.endswith(
         '# Skill: argskill\n\nGreet ada (ada "the count") from /u/argskill; then the count.\n')
     assert request.user_message["content"] == 'ada "the count"'
+
+
+def test_every_entry_is_capped_kept_or_not_and_the_budget_holds_for_the_rest() -> None:
+    huge = tuple(skill(f"big{i}", "a&b " * 50_000) for i in range(5))  # 200 KB each
+    snapshot = SkillSnapshot(1, "d", (), huge, ())
+    frame = build_system_prompt(PERSONA, build_catalog((), 1_000))
+    line = len("- big0: \n") + ENTRY_TEXT_MAX
+    request = build_model_request(persona=PERSONA, snapshot=snapshot, history=[],
+                                  user_text="hi", catalog_max_chars=1_000,
+                                  keep=frozenset(s.name for s in huge))  # all shortlisted
+    assert len(request.system) <= len(frame) + 5 * line
+    assert request.catalog is not None and len(request.catalog.listed) == 5
+    entry = request.catalog.text.splitlines()[1]
+    assert entry.endswith("…") and "&" not in entry.replace("&amp;", "")
+    catalog = build_catalog(huge, 2 * line)  # none kept: the budget decides
+    assert catalog.listed == ("big0", "big1") and len(catalog.text) <= len(
+        build_catalog((), 0).text) + 2 * line
+    assert build_catalog(huge, 2 * line, frozenset({"big4"})).listed == ("big0", "big4")
+
+
+def test_an_entry_is_never_cut_inside_an_escaped_character() -> None:
+    for before in range(6):  # the cut falls before `&amp;`, on each of its characters, after
+        entry = build_catalog((skill("e", "x" * (ENTRY_TEXT_MAX - 1 - before) + "&" * 400),),
+                              10_000).text.splitlines()[1]
+        text = entry.removeprefix("- e: ")
+        assert len(text) <= ENTRY_TEXT_MAX and text.endswith("…")
+        assert text.removesuffix("…").replace("&amp;", "").strip("x") == ""
+        assert text.count("&amp;") == (1 if before == 5 else 0)

@@ -1,7 +1,9 @@
-"""Redaction: whole secrets, any 8-character run of one, key shapes, URL credentials."""
+"""Redaction: whole secrets, any 8-character run of one, key shapes, URL credentials,
+private-key blocks, JWTs and credential assignments (and what is not one)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,99 @@ def test_everyday_variables_are_not(name: str) -> None:
 ])
 def test_key_shaped_strings_the_environment_does_not_know(key: str) -> None:
     assert redact(f"found {key} in .env.local", []) == "found [redacted] in .env.local"
+
+
+PEM_BODY = ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
+            "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n")
+
+
+@pytest.mark.parametrize("label", ["PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY",
+                                   "OPENSSH PRIVATE KEY", "ENCRYPTED PRIVATE KEY",
+                                   "DSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK"])
+def test_a_private_key_block_is_hidden_whole(label: str) -> None:
+    block = f"-----BEGIN {label}-----\n{PEM_BODY}-----END {label}-----"
+    assert redact(f"key:\n{block}\nnext line", []) == "key:\n[redacted]\nnext line"
+    escaped = block.replace("\n", "\\n")  # in a JSON string (a service account's file)
+    assert redact(f'{{"private_key": "{escaped}\\n", "id": 1}}', []) == (
+        '{"private_key": "[redacted]\\n", "id": 1}')
+
+
+def test_an_encrypted_or_cut_short_private_key_is_hidden_too() -> None:
+    encrypted = ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n"
+                 "DEK-Info: AES-128-CBC,3F17F5316E2BAC89E2E4B7DBDA3A9C58\n\n" + PEM_BODY
+                 + "-----END RSA PRIVATE KEY-----")
+    assert redact(encrypted + "\ndone", []) == "[redacted]\ndone"
+    cut = "-----BEGIN EC PRIVATE KEY-----\n" + PEM_BODY + "[output cut at 10 KB]"
+    assert redact(cut, []) == "[redacted]\n[output cut at 10 KB]"  # through the base64 lines
+    certificate = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+    assert redact(certificate, []) == certificate  # public: not a secret
+
+
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ikpv"
+       "aG4ifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+
+
+def test_a_jwt_is_hidden() -> None:
+    assert redact(f"Authorization: Bearer {JWT}\n", []) == "Authorization: Bearer [redacted]\n"
+    unsigned = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9."  # alg: none
+    assert redact(f"token {unsigned} ok", []) == "token [redacted] ok"
+    assert redact("see eyJhbGc.eyJ or file.tar.gz", []) == "see eyJhbGc.eyJ or file.tar.gz"
+
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(("line", "hidden"), [
+    (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [redacted]"),
+    (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", "AWS_SECRET_ACCESS_KEY=[redacted]"),
+    (f'export AWS_SECRET_ACCESS_KEY="{AWS_SECRET}"', 'export AWS_SECRET_ACCESS_KEY="[redacted]"'),
+    (f'{{"aws_secret_access_key": "{AWS_SECRET}"}}', '{"aws_secret_access_key": "[redacted]"}'),
+    (f'"SecretAccessKey": "{AWS_SECRET}",', '"SecretAccessKey": "[redacted]",'),
+    ("Aws_Secret_Access_Key: " + "wJalrXUtnFEMIKbPxRfiCYEXAMPLEKEYabcdefgh",  # letters only
+     "Aws_Secret_Access_Key: [redacted]"),
+    ("password=hunter2", "password=[redacted]"),
+    ("DB_PASSWORD=Tr0ub4dor&3", "DB_PASSWORD=[redacted]"),
+    ("passwd: s3cret!!", "passwd: [redacted]"),
+    ("Server=db;Uid=bob;Pwd=s3cr3tPass;", "Server=db;Uid=bob;Pwd=[redacted];"),
+    ("secret=0123456789abcdef", "secret=[redacted]"),
+    ("client_secret: GOCSPX-abcdefghijklmn", "client_secret: [redacted]"),
+    ('{"password": "hunter", "user": "bob"}', '{"password": "[redacted]", "user": "bob"}'),
+    ('{\\"password\\": \\"hunter2\\"}', '{\\"password\\": \\"[redacted]\\"}'),  # escaped JSON
+    ("connect(user='bob', password=b'hunter2')", "connect(user='bob', password=b'[redacted]')"),
+    ('"access_token": "ya29.a0AfH6SMBx"', '"access_token": "[redacted]"'),
+    ('password = "cut short', 'password = "[redacted]'),
+    ("password: correcthorsebatterystaple", "password: [redacted]"),  # 20+ letters
+])
+def test_a_credential_assignment_keeps_its_key_and_loses_its_value(line: str,
+                                                                    hidden: str) -> None:
+    assert redact(line, []) == hidden
+
+
+@pytest.mark.parametrize("text", [
+    "sorted(x, key=len)", "tokenizer = Tokenizer()", "password_field = form.password",
+    "password = form.password", 'password = getpass.getpass("Password: ")',
+    'password = os.environ["DB_PASSWORD"]', "password = default_password",
+    "password: Optional[str] = None", 'password: str = ""', 'if password == "hunter2":',
+    'print("password:", pw)', 'label = "Password: " + name', "password: ${DB_PASSWORD}",
+    "PWD=/home/me/project", '"password": {"type": "string"}', "max_new_tokens=512",
+    'eos_token = "</s>"', "Secret: everything's fine", "password: required",
+    "pwd=ab12",  # under 6 characters
+])
+def test_code_words_and_references_are_not_credentials(text: str) -> None:
+    assert redact(text, []) == text
+
+
+def test_a_value_masked_by_an_earlier_rule_is_masked_once() -> None:
+    assert redact("password=hunter2-is-in-the-env", ["hunter2-is-in-the-env"]) == (
+        "password=[redacted]")
+    assert redact("https://h/v1?api-key=abc123&x=1", []) == "https://h/v1?api-key=[redacted]&x=1"
+
+
+def test_inputs_built_against_the_patterns_take_linear_time() -> None:
+    """Each pattern is tried at few places (a JWT only where a base64url run starts):
+    300 KB of `eyJ` took 34 s when it was tried at every one."""
+    for text in ["eyJ" * 100_000, "-----BEGIN PRIVATE KEY-----" * 10_000,
+                 'password: "' * 30_000, "pwd" * 100_000 + "=x1234567"]:
+        start = time.perf_counter()
+        redact(text, [])
+        assert time.perf_counter() - start < 1.0

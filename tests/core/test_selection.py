@@ -58,3 +58,15 @@ def test_a_long_body_is_cut_at_a_line_or_a_word_and_says_so() -> None:
     cut, _ = bounded_body(paragraph, 200)
     assert len(cut.split("\n\n[")[0]) > 150  # not just the title: at a word's end
     assert bounded_body("short", 200) == ("short", 0)
+
+
+def test_a_candidates_summary_is_cut_as_the_catalogs_entries_are() -> None:
+    from lily_kernel.prompting.selection import candidates_message
+    from lily_kernel.prompting.system import ENTRY_TEXT_MAX
+    from lily_kernel.skills import Skill
+
+    big = Skill(name="big", source="bundled", path="/s/big/SKILL.md", digest="0" * 64,
+                summary="word " * 40_000, body="")
+    content = candidates_message([big, big])["content"]
+    assert len(content) < 2 * (ENTRY_TEXT_MAX + len("- big: \n")) + 100
+    assert "- big: word word" in content and "…" in content

@@ -120,6 +120,8 @@ def test_the_embedded_model_and_a_skills_own_trigger_evals(skills: Path) -> None
     (lambda w: w / "missing.json", "missing.json: does not exist."),
     (lambda w: write_json(w / "x.json", {"query": "q"}), "must be a non-empty JSON list"),
     (lambda w: (w / "x.json").write_text("[{") and w / "x.json", "x.json: not JSON"),
+    (lambda w: (w / "x.json").write_text("[" * 100_000) and w / "x.json",
+     "x.json: nested too deeply"),  # json's decoder recurses: a RecursionError
     (lambda w: write_json(w / "x.json", [{"query": "q", "skill": "nope"}]),
      "entry 1: no skill named 'nope'"),
     (lambda w: write_json(w / "x.json", [{"query": "", "skill": None}]),
