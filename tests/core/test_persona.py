@@ -7,8 +7,14 @@ from pathlib import Path
 from lily_kernel.persona import PersonaRoots, list_agents, load_persona
 
 
-def roots(tmp_path: Path) -> PersonaRoots:
-    return PersonaRoots(tmp_path / "ws", tmp_path / "user", tmp_path / "bundled")
+class Roots(PersonaRoots):
+    """Roots whose workspace folder is there (not held)."""
+
+    workspace: Path
+
+
+def roots(tmp_path: Path) -> Roots:
+    return Roots(tmp_path / "ws", tmp_path / "user", tmp_path / "bundled")
 
 
 def put(base: Path, agent: str, name: str, text: str) -> None:
