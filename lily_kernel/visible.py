@@ -22,20 +22,23 @@ _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-def _char(char: str, quoting: bool) -> str:
+def _char(char: str, quoting: bool, keep: str = "") -> str:
     if quoting and char in '\\"':
         return "\\" + char
-    if char != " " and (unicodedata.category(char) in _ESCAPED or char in _BLANK_LETTERS):
+    if char != " " and char not in keep and (
+            unicodedata.category(char) in _ESCAPED or char in _BLANK_LETTERS):
         return _NAMED.get(char) or char.encode("unicode_escape").decode("ascii")
     return char
 
 
-def visible(text: str) -> str:
+def visible(text: str, lines: bool = False) -> str:
     """`text` with every character that is invisible or moves the cursor as its escape;
-    plain text (ASCII letters, digits, punctuation, spaces) unchanged."""
+    plain text (ASCII letters, digits, punctuation, spaces) unchanged. `lines`: text
+    whose line breaks and tabs are its own (a script's output) keeps them."""
     if text.isascii() and text.isprintable():
         return text  # the common case, at C speed
-    return "".join(_char(c, quoting=False) for c in text)
+    keep = "\n\t" if lines else ""
+    return "".join(_char(c, False, keep) for c in text)
 
 
 def shown(value: object, limit: int = MAX_SHOWN) -> str:

@@ -27,6 +27,7 @@ from lily_kernel.skills import (
     discover_candidates,
     drop_shared_aliases,
 )
+from lily_kernel.visible import visible
 
 __all__ = ["main"]
 
@@ -94,7 +95,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     for raw in args.paths:
         dirs = _skill_dirs(Path(raw))
         if not dirs:
-            print(f"error       {raw}: no SKILL.md here (not a skill folder or a root of them)")
+            print(f"error       {visible(raw)}: no SKILL.md here (not a skill folder or a "
+                  "root of them)")
             failed = True
         for directory in dirs:
             if os.path.realpath(directory) in seen:
@@ -104,13 +106,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             # The Agent Skills specification's rules are errors here, whatever Lily
             # makes of the skill: this is where an author asks "is it valid?".
             for reason in check.spec_breaks:
-                print(f"{'error':<11} {check.name}: {reason}")
+                print(f"{'error':<11} {visible(check.name)}: {visible(reason)}")
             failed |= bool(check.spec_breaks)
             failed |= _print_diagnostics(check.diagnostics)
             if check.skill is not None:
                 skills.append(check.skill)
                 if not check.spec_breaks:
-                    print(f"{'ok':<11} {check.skill.name} ({check.skill.invocation_mode})")
+                    print(f"{'ok':<11} {visible(check.skill.name)} "
+                          f"({check.skill.invocation_mode})")
     # Aliases are checked across the folders validated together, as a root would be.
     shared: list[Diagnostic] = []
     drop_shared_aliases(skills, shared)
@@ -124,7 +127,7 @@ def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> bool:
     for diag in diagnostics:
         label = {"malformed": "error", "policy": "error"}.get(diag.kind.value, diag.kind.value)
         failed |= label == "error"
-        print(f"{label:<11} {diag.skill}: {diag.reason}")
+        print(f"{label:<11} {visible(diag.skill)}: {visible(diag.reason)}")
     return failed
 
 

@@ -13,6 +13,7 @@ from lily_kernel.commands.results import (
     Table,
     Text,
 )
+from lily_kernel.visible import visible
 
 __all__ = ["render_html", "render_markdown", "render_plain"]
 
@@ -128,7 +129,7 @@ def _cut(text: str, width: int) -> str:
 
 def _plain_table(headers: tuple[str, ...], rows: tuple[tuple[str, ...], ...],
                  width: int | None = None) -> str:
-    cells = [[" ".join(c.split()) for c in row] for row in (headers, *rows)]
+    cells = [[visible(" ".join(c.split())) for c in row] for row in (headers, *rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     if width is not None:
         floors = [min(w, max(MIN_COLUMN, len(h))) for w, h in zip(widths, headers, strict=True)]
@@ -142,20 +143,23 @@ def _plain_table(headers: tuple[str, ...], rows: tuple[tuple[str, ...], ...],
 
 def _plain_block(block: Block, width: int | None = None) -> str:
     if isinstance(block, Text | Preformatted):
-        return block.text
+        return visible(block.text, lines=True)
     if isinstance(block, Fields):
-        keys = max((len(k) for k, _ in block.items), default=0)
-        return "\n".join(f"{k.ljust(keys)}  {v}" for k, v in block.items)
+        items = [(visible(k), visible(v, lines=True)) for k, v in block.items]
+        keys = max((len(k) for k, _ in items), default=0)
+        return "\n".join(f"{k.ljust(keys)}  {v}" for k, v in items)
     if isinstance(block, Table):
         return _plain_table(block.headers, block.rows, width)
     inner = "\n\n".join(_plain_block(b, width) for b in block.blocks)
-    return f"{block.summary}\n\n{inner}"
+    return f"{visible(block.summary)}\n\n{inner}"
 
 
 def render_plain(result: CommandResult, width: int | None = None) -> str:
     """Plain text; with `width` (a terminal's), tables are cut to fit it, long cells
-    ending in an ellipsis. Without it, everything is whole (notebooks, consoles)."""
-    parts = [result.title] if result.title else []
+    ending in an ellipsis. Without it, everything is whole (notebooks, consoles). What
+    came from files shows its invisible characters as escapes: a terminal or a console
+    front end reads no escape code from a skill's name."""
+    parts = [visible(result.title)] if result.title else []
     parts.extend(_plain_block(b, width) for b in result.blocks)
-    parts.extend(result.notices)
+    parts.extend(visible(n, lines=True) for n in result.notices)
     return "\n\n".join(parts)

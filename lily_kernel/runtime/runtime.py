@@ -376,7 +376,8 @@ class LilyRuntime:
         request, trim_notice = fit_request(session, model, request)
         if trim_notice is not None:
             sink.notice(trim_notice)
-        choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced)
+        choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced,
+                             digests=self.env.trust.digests)
         return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
                     settings=session.model_config, request=request, choice=choice, stop=stop)
 

@@ -15,6 +15,7 @@ from lily_kernel.events import EventLog, SkillInvoked, SkillLoaded
 from lily_kernel.prompting import loaded_skill_text, selection_refusal, skill_body
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import Skill, SkillSnapshot
+from lily_kernel.skills.digest import DigestCache, folder_digest
 from lily_kernel.tools import ActiveSkill
 
 __all__ = ["SkillChoice"]
@@ -30,6 +31,7 @@ class SkillChoice:
     sink: CellSink
     forced: Skill | None = None
     loaded: Skill | None = None
+    digests: DigestCache | None = None  # files' digests by their stat (skills/digest.py)
 
     @property
     def active(self) -> Skill | None:
@@ -42,9 +44,25 @@ class SkillChoice:
         return self.forced is None
 
     def active_folder(self) -> ActiveSkill | None:
-        """The active skill as its own tools see it: its folder, whichever root it came from."""
+        """The active skill as its own tools see it: its folder, whichever root it came
+        from; a workspace skill the person trusted is compared with what they trusted
+        before any of its files is read or run."""
         skill = self.active
-        return None if skill is None else ActiveSkill(skill.name, Path(skill.path).parent)
+        if skill is None:
+            return None
+        folder = Path(skill.path).parent
+        trusted = skill.trusted_digest
+        if trusted is None:
+            return ActiveSkill(skill.name, folder)
+
+        def changed() -> str | None:
+            if folder_digest(str(folder), self.digests) == trusted:
+                return None
+            return (f"the skill '{skill.name}' changed on disk since it was trusted; its "
+                    "files are not used until /reload_skills shows the change and you "
+                    "trust it again")
+
+        return ActiveSkill(skill.name, folder, changed)
 
     def select(self, name: str) -> str:
         """`load_skill(name)`: activate the skill; the SKILL.md the model reads."""

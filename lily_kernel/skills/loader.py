@@ -24,6 +24,7 @@ from lily_kernel.skills.frontmatter import (
     size_problem,
 )
 from lily_kernel.skills.invocation import alias_clashes, invocation_warnings
+from lily_kernel.skills.lookalikes import lookalike_warnings
 from lily_kernel.skills.models import (
     Diagnostic,
     DiagnosticKind,
@@ -477,6 +478,9 @@ def load_snapshot(
         if skill is not None:
             skills.append(skill)
     skills = drop_shared_aliases(skills, diagnostics)
+    for skill, reason in lookalike_warnings(skills, rules.reserved_commands):
+        diagnostics.append(Diagnostic(DiagnosticKind.WARNING, skill.name, skill.source,
+                                      skill.path, reason))
     return SkillSnapshot(
         version=version,
         digest=overall.hexdigest(),

@@ -19,12 +19,25 @@ from lily_kernel.tools.sandbox import ScriptHost
 __all__ = ["ActiveSkill", "Ask", "Question", "SkillSelector", "ToolContext"]
 
 
+def _unchanged() -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class ActiveSkill:
-    """The skill active in the current request: the folder its own tools work in."""
+    """The skill active in the current request: the folder its own tools work in, and
+    `changed`: why its files may no longer be used (a workspace skill changed on disk
+    since the person trusted it), or None; asked before any of them is read or run."""
 
     name: str
     folder: Path
+    changed: Callable[[], str | None] = _unchanged
+
+    def check(self) -> None:
+        """Raise ToolRefusedError when the skill's files changed since it was trusted."""
+        why = self.changed()
+        if why is not None:
+            raise ToolRefusedError(why)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lily_kernel.errors import ToolError
+from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.events import SkillScriptRun
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
 from lily_kernel.tools.files import short_path
@@ -131,6 +131,20 @@ class RunSkillScriptArgs:
     """Command-line arguments, one string each."""
 
 
+def _still_planned(plan: ScriptPlan, ctx: ToolContext) -> None:
+    """Between the question and the run, neither the skill nor the script changed: what
+    runs is what the person was shown (its sha256)."""
+    skill = active_skill(ctx)
+    target, _ = resolve_in_skill(skill, plan.script)
+    try:
+        digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ToolError(f"cannot read '{plan.script}': {exc.strerror}.") from None
+    if digest != plan.sha256:
+        raise ToolRefusedError(f"'{plan.script}' changed after it was planned (sha256 "
+                               f"{digest[:12]}…, planned {plan.sha256[:12]}…); not run")
+
+
 def _host(ctx: ToolContext) -> ScriptHost:
     if ctx.scripts is None:
         raise ToolError("skill scripts cannot run here.")
@@ -158,6 +172,7 @@ async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> str:
     # approved where they were asked.
     prepared = ctx.prepared.subject if ctx.prepared is not None else None
     plan = prepared if isinstance(prepared, ScriptPlan) else await _plan(args, ctx)
+    await asyncio.to_thread(_still_planned, plan, ctx)
     stopped = SkillScriptRun(skill=plan.skill, script=plan.script, sha256=plan.sha256,
                              arguments=list(plan.arguments), sandboxed=plan.sandboxed,
                              outcome="interrupted")

@@ -39,8 +39,10 @@ _FOLDER_PLACEHOLDERS = ("{baseDir}", "${CLAUDE_SKILL_DIR}", "{skill_dir}", "${SK
 
 
 def active_skill(ctx: ToolContext) -> ActiveSkill:
+    """The active skill, its files unchanged since it was trusted (else refused)."""
     if ctx.skill is None:
         raise ToolError("no skill is active; load one with load_skill first.")
+    ctx.skill.check()
     return ctx.skill
 
 
@@ -122,7 +124,7 @@ class ReadSkillFileArgs:
 
 
 async def _read_skill_file(args: ReadSkillFileArgs, ctx: ToolContext) -> str:
-    found = await asyncio.to_thread(read_skill_file, active_skill(ctx), args.path)
+    found = await asyncio.to_thread(lambda: read_skill_file(active_skill(ctx), args.path))
     ctx.emit(SkillFileRead(skill=found.skill, path=found.path, sha256=found.sha256,
                            size=found.size))
     return found.text

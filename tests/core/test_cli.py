@@ -222,3 +222,18 @@ def test_skills_text_fits_the_terminal_and_json_stays_whole(workspace: Path,
     doc = json.loads(lily("skills", "--workspace", str(workspace), "--json",
                           env={**env, "COLUMNS": "60"}).stdout)
     assert doc["skills"][0]["summary"] == long.strip()
+
+
+def test_skills_and_validate_print_no_escape_codes_from_skill_names(
+        workspace: Path, env: dict[str, str]) -> None:
+    """A folder named with an ANSI escape and a bidirectional override printed them raw:
+    the terminal cleared a line and reversed the text."""
+    name = "clean\x1b[2K\u202eevil"
+    write_skill(workspace / "skills", name, skill_text("Summary with \x1b[31mred\x1b[0m"))
+    listing = lily("skills", "--workspace", str(workspace), env=env)
+    assert listing.returncode == 0, listing.stderr
+    assert "\x1b" not in listing.stdout and "\u202e" not in listing.stdout
+    assert "clean\\x1b[2K\\u202eevil" in listing.stdout
+    checked = lily("validate", str(workspace / "skills" / name), env=env)
+    assert "\x1b" not in checked.stdout and "\u202e" not in checked.stdout
+    assert "clean\\x1b[2K\\u202eevil" in checked.stdout
