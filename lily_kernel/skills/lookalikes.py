@@ -1,4 +1,4 @@
-"""Skill names that look like other names: a Cyrillic `е` in `еcho` beside `echo`.
+"""Skill names that look like other names: `echo` spelt with a Cyrillic e (U+0435).
 
 A person picks a skill by its name (`/echo`, the catalog the model reads); a name
 written with letters that draw like ASCII ones can pass for another skill. Every
@@ -7,6 +7,7 @@ reads like another skill's name once its lookalike letters are taken as the ASCI
 ones they resemble says which. Pure.
 """
 
+# ruff: noqa: RUF001 (the lookalike letters are the point of this module)
 from __future__ import annotations
 
 import unicodedata

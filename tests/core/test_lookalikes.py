@@ -1,5 +1,6 @@
 """Skill names that look like other names get a warning saying so."""
 
+# ruff: noqa: RUF001, RUF003 (lookalike letters are what is tested)
 from __future__ import annotations
 
 from pathlib import Path
