@@ -58,7 +58,11 @@ def main() -> int:
             (target / "SKILL.md").write_bytes(path.read_bytes())
         empty = Path(tmp) / "empty"
         empty.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LILY_")}
+        # Without PYTHONDONTWRITEBYTECODE (set on some CI machines): the warm-up run
+        # writes Lily's .pyc files, as any machine's first run does; else every run
+        # compiles the package again.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("LILY_") and k != "PYTHONDONTWRITEBYTECODE"}
         env.update(HOME=str(empty), LILY_EVENT_LOG="0", LILY_TRUST="workspace")
         # The same workspace trusted by the person's store instead (`lily trust`): every
         # skill's folder digested at each run, from the digests kept by stat.

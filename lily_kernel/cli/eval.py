@@ -6,7 +6,6 @@ Exit 0; 1 when accuracy is under `--min-accuracy`; 2 on bad input (one line).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -117,6 +116,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError("--min-accuracy is a share, from 0 to 1 (e.g. 0.85).")
     if args.html and (Path(args.html).is_dir() or not Path(args.html).parent.is_dir()):
         raise UsageError(f"--html {args.html}: give a file in a folder that exists.")
+    import asyncio
+
     report = asyncio.run(_evaluate(args))
     if args.html:
         Path(args.html).write_text(_html(report), encoding="utf-8")

@@ -47,6 +47,8 @@ def lookalike_warnings(skills: Iterable[Skill], others: Iterable[str] = ()
     """A warning for each skill whose name has characters outside ASCII, saying which,
     and which other name (of `skills`, or `others`: built-in commands) it reads as."""
     skills = list(skills)
+    if all(s.name.isascii() for s in skills):
+        return []  # nearly every snapshot: nothing to fold
     names = {s.name for s in skills} | set(others)
     by_skeleton: dict[str, list[str]] = {}
     for name in sorted(names):

@@ -27,7 +27,6 @@ ranking meanwhile waits for no more than the chunk in progress.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 import threading
@@ -38,7 +37,6 @@ from typing import Any, Protocol
 __all__ = ["RELEVANT_SCORE", "SEMANTIC_WEIGHT", "STOP_WORDS", "EncodingStopped", "Meaning",
            "Rankable", "Ranked", "SkillRanker", "query_words"]
 
-_log = logging.getLogger("lily_kernel")
 
 # Column weights of bm25(): the name counts most, then the summary and when_to_use, the
 # body least (chosen on the eval set's tuning part, docs/skills.md).
@@ -291,8 +289,11 @@ class SkillRanker:
                 if not told:
                     self._meaning, self.lexical_only = None, str(exc)
             if not told:
-                _log.log(logging.WARNING if isinstance(exc, EncoderRefused) else logging.INFO,
-                         "skills are ranked by their words only: %s", exc)
+                import logging  # only when this happens: not on `lily skills`' path
+
+                logging.getLogger("lily_kernel").log(
+                    logging.WARNING if isinstance(exc, EncoderRefused) else logging.INFO,
+                    "skills are ranked by their words only: %s", exc)
             return None
 
     def best(self, text: str) -> Ranked | None:

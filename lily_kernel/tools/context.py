@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.errors import ToolRefusedError
-from lily_kernel.events import EventData
 from lily_kernel.tools.sandbox import ScriptHost
+
+if TYPE_CHECKING:  # events load with the first tool call, not with `lily skills`
+    from lily_kernel.events import EventData
 
 __all__ = ["ActiveSkill", "Ask", "Question", "SkillSelector", "ToolContext"]
 

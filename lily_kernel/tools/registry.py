@@ -10,9 +10,9 @@ raises ToolError when it fails on its input and ToolRefusedError when the call m
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
+import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -45,6 +45,8 @@ def blocking(function: Callable[[Any, ToolContext], T]
 
     @functools.wraps(function)
     async def handler(args: Any, ctx: ToolContext) -> T:
+        import asyncio  # (the CLI builds a registry without an event loop)
+
         return await asyncio.to_thread(function, args, ctx)
 
     return handler
@@ -149,7 +151,7 @@ class ToolRegistry:
     def register(self, tool: Tool) -> None:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
-        if not asyncio.iscoroutinefunction(tool.handler):
+        if not inspect.iscoroutinefunction(tool.handler):
             raise ValueError(f"{tool.name}: the handler must be async (blocking() wraps "
                              "a synchronous one)")
         if not dataclasses.is_dataclass(tool.args_model):

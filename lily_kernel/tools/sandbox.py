@@ -10,21 +10,23 @@ one session.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lily_kernel.errors import ToolError
 from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 from lily_kernel.tools.mounts import MountPlan, remove_placeholders
+
+if TYPE_CHECKING:  # asyncio comes with the first run: `lily skills` builds no run
+    import asyncio
 
 __all__ = [
     "MAX_OUTPUT_CHARS",
@@ -66,6 +68,8 @@ _NAMESPACES = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-pa
 def _probe(bwrap: str) -> str:
     """"" when bwrap can build the sandbox here; else why not (it may lack permission
     for namespaces inside a container)."""
+    import subprocess  # once a session, with the first script
+
     try:
         done = subprocess.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", *_NAMESPACES, "true"],
@@ -177,6 +181,8 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
     """End a run early (time limit, stop button): SIGTERM to the process started, which
     ends everything the script started (tools/reaper.py; bubblewrap's PID namespace),
     then SIGKILL to its process group."""
+    import asyncio
+
     with contextlib.suppress(ProcessLookupError, PermissionError):
         process.send_signal(signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
@@ -228,6 +234,8 @@ async def run_script(plan: ScriptPlan, timeout: float,
     """Run the plan; a cancellation (the stop button) kills its process group. The
     output comes through a pipe of Lily's own (not the subprocess transport's), so the
     run ends when the script does, whatever a process it left behind holds."""
+    import asyncio
+
     started = time.perf_counter()
     read_end, write_end = os.pipe()
     try:

@@ -9,7 +9,6 @@ where the policy says `ask`; the run itself is the session's `ScriptHost`
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import os
@@ -20,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lily_kernel.errors import ToolError, ToolRefusedError
-from lily_kernel.events import SkillScriptRun
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
 from lily_kernel.tools.files import short_path
 from lily_kernel.tools.mounts import plan_mounts
@@ -155,6 +153,8 @@ async def _plan(args: RunSkillScriptArgs, ctx: ToolContext) -> ScriptPlan:
     host = _host(ctx)
     # Off the event loop (hashing the script, probing bubblewrap once): the kernel
     # stays responsive and interruptible.
+    import asyncio  # on the conversation path only (`lily skills` builds this tool too)
+
     return await asyncio.to_thread(lambda: plan_script(
         active_skill(ctx), args.script, args.args, ctx, host.environ, host.sandbox(),
         host.allowed_env))
@@ -167,6 +167,10 @@ async def _prepare(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:
 
 
 async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> str:
+    import asyncio  # on the conversation path only (`lily skills` builds this tool too)
+
+    from lily_kernel.events import SkillScriptRun
+
     host = _host(ctx)
     # The plan made before the call (its script's sha256 included), which the person
     # approved where they were asked.

@@ -9,13 +9,11 @@ links leading out of it, hidden parts. Reading is read-only and size-capped like
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from lily_kernel.errors import ToolError
-from lily_kernel.events import SkillFileRead
 from lily_kernel.tools.context import ActiveSkill, ToolContext
 from lily_kernel.tools.files import MAX_READ_CHARS, confine, short_path
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool
@@ -124,6 +122,10 @@ class ReadSkillFileArgs:
 
 
 async def _read_skill_file(args: ReadSkillFileArgs, ctx: ToolContext) -> str:
+    import asyncio  # on the conversation path only
+
+    from lily_kernel.events import SkillFileRead
+
     found = await asyncio.to_thread(lambda: read_skill_file(active_skill(ctx), args.path))
     ctx.emit(SkillFileRead(skill=found.skill, path=found.path, sha256=found.sha256,
                            size=found.size))

@@ -53,13 +53,36 @@ def skill_folder_digest(skill: Skill, cache: DigestCache | None = None) -> str:
     return folder_digest(os.path.dirname(skill.path), cache, {SKILL_FILE: skill.digest})
 
 
-def _key(folder: str, real: str, workspace: Path) -> str:
+def _below(path: str, top: str) -> str | None:
+    """`path` relative to `top` when it is inside it (plain strings: relpath is slow)."""
+    prefix = top.rstrip(os.sep) + os.sep
+    return path[len(prefix):] if path.startswith(prefix) else None
+
+
+def _key(folder: str, real: str, workspace: Path, top: str) -> str:
     """The store's key of a skill folder: its path in the workspace (through a link, the
-    real one's, when that is in the workspace)."""
-    top = os.path.realpath(workspace)
-    if _inside(real, [top]):
-        return os.path.relpath(real, top)
-    return os.path.relpath(folder, workspace)
+    real one's, when that is in the workspace, whose real path is `top`)."""
+    return _below(real, top) or os.path.relpath(folder, workspace)
+
+
+class _RealPaths:
+    """Real paths of skill folders, each root's resolved once: below its root, a folder
+    with no link on the way is its root's real path joined with the rest (realpath is
+    pure Python, and a thousand of them cost more than the digests)."""
+
+    def __init__(self) -> None:
+        self._roots: dict[str, str] = {}
+
+    def of(self, folder: str, root: str) -> str:
+        rel = _below(folder, root)
+        if rel is None:
+            return os.path.realpath(folder)
+        parts = rel.split(os.sep)
+        if any(os.path.islink(os.path.join(root, *parts[:i + 1])) for i in range(len(parts))):
+            return os.path.realpath(folder)
+        if root not in self._roots:
+            self._roots[root] = os.path.realpath(root)
+        return os.path.join(self._roots[root], rel)
 
 
 def hold_untrusted(
@@ -80,17 +103,20 @@ def hold_untrusted(
         return snapshot, {}, ()
     own = [os.path.realpath(r) for r in person_roots]
     top = os.path.realpath(workspace)
+    real_paths = _RealPaths()
     digests: dict[str, str] = {}
     held: list[HeldSkill] = []
     kept: list[Skill] = []
     for skill in snapshot.skills:
         folder = os.path.dirname(skill.path)
-        real = os.path.realpath(folder)
+        root = next((r.path for r in snapshot.roots
+                     if folder.startswith(r.path.rstrip(os.sep) + os.sep)), None)
+        real = real_paths.of(folder, root) if root else os.path.realpath(folder)
         arrived = skill.source == "workspace" or _inside(real, [top])
         if not arrived or _inside(real, own):
             kept.append(skill)
             continue
-        rel = _key(folder, real, workspace)
+        rel = _key(folder, real, workspace, top)
         digest = digests[rel] = skill_folder_digest(skill, cache)
         known = trusted.skills.get(rel) if trusted is not None else None
         if known == digest:

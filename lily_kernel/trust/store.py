@@ -18,9 +18,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,8 @@ class WorkspaceTrust:
     persona: str | None = None  # the trusted persona/ folder's digest
 
     def as_json(self) -> dict[str, Any]:
+        from datetime import UTC, datetime  # when trust is recorded, not when read
+
         return {"lily_yaml": self.config, "persona": self.persona,
                 "skills": dict(sorted(self.skills.items())),
                 "trusted_at": datetime.now(UTC).isoformat(timespec="seconds")}
@@ -108,6 +108,8 @@ class TrustStore:
         data["workspaces"][key] = trust.as_json()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile
+
             fd, temp = tempfile.mkstemp(prefix=".trust-", dir=self.path.parent)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump(data, out, indent=1, sort_keys=True)

@@ -70,3 +70,23 @@ def test_the_loaders_bytes_stand_for_the_skill_md(tmp_path: Path) -> None:
     read = hashlib.sha256((folder / "SKILL.md").read_bytes()).hexdigest()
     assert folder_digest(str(folder), read={"SKILL.md": read}) == plain
     assert folder_digest(str(folder), read={"SKILL.md": "0" * 64}) != plain
+
+
+def test_the_digest_format_is_the_one_trust_stores_hold(tmp_path: Path) -> None:
+    """Trust stores keep digests: a folder's own files first (by name), then its
+    folders' (by name), each line `path NUL sha256`, links by their target."""
+    import hashlib
+
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "z.txt").write_text("1")
+    (tmp_path / "A.md").write_text("4")
+    (tmp_path / "b" / "y").write_text("2")
+    (tmp_path / "b" / "c" / "x").write_text("3")
+    (tmp_path / "link").symlink_to("b")
+
+    def sha(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    lines = [f"A.md\0{sha('4')}\n", "link\0link\0b\n", f"z.txt\0{sha('1')}\n",
+             f"b/y\0{sha('2')}\n", f"b/c/x\0{sha('3')}\n"]
+    assert folder_digest(str(tmp_path)) == sha("".join(lines))
