@@ -199,27 +199,45 @@ def _opened_path(fd: int, path: str) -> str:
 
 
 def _check_inside(fd: int, path: str) -> None:
-    """Refuse a SKILL.md whose real file is not in its skill folder: a link to
+    """Refuse a SKILL.md (a link) whose real file is not in its skill folder: a link to
     ~/.ssh/id_rsa would be read, sent to the model and logged. Checked on the open file,
     so a link swapped in meanwhile is caught too."""
     real = _opened_path(fd, path)
-    if real == path:
-        return  # no link anywhere on the way: the common case, one system call
     folder = os.path.realpath(os.path.dirname(path))
     if not real.startswith(folder + os.sep):
         raise OutsideFolder(errno.EXDEV, f"it is a link to a file outside its skill "
                             f"folder ({real}); Lily reads only what the folder holds")
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _open(path: str) -> int:
+    """The SKILL.md, open for reading. Not a link (nearly always): opened as it is, one
+    system call; a link: followed, then its real file checked."""
+    # O_NONBLOCK: a FIFO named SKILL.md must not hang the loader; fstat rejects it.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    try:
+        return os.open(path, flags | _NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP or not _NOFOLLOW:
+            raise
+    fd = os.open(path, flags)
+    try:
+        _check_inside(fd, path)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _read(path: str) -> tuple[bytes, int]:
     """The file's bytes (at most one past the size limit) and its size on disk."""
-    # O_NONBLOCK: a FIFO named SKILL.md must not hang the loader; fstat rejects it.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = _open(path)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
-        _check_inside(fd, path)
         size = min(info.st_size, MAX_SKILL_BYTES) + 1
         # Raw os.read: a buffered file object costs twice as much per small file.
         data = os.read(fd, size)
