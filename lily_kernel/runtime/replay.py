@@ -383,5 +383,9 @@ def _recorded_trust(workspace: Path, checked: list[TrustChecked]) -> TrustStore:
         return TrustStore(None)
     first = checked[0]
     config = file_digest(workspace / CONFIG_FILE) if first.config_trusted else None
+    persona = workspace / PERSONA_FOLDER
+    persona_held = any(line.startswith(f"{PERSONA_FOLDER}/") for line in first.held_settings)
+    trusted_persona = (folder_digest(str(persona))
+                       if persona.is_dir() and not persona_held else None)
     return TrustStore(None, {str(workspace.resolve()): WorkspaceTrust(
-        config, dict(first.trusted_skills))})
+        config, dict(first.trusted_skills), trusted_persona)})
