@@ -52,9 +52,9 @@ if sys.argv[1] == "lily":
     runtime = LilyRuntime.start(Path(sys.argv[3]))
     stage("session start (config, persona, skills)")
     from lily_kernel.commands import parse_command
-    from lily_kernel.kernel.output import command_bundle
+    from lily_kernel.display import bundle
     result = runtime.run_command(parse_command("/skills"))
-    bundle = command_bundle(result)  # kept alive, as the kernel holds it while sending
+    shown = bundle(result)  # kept alive, as the kernel holds it while sending
     stage("/skills result and its three renderings")
     # Measure the real path: every generated skill loaded, the command succeeded.
     assert result.ok, result.error

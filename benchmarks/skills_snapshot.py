@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lily_kernel.commands import render_html, render_markdown, render_plain, skills_result
+from lily_kernel.commands import skills_result
+from lily_kernel.display import render_html, render_markdown, render_plain
 from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot
 from lily_kernel.tools import ToolPolicy, default_registry
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from lily_kernel.cli.eval import add_eval_parser
 from lily_kernel.cli.replay import add_replay_parser
 from lily_kernel.cli.trust import add_trust_parser
-from lily_kernel.commands import render_plain, skills_result
+from lily_kernel.commands import skills_result
+from lily_kernel.display import render_plain
 from lily_kernel.errors import LilyError, UsageError
 from lily_kernel.runtime import LilyEnvironment
 from lily_kernel.skills import (

@@ -1,54 +1,46 @@
 """Commands: parse `/` cells and run them deterministically, never asking a model."""
 
 from lily_kernel.commands.builtins import (
-    BUILTIN_COMMANDS,
     CommandOutcome,
+    default_commands,
     describe_skill,
     dispatched,
-    ranks_skills,
     run_command,
 )
 from lily_kernel.commands.completion import Completion, complete, inspect
-from lily_kernel.commands.context import CommandContext, StateChange
 from lily_kernel.commands.listing import ranked_result, skills_result
 from lily_kernel.commands.parser import ParsedCommand, parse_command
-from lily_kernel.commands.render import render_html, render_markdown, render_plain
-from lily_kernel.commands.results import (
-    CommandResult,
-    Details,
-    Fields,
-    Preformatted,
-    SkillInvocation,
-    Table,
-    Text,
-    ToolDispatch,
+from lily_kernel.commands.registry import (
+    CommandContext,
+    CommandSpec,
+    CommandTable,
+    StateChange,
+    blocking,
 )
+from lily_kernel.commands.resolve import Resolved, resolve
+from lily_kernel.commands.results import CommandResult, SkillInvocation, ToolDispatch
 
 __all__ = [
-    "BUILTIN_COMMANDS",
     "CommandContext",
     "CommandOutcome",
     "CommandResult",
+    "CommandSpec",
+    "CommandTable",
     "Completion",
-    "Details",
-    "Fields",
     "ParsedCommand",
-    "Preformatted",
+    "Resolved",
     "SkillInvocation",
     "StateChange",
-    "Table",
-    "Text",
     "ToolDispatch",
+    "blocking",
     "complete",
+    "default_commands",
     "describe_skill",
     "dispatched",
     "inspect",
     "parse_command",
     "ranked_result",
-    "ranks_skills",
-    "render_html",
-    "render_markdown",
-    "render_plain",
+    "resolve",
     "run_command",
     "skills_result",
 ]

@@ -1,4 +1,5 @@
-"""The built-in commands (a skill's own forms are in invocation.py); every failure is a
+"""The built-in commands, each a `CommandSpec` record (commands/registry.py) in
+`default_commands`; a skill's own forms are in invocation.py; every failure is a
 CommandError.
 
 Handlers read the context and return a result plus the session change to apply on
@@ -8,26 +9,27 @@ success; they never mutate the session themselves, so a failed command changes n
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
-from lily_kernel.commands.context import CommandContext, CommandOutcome, StateChange
 from lily_kernel.commands.invocation import (
+    invoke_skill,
     missing_skill,
-    run_skill_command,
     skill_command,
-    skill_commands,
 )
 from lily_kernel.commands.listing import ranked_result, skills_result
 from lily_kernel.commands.parser import ParsedCommand
-from lily_kernel.commands.results import (
-    Block,
-    CommandResult,
-    Fields,
-    Preformatted,
-    Table,
-    Text,
+from lily_kernel.commands.registry import (
+    CommandContext,
+    CommandOutcome,
+    CommandSpec,
+    CommandTable,
+    StateChange,
+    blocking,
 )
+from lily_kernel.commands.resolve import SKILL_PREFIX, resolve, skill_commands
+from lily_kernel.commands.results import CommandResult
+from lily_kernel.commands.trust import trust_command
 from lily_kernel.config import EMBEDDED_MODEL, LOCAL_MODEL, ModelConfig
+from lily_kernel.display import Block, Fields, Preformatted, Table, Text
 from lily_kernel.errors import CommandError, SkillRootError
 from lily_kernel.skills import (
     Eligibility,
@@ -37,16 +39,12 @@ from lily_kernel.skills import (
 )
 
 __all__ = [
-    "BUILTIN_COMMANDS",
     "CommandOutcome",
+    "default_commands",
     "describe_skill",
     "dispatched",
-    "ranks_skills",
     "run_command",
 ]
-
-
-Handler = Callable[[CommandContext, str], CommandOutcome]
 
 
 def _no_argument(name: str, argument: str) -> None:
@@ -63,12 +61,6 @@ def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
                           else skills_result(snap))
 
 
-def ranks_skills(parsed: ParsedCommand) -> bool:
-    """Whether the command ranks the session's skills (`/skills <words>`): a snapshot's
-    first ranking may encode its skills, which the runtime says beforehand."""
-    return parsed.name == "skills" and bool(parsed.argument)
-
-
 # --- /skill and its forms (commands/invocation.py) -------------------------------
 
 
@@ -81,19 +73,6 @@ def dispatched(result: CommandResult, text: str) -> CommandResult:
 
 
 # --- /help -------------------------------------------------------------------------
-
-_BUILTIN_HELP = (
-    ("/skills [words]", "list the skills of this session's snapshot, and the excluded "
-                        "ones; with words, the skills ranked against them"),
-    ("/skill <name> [request]", "force a skill for this request"),
-    ("/skill:<name> [request]", "the same"),
-    ("/<skill-name> [request]", "the same, for a skill you may invoke whose name is no "
-                                "built-in or alias (those come first)"),
-    ("/help [skill]", "this list and the tool policy, or one skill's details"),
-    ("/agent [name]", "show the agents, or switch to one (persona rebuilt)"),
-    ("/reload_skills", "rebuild the skill snapshot from disk and show what changed"),
-)
-
 
 # Claude Code runs a SKILL.md's !`command` lines before its model reads it; Lily never does.
 DYNAMIC_CONTEXT_LINE = ("A SKILL.md's !`command` lines (Claude Code's dynamic context) are "
@@ -205,10 +184,10 @@ def _help(ctx: CommandContext, argument: str) -> CommandOutcome:
             raise missing_skill(snap, argument)
         return CommandOutcome(CommandResult("help", f"Skill {skill.name}", describe_skill(skill)))
     # Every alias, and each skill name with an argument hint, with what to type after it.
-    commands = list(_BUILTIN_HELP) + [
+    commands = [line for command in ctx.commands for line in command.help_lines()] + [
         (f"/{name} {skill.argument_hint or '[request]'}",
          f"alias of /skill {skill.name}" if kind == "alias" else f"/skill {skill.name}")
-        for name, (kind, skill) in sorted(skill_commands(snap, BUILTIN_COMMANDS).items())
+        for name, (kind, skill) in sorted(skill_commands(snap, ctx.commands.names()).items())
         if kind == "alias" or skill.argument_hint
     ]
     blocks: list[Block] = [
@@ -301,28 +280,47 @@ def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     )
 
 
-_HANDLERS: dict[str, Handler] = {
-    "skills": _skills,
-    "skill": skill_command,
-    "help": _help,
-    "agent": _agent,
-    "reload_skills": _reload_skills,
-}
-BUILTIN_COMMANDS = frozenset(_HANDLERS)
+def default_commands() -> CommandTable:
+    """A new table of the built-in commands, in `/help`'s order. Adding a command: its
+    module declares a `CommandSpec`, and one line here lists it."""
+    return CommandTable([
+        CommandSpec("skills", "list the skills of this session's snapshot, and the excluded "
+                "ones; with words, the skills ranked against them", blocking(_skills),
+                usage="/skills [words]", ranks=True),
+        CommandSpec("skill", "force a skill for this request", skill_command,
+                usage="/skill <name> [request]", argument="invocable_skill",
+                names_skill=True, more=(
+                    (f"/{SKILL_PREFIX}<name> [request]", "the same"),
+                    ("/<skill-name> [request]", "the same, for a skill you may invoke whose "
+                     "name is no built-in or alias (those come first)"))),
+        CommandSpec("help", "this list and the tool policy, or one skill's details",
+                blocking(_help), usage="/help [skill]", argument="skill"),
+        CommandSpec("agent", "show the agents, or switch to one (persona rebuilt)",
+                blocking(_agent), usage="/agent [name]", argument="agent"),
+        CommandSpec("reload_skills", "rebuild the skill snapshot from disk and show what "
+                "changed", blocking(_reload_skills)),
+        trust_command(),
+    ])
 
 
-def run_command(ctx: CommandContext, parsed: ParsedCommand) -> CommandOutcome:
-    """Dispatch exactly by name: a built-in, else a skill's form (`/skill:<name>`, an
-    alias, a skill's name), else an error."""
+async def run_command(ctx: CommandContext, parsed: ParsedCommand) -> CommandOutcome:
+    """Dispatch exactly by name (commands/resolve.py): a built-in, else a skill's form
+    (`/skill:<name>`, an alias, a skill's name), else an error."""
     try:
         if not parsed.name:
             raise CommandError("empty command; type /help for the list of commands.")
-        handler = _HANDLERS.get(parsed.name)
-        if handler is not None:
-            return handler(ctx, parsed.argument)
-        invoked = run_skill_command(ctx, parsed.name, parsed.argument)
-        if invoked is not None:
-            return invoked
+        found = resolve(parsed.name, ctx.session.skill_snapshot, ctx.commands)
+        if found.command is not None:
+            return await found.command.handler(ctx, parsed.argument)
+        if found.skill is not None:
+            return invoke_skill(ctx, parsed.name, found.skill, parsed.argument)
+        snap = ctx.session.skill_snapshot
+        if found.how == "prefix":
+            if not found.wanted:
+                raise CommandError("/skill: requires a skill name (/skill:<name>).")
+            raise missing_skill(snap, found.wanted)
+        if found.wanted and snap.excluded_reason(found.wanted) is not None:
+            raise missing_skill(snap, found.wanted)
         raise CommandError(f"unknown command /{parsed.name}.")
     except CommandError as exc:
         return CommandOutcome(CommandResult(parsed.name, error=str(exc)))

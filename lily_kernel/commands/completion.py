@@ -5,15 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lily_kernel.commands.builtins import BUILTIN_COMMANDS, describe_skill
-from lily_kernel.commands.invocation import SKILL_PREFIX, skill_commands
+from lily_kernel.commands.builtins import describe_skill
+from lily_kernel.commands.registry import CommandTable
+from lily_kernel.commands.resolve import SKILL_PREFIX, resolve, skill_commands
 from lily_kernel.commands.results import CommandResult
 from lily_kernel.skills import Skill, SkillSnapshot
 
 __all__ = ["Completion", "complete", "inspect"]
 
 _WORD = re.compile(r"[^\s]*$")
-_SKILL_ARG_COMMANDS = ("skill", "help")
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,11 @@ def _kind(what: str, skill: Skill | None) -> str:
     return f"{what} {hint}" if hint else what
 
 
-def _commands(snapshot: SkillSnapshot) -> dict[str, str]:
+def _commands(snapshot: SkillSnapshot, commands: CommandTable) -> dict[str, str]:
     """Every `/` name and what it is: built-ins, aliases, the skills' own names."""
-    names = {name: "command" for name in BUILTIN_COMMANDS}
-    for name, (kind, skill) in skill_commands(snapshot, BUILTIN_COMMANDS).items():
-        names[name] = _kind(kind, skill)
+    names = {name: "command" for name in commands.names()}
+    for name, (kind, skill) in skill_commands(snapshot, commands.names()).items():
+        names[name] = _kind("skill" if kind == "name" else kind, skill)
     return names
 
 
@@ -46,7 +46,8 @@ def _found(pairs: list[tuple[str, str]], partial: str, start: int, end: int) -> 
     return Completion(tuple(m for m, _ in kept), start, end, tuple(t for _, t in kept))
 
 
-def complete(code: str, cursor_pos: int, snapshot: SkillSnapshot, agents: list[str]) -> Completion:
+def complete(code: str, cursor_pos: int, snapshot: SkillSnapshot, agents: list[str],
+             commands: CommandTable) -> Completion:
     """Commands, aliases and skills after `/` (`/skill:` and skill names after
     `/skill:`); skills after `/skill ` and `/help `; agents after `/agent `."""
     before = code[:cursor_pos]
@@ -64,34 +65,34 @@ def complete(code: str, cursor_pos: int, snapshot: SkillSnapshot, agents: list[s
             pairs = [(f"/{SKILL_PREFIX}{s.name}", _kind("skill", s))
                      for s in snapshot.skills if s.user_invocable]
         else:
-            pairs = [(f"/{n}", kind) for n, kind in _commands(snapshot).items()]
+            pairs = [(f"/{n}", kind) for n, kind in _commands(snapshot, commands).items()]
         return _found(pairs, partial, start, cursor_pos)
     arg_index = len(words) if typing_new_word else len(words) - 1
     if arg_index != 1:
         return empty
-    command = words[0][1:]
-    if command in _SKILL_ARG_COMMANDS:
-        # `/skill` invokes, so only the skills the person may invoke; `/help` shows any.
+    command = commands.get(words[0][1:])
+    argument = command.argument if command is not None else "text"
+    if argument in ("skill", "invocable_skill"):
+        # A command that invokes offers the skills the person may invoke; `/help` any.
         pairs = [(s.name, _kind("skill", s)) for s in snapshot.skills
-                 if command == "help" or s.user_invocable]
-    elif command == "agent":
+                 if argument == "skill" or s.user_invocable]
+    elif argument == "agent":
         pairs = [(name, "agent") for name in agents]
     else:
         return empty
     return _found(pairs, partial, start, cursor_pos)
 
 
-def inspect(code: str, cursor_pos: int, snapshot: SkillSnapshot) -> CommandResult | None:
+def inspect(code: str, cursor_pos: int, snapshot: SkillSnapshot,
+            commands: CommandTable) -> CommandResult | None:
     """The `/help` text of the skill name (or `/alias`, `/<name>`, `/skill:<name>`)
     under the cursor, if any."""
     left = re.search(r"[^\s]*$", code[:cursor_pos])
     right = re.match(r"[^\s]*", code[cursor_pos:])
     word = (left.group(0) if left else "") + (right.group(0) if right else "")
     skill = snapshot.get(word)
-    if skill is None and word.startswith("/" + SKILL_PREFIX):
-        skill = snapshot.get(word.removeprefix("/" + SKILL_PREFIX))
-    elif skill is None and word.startswith("/"):
-        skill = snapshot.by_command(word[1:]) or snapshot.get(word[1:])
+    if skill is None and word.startswith("/"):
+        skill = resolve(word[1:], snapshot, commands).skill
     if skill is None:
         return None
     return CommandResult("help", f"Skill {skill.name}", describe_skill(skill))

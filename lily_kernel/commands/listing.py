@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import threading
 
-from lily_kernel.commands.results import Block, CommandResult, Details, Table, Text
+from lily_kernel.commands.results import CommandResult
+from lily_kernel.display import Block, Details, Table, Text
 from lily_kernel.skills import SkillSnapshot
 
 __all__ = ["RANKED_SHOWN", "ranked_result", "skills_result"]

@@ -1,54 +1,13 @@
-"""Structured command results: a title and blocks, rendered later to HTML/Markdown/text."""
+"""What a command produced: a title and blocks (display/blocks.py, rendered by display/),
+an error, or an intent for the runtime (a skill for the model, a tool to run)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = [
-    "Block",
-    "CommandResult",
-    "Details",
-    "Fields",
-    "Preformatted",
-    "SkillInvocation",
-    "Table",
-    "Text",
-    "ToolDispatch",
-]
+from lily_kernel.display import Block
 
-
-@dataclass(frozen=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True)
-class Preformatted:
-    text: str
-
-
-@dataclass(frozen=True)
-class Fields:
-    """Label/value pairs, one per line."""
-
-    items: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True)
-class Table:
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
-@dataclass(frozen=True)
-class Details:
-    """A collapsed section (HTML `<details>`); other formats show it under a heading."""
-
-    summary: str
-    blocks: tuple[Block, ...]
-
-
-Block = Text | Preformatted | Fields | Table | Details
+__all__ = ["CommandResult", "SkillInvocation", "ToolDispatch"]
 
 
 @dataclass(frozen=True)

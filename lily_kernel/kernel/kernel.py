@@ -19,7 +19,7 @@ from lily_kernel import __version__
 from lily_kernel.errors import LilyError
 from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
-from lily_kernel.kernel.output import CellError, KernelSink, Send, command_bundle, no_answer
+from lily_kernel.kernel.output import CellError, KernelSink, Send, no_answer
 from lily_kernel.kernel.stdin import request_input
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
@@ -158,7 +158,9 @@ class LilyKernel(Kernel):
                          omit_sections: Any = ()) -> dict[str, Any]:
         cursor = _clamped(code, cursor_pos)
         result = await self.lily.inspect(code, cursor)
-        data = command_bundle(result) if result is not None else {}
+        from lily_kernel.display import bundle  # (Shift-Tab: not on the start path)
+
+        data = bundle(result) if result is not None else {}
         return {"status": "ok", "found": result is not None, "metadata": {},
                 "data": _redactor().data(data)}
 

@@ -1,7 +1,8 @@
 """Turn Lily's results into Jupyter messages: rich displays, streamed replies, errors.
 
-Everything here is plain data: `KernelSink` sends through a callable, and the error
-contents are dictionaries, so the kernel class stays a thin adapter.
+What a display holds is rendered by `lily_kernel.display` (the one place output is
+formatted); here it becomes messages, sent through a callable, and the error contents
+are dictionaries, so the kernel class stays a thin adapter.
 """
 
 from __future__ import annotations
@@ -10,23 +11,14 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import LilyError
 
 if TYPE_CHECKING:
-    from lily_kernel.runtime import CommandResult
+    from lily_kernel.display import Document
 
-__all__ = [
-    "CellError",
-    "KernelSink",
-    "Send",
-    "command_bundle",
-    "markdown_bundle",
-    "no_answer",
-    "notice_bundle",
-]
+__all__ = ["CellError", "KernelSink", "Send", "no_answer"]
 
 Send = Callable[[str, dict[str, Any]], None]
 """Publish one iopub message: `send(msg_type, content)`."""
@@ -38,35 +30,6 @@ Ask = Callable[[str], Awaitable[str | None]]
 async def no_answer(prompt: str) -> None:
     """The ask of a cell no one can answer (a silent execution)."""
     return
-
-
-def command_bundle(result: CommandResult) -> dict[str, str]:
-    """A command result in the three formats every frontend can pick from."""
-    # Imported here: the kernel loads the command layer off its start-up path.
-    from lily_kernel.runtime import render_result
-
-    return render_result(result)
-
-
-def markdown_bundle(markdown: str, footer: str | None = None) -> dict[str, str]:
-    """A model reply: Markdown rendered by the notebook, the same text for consoles;
-    the footer as a small line under it."""
-    if footer is None:
-        return {"text/markdown": markdown, "text/plain": markdown}
-    # An answer cut off inside a code block would show the footer as code: close it.
-    closed = markdown + "\n```" if markdown.count("```") % 2 else markdown
-    return {
-        "text/markdown": f"{closed}\n\n<sub>{escape(footer)}</sub>",
-        "text/plain": f"{markdown}\n\n-- {footer}",
-    }
-
-
-def notice_bundle(text: str) -> dict[str, str]:
-    """A small remark for the person (e.g. a truncated persona file)."""
-    return {
-        "text/html": f'<div class="lily-notice"><em>{escape(text)}</em></div>',
-        "text/plain": text,
-    }
 
 
 class KernelSink:
@@ -84,8 +47,10 @@ class KernelSink:
     async def ask(self, prompt: str) -> str | None:
         return await self._ask(prompt)
 
-    def show(self, result: CommandResult) -> None:
-        self._display(command_bundle(result))
+    def show(self, result: Document) -> None:
+        from lily_kernel.display import bundle  # with the first output, not at start
+
+        self._display(bundle(result))
 
     def stream(self, markdown: str) -> None:
         self._update_or_create(markdown)
@@ -94,13 +59,17 @@ class KernelSink:
         self._update_or_create(markdown, footer)
 
     def notice(self, text: str) -> None:
-        self._display(notice_bundle(text))
+        from lily_kernel.display import Notice, bundle
+
+        self._display(bundle(Notice(text)))
 
     def _display(self, data: dict[str, str], transient: dict[str, str] | None = None) -> None:
         self._send("display_data", {"data": data, "metadata": {}, "transient": transient or {}})
 
     def _update_or_create(self, markdown: str, footer: str | None = None) -> None:
-        data = markdown_bundle(markdown, footer)
+        from lily_kernel.display import Reply, bundle
+
+        data = bundle(Reply(markdown, footer))
         if self._display_id is None:
             self._display_id = f"lily-{uuid.uuid4().hex}"
             self._display(data, {"display_id": self._display_id})

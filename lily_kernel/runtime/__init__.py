@@ -10,14 +10,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lily_kernel.runtime.display import CommandResult, render_result
     from lily_kernel.runtime.environment import LilyEnvironment
     from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
     from lily_kernel.runtime.runtime import LilyRuntime
     from lily_kernel.runtime.sink import CellSink
 
-__all__ = ["BackgroundRuntime", "CellSink", "CommandResult", "LilyEnvironment", "LilyRuntime",
-           "render_result", "workspace_from_environment"]
+__all__ = ["BackgroundRuntime", "CellSink", "LilyEnvironment", "LilyRuntime",
+           "workspace_from_environment"]
 
 _HOMES = {
     "BackgroundRuntime": "lifecycle",
@@ -25,8 +24,6 @@ _HOMES = {
     "CellSink": "sink",
     "LilyRuntime": "runtime",
     "LilyEnvironment": "environment",
-    "render_result": "display",
-    "CommandResult": "display",
 }
 
 

@@ -9,7 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from lily_kernel.commands import BUILTIN_COMMANDS
+from lily_kernel.commands import CommandTable, default_commands
 from lily_kernel.config import (
     CONFIG_FILE,
     EMBEDDED_MODEL,
@@ -110,6 +110,7 @@ class LilyEnvironment:
     workspace: Path
     config: LilyConfig
     registry: ToolRegistry
+    commands: CommandTable
     policy: ToolPolicy
     skill_roots: tuple[SkillRoot, ...]
     persona_roots: PersonaRoots
@@ -124,6 +125,7 @@ class LilyEnvironment:
         registry: ToolRegistry | None = None,
         host: Host | None = None,
         trust_store: TrustStore | None = None,
+        commands: CommandTable | None = None,
     ) -> LilyEnvironment:
         """Read config (raises ConfigError) and resolve every root. An untrusted
         lily.yaml widens nothing (trust/settings.py); `trust_store` is the person's
@@ -140,6 +142,7 @@ class LilyEnvironment:
             environ if environ is not None else os.environ), person_roots=own,
             digests=DigestCache(lily_home(base) / "cache" / DIGEST_CACHE_FILE))
         registry = registry if registry is not None else default_registry()
+        commands = commands if commands is not None else default_commands()
         policy = _checked_policy(config, registry)
         held: tuple[str, ...] = ()
         if not trust.config_trusted():
@@ -163,6 +166,7 @@ class LilyEnvironment:
             workspace=workspace,
             config=config,
             registry=registry,
+            commands=commands,
             policy=policy,
             skill_roots=resolve_skill_roots(config, workspace, home),
             persona_roots=persona,
@@ -177,7 +181,7 @@ class LilyEnvironment:
             # A skill's tools are governed ones (load_skill is Lily's own selection).
             registered_tools=frozenset(t.name for t in self.registry if t.governed),
             allowed_tools=self.policy.allowed_names(self.registry),
-            reserved_commands=BUILTIN_COMMANDS,
+            reserved_commands=self.commands.names(),
         )
 
     def load_snapshot(self, version: int) -> SkillSnapshot:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from lily_kernel.commands import (
     CommandContext,
+    CommandTable,
     CommandOutcome,
     CommandResult,
     Completion,
@@ -27,10 +28,9 @@ from lily_kernel.commands import (
     complete,
     inspect,
     parse_command,
-    ranks_skills,
-    render_plain,
     run_command,
 )
+from lily_kernel.display import Told, render_plain
 from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
 from lily_kernel.events import (
     Cell,
@@ -47,7 +47,6 @@ from lily_kernel.events import (
     session_log_path,
 )
 from lily_kernel.llm.base import ChatModel
-from lily_kernel.persona import Persona
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.environment import (
@@ -58,7 +57,14 @@ from lily_kernel.runtime.environment import (
 )
 from lily_kernel.runtime.replay_records import error_record
 from lily_kernel.runtime.sink import CellSink
-from lily_kernel.runtime.trust_flow import log_trust_checked, needs_trust, settle_trust
+from lily_kernel.runtime.trust_flow import (
+    ask_trust,
+    log_trust_checked,
+    needs_trust,
+    settle_trust,
+    take_up_trust,
+    trusted_elsewhere,
+)
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ScriptHost, ToolRegistry
@@ -79,11 +85,8 @@ class LilyRuntime:
     session: Session
     log: EventLog
     model: ChatModel | None = None  # created on the first conversational cell
-    persona_told: Persona | None = None  # whose notices the person has seen
-    log_problem_told: bool = False
-    model_told: bool = False  # the person was told the embedded model answers
+    told: Told = field(default_factory=Told)  # the notices said once a session
     trust_answered: bool = False  # the trust question was put (runtime/trust_flow.py)
-    trust_problem_told: bool = False
     _model_loading: asyncio.Future[ChatModel] | None = None
     # Makes the session's model (in a worker thread); replay swaps in the recorded loads.
     model_loader: Callable[[], ChatModel] | None = None
@@ -174,16 +177,18 @@ class LilyRuntime:
         environ: Mapping[str, str] | None = None,
         *,
         registry: ToolRegistry | None = None,
+        commands: CommandTable | None = None,
         session_id: str | None = None,
         listener: Callable[[Event], None] | None = None,
         write_log: bool = True,
         trust_store: TrustStore | None = None,
     ) -> LilyRuntime:
         """Load config, skills and persona; open the log. Raises ConfigError/SkillRootError.
-        `listener` sees every event; `write_log` False keeps the log off disk (replay),
-        which also keeps its trust in memory (`trust_store`)."""
+        `registry` and `commands`: the session's tools and commands (the built-in ones
+        unless given); `listener` sees every event; `write_log` False keeps the log off
+        disk (replay), which also keeps its trust in memory (`trust_store`)."""
         env = LilyEnvironment.load(workspace, environ, registry=registry,
-                                   trust_store=trust_store)
+                                   trust_store=trust_store, commands=commands)
         session_id = session_id or uuid.uuid4().hex
         created = datetime.now(UTC).isoformat(timespec="seconds")
         session = env.new_session(session_id, created)
@@ -220,9 +225,17 @@ class LilyRuntime:
 
     # --- commands --------------------------------------------------------------
 
-    def command_context(self, stop: threading.Event | None = None) -> CommandContext:
+    def command_context(self, stop: threading.Event | None = None,
+                        sink: CellSink | None = None) -> CommandContext:
+        """What a command may use; with the cell's `sink`, the trust question too."""
+
+        async def trust() -> CommandResult:
+            assert sink is not None
+            return await ask_trust(self, sink)
+
         return CommandContext(
             session=self.session,
+            commands=self.env.commands,
             registry=self.env.registry,
             policy=self.env.policy,
             load_snapshot=self.env.load_snapshot,
@@ -230,13 +243,14 @@ class LilyRuntime:
             list_agents=self.env.list_agents,
             held_settings=self.env.trust.held_settings,
             stop=stop,
+            trust=trust if sink is not None else None,
         )
 
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
         """Run one command outside a cell (for scripts and tests); apply its state change
         only when it succeeded. A command that hands over an intent (a skill for the
         model, a tool to run) is returned with it, not carried out: `run_cell` does that."""
-        outcome = run_command(self.command_context(), parsed)
+        outcome = asyncio.run(run_command(self.command_context(), parsed))
         if outcome.result.dispatch is not None:
             raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
         return self._finish_command(parsed, outcome)
@@ -295,28 +309,31 @@ class LilyRuntime:
             raise
         finally:
             self.log.emit(CellFinished(status=status, error=error))
-            if self.log.problem and not self.log_problem_told:  # once, not every cell
+            if self.log.problem and self.told.first("event log"):  # once, not every cell
                 sink.notice(f"The event log is off: {self.log.problem}.")
-                self.log_problem_told = True
 
     async def _run_cell(self, code: str, sink: CellSink, stop: threading.Event) -> None:
         if not code.strip():
             return  # a blank cell does nothing, as in Python kernels
         parsed = parse_command(code)
-        if self.env.trust.problem and not self.trust_problem_told:  # once, not every cell
+        if self.env.trust.problem and self.told.first("trust store"):  # once, not every cell
             sink.notice(f"Trust: {self.env.trust.problem}.")
-            self.trust_problem_told = True
+        if trusted_elsewhere(self):  # `lily trust` in a terminal, meanwhile
+            take_up_trust(self)
+            sink.notice(f"Trusted from elsewhere: what came with {self.env.workspace} "
+                        "applies from this cell.")
         if needs_trust(self, parsed):
             await settle_trust(self, sink)
         if parsed is None:
             await self._converse(code, None, sink, stop)
             return
-        if ranks_skills(parsed):
+        command = self.env.commands.get(parsed.name)
+        if command is not None and command.ranks and parsed.argument:
             await announce_encoding(self.session.skill_snapshot, sink)
-        # The command itself runs off the event loop (a reload can read thousands of
-        # files), so an interrupt can cancel this await; its state change is applied
-        # here afterwards, never by a cancelled cell.
-        outcome = await asyncio.to_thread(run_command, self.command_context(stop), parsed)
+        # A handler doing file-system work runs off the event loop (a reload can read
+        # thousands of files), so an interrupt can cancel this await; its state change
+        # is applied here afterwards, never by a cancelled cell.
+        outcome = await run_command(self.command_context(stop, sink), parsed)
         if outcome.result.dispatch is not None:
             outcome = await self.gate.dispatch(sink, parsed.name, outcome)
         result = self._finish_command(parsed, outcome)
@@ -359,9 +376,8 @@ class LilyRuntime:
         if session.model_config.model is None:
             raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
         model = await self.get_model()
-        if session.embedded_default and not self.model_told:
+        if session.embedded_default and self.told.first("embedded model"):
             sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
-            self.model_told = True
         draft = await asyncio.to_thread(draft_turn_request, session,
                                         self.env.config.catalog_max_chars, model, text, forced)
         if draft.ranks:  # a catalog over its budget lists the request's best matches
@@ -369,10 +385,9 @@ class LilyRuntime:
         request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
         if catalog_notice is not None:
             sink.notice(catalog_notice)
-        if self.persona_told is not session.persona:  # once per persona, not every cell
+        if self.told.first(("persona", session.persona)):  # once per persona read
             for notice in session.persona.notices:
                 sink.notice(notice)
-            self.persona_told = session.persona
         request, trim_notice = fit_request(session, model, request)
         if trim_notice is not None:
             sink.notice(trim_notice)
@@ -385,11 +400,12 @@ class LilyRuntime:
 
     def complete(self, code: str, cursor: int) -> Completion:
         """Tab completion of a command cell, from this session's snapshot and agents."""
-        return complete(code, cursor, self.session.skill_snapshot, self.env.list_agents())
+        return complete(code, cursor, self.session.skill_snapshot, self.env.list_agents(),
+                        self.env.commands)
 
     def inspect(self, code: str, cursor: int) -> CommandResult | None:
         """Shift-Tab: the help of the skill under the cursor, if any."""
-        return inspect(code, cursor, self.session.skill_snapshot)
+        return inspect(code, cursor, self.session.skill_snapshot, self.env.commands)
 
     def close(self) -> None:
         self.log.close()

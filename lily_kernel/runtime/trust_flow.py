@@ -16,7 +16,8 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from lily_kernel.commands import ParsedCommand
+from lily_kernel.commands import CommandResult, ParsedCommand, resolve
+from lily_kernel.display import Text
 from lily_kernel.events import Approval, EventLog, TrustChecked, TrustDecided
 from lily_kernel.runtime.approval import YES
 from lily_kernel.runtime.sink import CellSink
@@ -41,8 +42,8 @@ class LilyRuntime(Protocol):
 
     def use_environment(self, env: LilyEnvironment) -> None: ...
 
-__all__ = ["held_skills", "log_trust_checked", "needs_trust", "pending_trust", "settle_trust",
-           "take_up_trust", "trust_help", "trust_question"]
+__all__ = ["ask_trust", "held_skills", "log_trust_checked", "needs_trust", "pending_trust",
+           "settle_trust", "take_up_trust", "trust_help", "trust_question", "trusted_elsewhere"]
 
 
 def held_skills(snapshot: SkillSnapshot) -> dict[str, str]:
@@ -51,12 +52,13 @@ def held_skills(snapshot: SkillSnapshot) -> dict[str, str]:
             if d.kind is DiagnosticKind.UNTRUSTED}
 
 
-def _invoked(parsed: ParsedCommand) -> set[str]:
-    """The skill names a command cell could invoke."""
-    names = {parsed.name, parsed.name.removeprefix("skill:")}
-    if parsed.name == "skill" and parsed.argument.split():
-        names.add(parsed.argument.split()[0])
-    return names
+def _invoked(runtime: LilyRuntime, parsed: ParsedCommand) -> str | None:
+    """The skill name a command cell would invoke (held ones included), or None."""
+    found = resolve(parsed.name, runtime.session.skill_snapshot, runtime.env.commands)
+    if found.command is not None:
+        words = parsed.argument.split()
+        return words[0] if found.command.names_skill and words else None
+    return found.skill.name if found.skill is not None else found.wanted
 
 
 def needs_trust(runtime: LilyRuntime, parsed: ParsedCommand | None) -> bool:
@@ -68,13 +70,13 @@ def needs_trust(runtime: LilyRuntime, parsed: ParsedCommand | None) -> bool:
     trust = runtime.env.trust
     if not held and not trust.held_settings and trust.persona_line() is None:
         return False
-    return parsed is None or bool(_invoked(parsed) & held.keys())
+    return parsed is None or _invoked(runtime, parsed) in held
 
 
 def trust_help(runtime: LilyRuntime) -> str:
-    """How to trust this workspace outside the notebook (one line)."""
-    return (f"run `lily trust {runtime.env.workspace}` in a terminal, or set "
-            f"{TRUST_VARIABLE}=workspace for a runner without input")
+    """How to trust this workspace (one line)."""
+    return (f"run `/trust` in a cell, or `lily trust {runtime.env.workspace}` in a "
+            f"terminal, or set `{TRUST_VARIABLE}=workspace` for a runner without input")
 
 
 def pending_trust(env: LilyEnvironment) -> tuple[dict[str, str], list[str], list[str]]:
@@ -91,7 +93,7 @@ def pending_trust(env: LilyEnvironment) -> tuple[dict[str, str], list[str], list
     trusting = TrustStore(None, {str(env.workspace): WorkspaceTrust(
         trust.config_digest, entry.skills if entry else {}, trust.persona_digest)})
     full = LilyEnvironment.load(env.workspace, env.host.environ, registry=env.registry,
-                                host=env.host, trust_store=trusting)
+                                host=env.host, trust_store=trusting, commands=env.commands)
     raw = load_snapshot(full.skill_roots, full.snapshot_rules(), full.host)
     _, digests, held = hold_untrusted(raw, env.workspace, entry,
                                       person_roots=trust.person_roots, cache=trust.digests)
@@ -121,8 +123,9 @@ def trust_question(workspace: Path, skills: list[str], settings: list[str]) -> s
     return "\n".join(lines)
 
 
-async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> None:
-    """Ask once; on yes, record the trust and take up the workspace's skills and settings."""
+async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> str:
+    """Ask; on yes, record the trust and take up the workspace's skills, persona and
+    settings. What came of it, as the notice the person is shown."""
     env = runtime.env
     digests, skills, settings = pending_trust(env)
     question = trust_question(env.workspace, skills, settings)
@@ -139,14 +142,39 @@ async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> None:
     if outcome == "approved":
         env.trust.trust(digests)  # a store that cannot be written: the cell's error
         take_up_trust(runtime)
-        sink.notice(f"Trusted {env.workspace}: its skills and lily.yaml apply.")
+        said = f"Trusted {env.workspace}: its skills, persona and lily.yaml apply."
     elif outcome == "declined":
-        sink.notice("Held for this session: the workspace's skills and lily.yaml settings "
-                    f"listed above. To trust it later, {trust_help(runtime)}.")
+        said = ("Held for this session: what the question listed. To trust it later, "
+                f"{trust_help(runtime)}.")
     else:
-        sink.notice(f"This workspace is not trusted, so its skills and some lily.yaml "
-                    f"settings are held (`/skills` lists them). To trust it, "
-                    f"{trust_help(runtime)}.")
+        said = (f"This workspace is not trusted, so what came with it is held (`/skills` "
+                f"lists the skills). To trust it, {trust_help(runtime)}.")
+    sink.notice(said)
+    return said
+
+
+async def ask_trust(runtime: LilyRuntime, sink: CellSink) -> CommandResult:
+    """`/trust`: the question again (whatever was answered before), or, with nothing to
+    trust, that the workspace is trusted."""
+    trust = runtime.env.trust
+    if (trust.trusted() and not held_skills(runtime.session.skill_snapshot)
+            and not trust.held_settings and trust.persona_line() is None):
+        return CommandResult("trust", "This workspace is trusted", (Text(
+            f"{runtime.env.workspace}: nothing that came with it is held."),))
+    said = await settle_trust(runtime, sink)
+    return CommandResult("trust", "Trust", (Text(said),))
+
+
+def trusted_elsewhere(runtime: LilyRuntime) -> bool:
+    """Whether the person trusted the workspace since the session read its trust (from a
+    terminal, `lily trust`, or another notebook): then the session takes it up now."""
+    trust = runtime.env.trust
+    if trust.by_environment:
+        return False
+    if (not held_skills(runtime.session.skill_snapshot) and not trust.held_settings
+            and trust.persona_line() is None and trust.trusted()):
+        return False  # nothing held: nothing to take up
+    return trust.entry() != trust.seen
 
 
 def log_trust_checked(runtime: LilyRuntime) -> None:
@@ -171,7 +199,8 @@ def take_up_trust(runtime: LilyRuntime) -> None:
 
     old = runtime.env
     env = LilyEnvironment.load(old.workspace, old.host.environ, registry=old.registry,
-                               host=old.host, trust_store=old.trust.store)
+                               host=old.host, trust_store=old.trust.store,
+                               commands=old.commands)
     runtime.use_environment(env)
     session = runtime.session
     session.skill_snapshot = env.load_snapshot(session.skill_snapshot.version + 1)

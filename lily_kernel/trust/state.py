@@ -48,6 +48,7 @@ class TrustState:
     digests: DigestCache = field(default_factory=lambda: DigestCache(None))
     config_digest: str | None = field(init=False)
     persona_digest: str | None = field(init=False)
+    seen: WorkspaceTrust | None = field(init=False, default=None)  # the store's entry then
 
     def __post_init__(self) -> None:
         self.config_digest = file_digest(self.workspace / CONFIG_FILE)
@@ -55,7 +56,9 @@ class TrustState:
         self.persona_digest = (None if self.by_environment or not persona.is_dir()
                                else folder_digest(str(persona), self.digests))
         if not self.by_environment:
-            self.entry()  # a store that cannot be read is known (and told) from the start
+            # A store that cannot be read is known (and told) from the start; what it
+            # says now tells a trust given elsewhere later.
+            self.seen = self.entry()
 
     def entry(self) -> WorkspaceTrust | None:
         """What the store trusts here (read anew: `lily trust` may have run meanwhile)."""
@@ -103,5 +106,5 @@ class TrustState:
     def trust(self, digests: Mapping[str, str]) -> None:
         """Record the workspace as trusted: its lily.yaml, persona and these skills, at
         these digests (raises TrustStoreError)."""
-        self.store.record(self.workspace, WorkspaceTrust(
-            self.config_digest, dict(digests), self.persona_digest))
+        self.seen = WorkspaceTrust(self.config_digest, dict(digests), self.persona_digest)
+        self.store.record(self.workspace, self.seen)

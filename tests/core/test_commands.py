@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lily_kernel.commands import (
-    CommandResult,
-    SkillInvocation,
-    parse_command,
-    render_html,
-    render_markdown,
-    render_plain,
-)
-from lily_kernel.commands.results import Table
+from lily_kernel.commands import CommandResult, SkillInvocation, parse_command
+from lily_kernel.display import Table, render_html, render_markdown, render_plain
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
@@ -360,3 +353,52 @@ def test_help_lists_the_forms_hints_and_dynamic_context(claude: LilyRuntime) -> 
     hidden = render_plain(run(claude, "/help modelonly").shown[0])
     assert re.search(r"^person invocation\s+none: for the model only \(user-invocable: "
                      r"false\)$", hidden, re.M)
+
+
+# --- a command is one record and one line ------------------------------------------
+
+
+def test_a_new_command_is_one_record_registered_once(workspace: Path,
+                                                     environ: dict[str, str]) -> None:
+    """What a newcomer writes to add `/stamp`: one module's handler and record, one
+    line in the table. /help, completion, Shift-Tab's resolver, the loader's reserved
+    names and running it all follow from the record."""
+    import asyncio
+
+    from lily_kernel.commands import (
+        CommandContext,
+        CommandOutcome,
+        CommandSpec,
+        complete,
+        default_commands,
+    )
+    from lily_kernel.display import Text
+
+    async def stamp(ctx: CommandContext, argument: str) -> CommandOutcome:
+        return CommandOutcome(CommandResult("stamp", "Stamped", (Text(argument or "-"),)))
+
+    table = default_commands()
+    table.register(CommandSpec("stamp", "stamp a label", stamp, usage="/stamp [label]"))
+    write_skill(workspace / "skills", "stamper", skill_text("Stamps", command="stamp"))
+    runtime = LilyRuntime.start(workspace, environ, commands=table)
+    help_text = render_plain(runtime.run_command(parse_command("/help")))  # type: ignore[arg-type]
+    assert any(line.startswith("/stamp [label] ") and line.endswith(" stamp a label")
+               for line in help_text.splitlines())
+    done = complete("/st", 3, runtime.session.skill_snapshot, [], table)
+    assert done.matches == ("/stamp",) and done.types == ("command",)
+    shown = runtime.run_command(parse_command("/stamp approved"))  # type: ignore[arg-type]
+    assert render_plain(shown) == "Stamped\n\napproved"
+    [clash] = [d for d in runtime.session.skill_snapshot.diagnostics if d.skill == "stamper"]
+    assert "collides with the built-in /stamp" in clash.reason
+    assert asyncio.iscoroutinefunction(stamp)
+
+
+def test_docs_commands_table_lists_every_command() -> None:
+    """docs/commands.md's table has a row for each registered command's usage."""
+    from lily_kernel.commands import default_commands
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`") for line in doc.splitlines()
+            if line.startswith("| `/")}
+    for command in default_commands():
+        assert f"/{command.name}" in {row.split()[0] for row in rows}, command.name

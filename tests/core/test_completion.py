@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lily_kernel.commands import complete, inspect, render_plain
+from lily_kernel.commands import complete as complete_with
+from lily_kernel.commands import default_commands
+from lily_kernel.commands import inspect as inspect_with
+from lily_kernel.display import render_plain
 from lily_kernel.skills import Host, LoadRules, SkillRoot, SkillSnapshot, load_snapshot
 from tests.conftest import skill_text, write_skill
+
+COMMANDS = default_commands()
+
+
+def complete(code: str, cursor: int, snapshot: SkillSnapshot, agents: list[str]) -> Any:
+    return complete_with(code, cursor, snapshot, agents, COMMANDS)
+
+
+def inspect(code: str, cursor: int, snapshot: SkillSnapshot) -> Any:
+    return inspect_with(code, cursor, snapshot, COMMANDS)
 
 
 @pytest.fixture
@@ -23,9 +37,9 @@ def snapshot(tmp_path: Path) -> SkillSnapshot:
 def test_slash_lists_commands_aliases_and_skills(snapshot: SkillSnapshot) -> None:
     done = complete("/", 1, snapshot, ["default"])
     assert done.matches == ("/agent", "/echo", "/help", "/pdf", "/plan", "/plan_compiler",
-                            "/reload_skills", "/skill", "/skills")
+                            "/reload_skills", "/skill", "/skills", "/trust")
     assert done.types == ("command", "skill", "command", "skill", "alias", "skill",
-                          "command", "command", "command")
+                          "command", "command", "command", "command")
     assert (done.cursor_start, done.cursor_end) == (0, 1)
     assert complete("  /sk", 5, snapshot, []).matches == ("/skill", "/skills")
     assert complete("  /sk", 5, snapshot, []).cursor_start == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
-CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "config.py",
+CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "display", "config.py",
         "errors.py", "events.py", "redaction.py", "validation.py", "visible.py"]
 
 # What each part of lily_kernel may import from lily_kernel (besides itself). No sideways
@@ -23,6 +23,7 @@ ALLOWED = {
     "events": set(),
     "redaction": set(),
     "visible": set(),
+    "display": {"visible"},
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
@@ -30,12 +31,13 @@ ALLOWED = {
     "session": {"config", "persona", "skills"},
     "prompting": {"persona", "skills"},
     "llm": {"config", "errors", "redaction"},
-    "commands": {"config", "errors", "persona", "session", "skills", "tools", "visible"},
+    "commands": {"config", "display", "errors", "persona", "session", "skills", "tools",
+                 "visible"},
     "trust": {"config", "errors", "skills", "tools", "validation"},
     "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
-                "redaction", "session", "skills", "tools", "trust", "visible"},
-    "kernel": {"__init__", "errors", "redaction", "runtime"},
-    "cli": {"commands", "errors", "runtime", "skills", "trust", "visible"},
+                "redaction", "session", "skills", "tools", "trust", "visible", "display"},
+    "kernel": {"__init__", "display", "errors", "redaction", "runtime"},
+    "cli": {"commands", "display", "errors", "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
     "__init__": set(),
 }

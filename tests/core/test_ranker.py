@@ -268,7 +268,7 @@ needs_encoder = pytest.mark.skipif(find_encoder_files() is None,
 def test_with_the_encoder_a_request_sharing_no_word_finds_its_skill(
         workspace: Path, environ: dict[str, str]) -> None:
     from lily_kernel.commands.listing import ranked_result
-    from lily_kernel.commands.results import Table
+    from lily_kernel.display import Table
     from lily_kernel.prompting.selection import request_shortlist
     from lily_kernel.runtime.environment import LilyEnvironment
 

@@ -1,21 +1,27 @@
-"""Render command results as HTML, Markdown and plain text (everything from files escaped)."""
+"""Render what the person is shown (display/blocks.py) as HTML, Markdown and plain text,
+and as the MIME bundles front ends pick from. The one place Lily's output is formatted:
+everything from files is escaped here (HTML entities, Markdown specials, and for plain
+text the escapes of lily_kernel/visible.py, so a terminal reads no escape code).
+"""
 
 from __future__ import annotations
 
 import re
 from html import escape
 
-from lily_kernel.commands.results import (
+from lily_kernel.display.blocks import (
     Block,
-    CommandResult,
+    Document,
     Fields,
+    Notice,
     Preformatted,
+    Reply,
     Table,
     Text,
 )
 from lily_kernel.visible import visible
 
-__all__ = ["render_html", "render_markdown", "render_plain"]
+__all__ = ["bundle", "render_html", "render_markdown", "render_plain"]
 
 # Markdown-inert text: HTML characters as entities, Markdown specials backslash-escaped.
 # One translate pass (a regex substitution per cell cost 8 ms for 1,000 skills).
@@ -61,7 +67,7 @@ def _html_block(block: Block) -> str:
     return f"<details><summary>{escape(block.summary)}</summary>{inner}</details>"
 
 
-def render_html(result: CommandResult) -> str:
+def render_html(result: Document) -> str:
     parts = ['<div class="lily-result">']
     if result.title:
         parts.append(f"<h4>{escape(result.title)}</h4>")
@@ -94,7 +100,7 @@ def _md_block(block: Block) -> str:
     return f"**{_md(block.summary)}**\n\n{inner}"
 
 
-def render_markdown(result: CommandResult) -> str:
+def render_markdown(result: Document) -> str:
     parts = [f"#### {_md(result.title)}"] if result.title else []
     parts.extend(_md_block(b) for b in result.blocks)
     parts.extend(f"*{_md(n)}*" for n in result.notices)
@@ -154,7 +160,7 @@ def _plain_block(block: Block, width: int | None = None) -> str:
     return f"{visible(block.summary)}\n\n{inner}"
 
 
-def render_plain(result: CommandResult, width: int | None = None) -> str:
+def render_plain(result: Document, width: int | None = None) -> str:
     """Plain text; with `width` (a terminal's), tables are cut to fit it, long cells
     ending in an ellipsis. Without it, everything is whole (notebooks, consoles). What
     came from files shows its invisible characters as escapes: a terminal or a console
@@ -163,3 +169,44 @@ def render_plain(result: CommandResult, width: int | None = None) -> str:
     parts.extend(_plain_block(b, width) for b in result.blocks)
     parts.extend(visible(n, lines=True) for n in result.notices)
     return "\n\n".join(parts)
+
+
+# --- notices and replies ---------------------------------------------------------
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _notice_html(text: str) -> str:
+    """A notice's text escaped, its `code` spans as <code>."""
+    parts, last = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        parts += [escape(text[last:match.start()]), f"<code>{escape(match.group(1))}</code>"]
+        last = match.end()
+    parts.append(escape(text[last:]))
+    return "".join(parts)
+
+
+def _reply_bundle(reply: Reply) -> dict[str, str]:
+    """A model's answer: Markdown rendered by the notebook, the same text for consoles;
+    the footer as a small line under it."""
+    markdown, footer = reply.markdown, reply.footer
+    if footer is None:
+        return {"text/markdown": markdown, "text/plain": markdown}
+    # An answer cut off inside a code block would show the footer as code: close it.
+    closed = markdown + "\n```" if markdown.count("```") % 2 else markdown
+    return {
+        "text/markdown": f"{closed}\n\n<sub>{escape(footer)}</sub>",
+        "text/plain": f"{markdown}\n\n-- {footer}",
+    }
+
+
+def bundle(value: Document | Notice | Reply) -> dict[str, str]:
+    """`{mimetype: text}` for a value: HTML for notebooks, Markdown, plain text for
+    consoles (a notice: HTML and plain; a reply: Markdown and plain)."""
+    if isinstance(value, Notice):
+        return {"text/html": f'<div class="lily-notice"><em>{_notice_html(value.text)}</em></div>',
+                "text/plain": visible(value.text, lines=True)}
+    if isinstance(value, Reply):
+        return _reply_bundle(value)
+    return {"text/html": render_html(value), "text/markdown": render_markdown(value),
+            "text/plain": render_plain(value)}

@@ -1,0 +1,149 @@
+"""The command seam: each `/` command declared once (name, handler, help, what its
+argument is, how it meets trust), what its handler gets (`CommandContext`) and returns
+(`CommandOutcome`, `StateChange`). `/help`, completion, Shift-Tab, the trust question and
+docs/commands.md are derived from the records (as tools are from theirs, tools/).
+
+A handler is `async def handler(ctx, argument) -> CommandOutcome` (commands/context.py
+says what `ctx` holds); it returns the result and the session change to apply on
+success, and raises CommandError with the exact message when it fails. A handler doing
+file-system work is wrapped in `blocking`, so the stop button stays live.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from lily_kernel.commands.results import CommandResult
+from lily_kernel.persona import Persona
+from lily_kernel.session import Session
+from lily_kernel.skills import SkillSnapshot
+from lily_kernel.tools import ToolPolicy, ToolRegistry
+
+__all__ = [
+    "ArgumentKind",
+    "CommandContext",
+    "CommandOutcome",
+    "CommandSpec",
+    "CommandTable",
+    "Handler",
+    "StateChange",
+    "blocking",
+]
+
+Handler = Callable[["CommandContext", str], Awaitable["CommandOutcome"]]
+# What a command's first argument is, for completion and Shift-Tab: nothing to complete,
+# a skill the person may invoke, any skill (help shows them all), an agent.
+ArgumentKind = Literal["text", "invocable_skill", "skill", "agent"]
+
+
+def blocking(function: Callable[[CommandContext, str], CommandOutcome]) -> Handler:
+    """A handler doing file-system work (a reload reads thousands of files) in a worker
+    thread: the stop button can end the cell meanwhile; the change is applied after."""
+
+    @functools.wraps(function)
+    async def handler(ctx: CommandContext, argument: str) -> CommandOutcome:
+        import asyncio  # (the CLI builds the table without an event loop)
+
+        return await asyncio.to_thread(function, ctx, argument)
+
+    return handler
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A built-in command. `usage` and `summary` are its line in `/help` (and in
+    docs/commands.md); `more` are further lines for other forms of it (`/skill:<name>`).
+    `argument`: what its first argument is. `names_skill`: its first argument names a
+    skill it invokes (a held skill then asks the trust question first). `ranks`: with
+    an argument, it ranks the skills (a first ranking that encodes many says so)."""
+
+    name: str
+    summary: str
+    handler: Handler
+    usage: str = ""
+    argument: ArgumentKind = "text"
+    names_skill: bool = False
+    ranks: bool = False
+    more: tuple[tuple[str, str], ...] = ()
+
+    def help_lines(self) -> tuple[tuple[str, str], ...]:
+        return ((self.usage or f"/{self.name}", self.summary), *self.more)
+
+
+class CommandTable:
+    """Built-in commands by name; one table per session."""
+
+    def __init__(self, commands: list[CommandSpec] | None = None) -> None:
+        self._commands: dict[str, CommandSpec] = {}
+        for command in commands or []:
+            self.register(command)
+
+    def register(self, command: CommandSpec) -> None:
+        if command.name in self._commands:
+            raise ValueError(f"a command named /{command.name} is already registered")
+        if not inspect.iscoroutinefunction(command.handler):
+            raise ValueError(f"/{command.name}: the handler must be async (blocking() "
+                             "wraps a synchronous one)")
+        self._commands[command.name] = command
+
+    def get(self, name: str) -> CommandSpec | None:
+        return self._commands.get(name)
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._commands)
+
+    def __iter__(self) -> Iterator[CommandSpec]:
+        return iter(self._commands.values())  # in registration order: /help's order
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """Read-only inputs of a command. Loaders do I/O; commands never touch the session.
+
+    `load_snapshot(version)` rebuilds skills from disk; `load_persona(agent)` reads an
+    agent; `list_agents()` lists them. The runtime supplies all three; `stop`, which it
+    sets when the cell is stopped (a ranking then stops encoding skills); and `trust`,
+    which puts the trust question to the person and takes up what they trust (None
+    where no one can be asked).
+    """
+
+    session: Session
+    commands: CommandTable
+    registry: ToolRegistry
+    policy: ToolPolicy
+    load_snapshot: Callable[[int], SkillSnapshot]
+    load_persona: Callable[[str], Persona]
+    list_agents: Callable[[], list[str]]
+    # lily.yaml settings not applied while the workspace is not trusted (/help says so).
+    held_settings: tuple[str, ...] = ()
+    stop: threading.Event | None = None
+    trust: Callable[[], Awaitable[CommandResult]] | None = None
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """The session fields a successful command replaces (None = unchanged)."""
+
+    skill_snapshot: SkillSnapshot | None = None
+    active_agent: str | None = None
+    persona: Persona | None = None
+
+    def apply(self, session: Session) -> None:
+        if self.skill_snapshot is not None:
+            session.skill_snapshot = self.skill_snapshot
+        if self.persona is not None and self.active_agent is not None:
+            session.active_agent = self.active_agent
+            session.persona = self.persona
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """What a command produced, and the session change to apply if it succeeded."""
+
+    result: CommandResult
+    change: StateChange | None = None
