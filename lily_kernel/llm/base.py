@@ -33,6 +33,9 @@ class ChatRequest:
     # A JSON schema the answer must follow (structured skill selection), or None.
     json_schema: dict[str, Any] | None = None
     max_tokens: int | None = None  # for this call only; the model's setting otherwise
+    # Told, before a model that reads the prompt on this machine does so, how many of
+    # its tokens it reads anew (a long one takes seconds: the person is told).
+    on_reading: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,8 @@ class LlamaEngine:
         """Keep only the first `count` tokens of the batch just read."""
         self.llama.n_tokens = self._batch_start + count
 
-    def evaluate(self, tokens: list[int], prefix: int, check: Check) -> None:
+    def evaluate(self, tokens: list[int], prefix: int, check: Check,
+                 reading: Callable[[int], None] | None = None) -> None:
         """Bring the model's state close to the prompt's end, reading only what it does
         not hold yet, in stoppable batches. The last batch (at most EVAL_BATCH tokens, at
         least one) is left to the caller, which reads it with what follows: one decode
@@ -189,6 +190,8 @@ class LlamaEngine:
             held = self._close_gap(tokens, held)
         llama.n_tokens = held  # eval() drops whatever the cache holds past this point
         self.last_evaluated = len(tokens) - held  # what this request reads anew
+        if reading is not None:
+            reading(self.last_evaluated)
         position = held
         while (len(tokens) - position > EVAL_BATCH
                or (saving and not restored and position < prefix)):

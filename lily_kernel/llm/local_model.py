@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 from collections.abc import Callable
@@ -121,6 +122,12 @@ class LocalModel:
             if not stop.is_set():
                 loop.call_soon_threadsafe(deliver, text)
 
+        told = request.on_reading
+        if told is not None:  # said on the event loop, as the text is
+            def reading(count: int) -> None:
+                loop.call_soon_threadsafe(told, count)
+
+            request = dataclasses.replace(request, on_reading=reading)
         work = loop.run_in_executor(self.worker, self._generate, request, emit, stop)
         try:
             return await work
@@ -149,7 +156,8 @@ class LocalModel:
                 ModelFault.CONTEXT_WINDOW,
                 f"the request is {len(tokens):,} tokens, more than the local "
                 f"model's {engine.window:,}-token context window.")
-        engine.evaluate(tokens, engine.prefix_length(messages, tokens), check)
+        engine.evaluate(tokens, engine.prefix_length(messages, tokens), check,
+                        request.on_reading)
         answers = choices(request.json_schema) if request.json_schema is not None else None
         if answers:
             chosen, length = engine.choose(tokens, answers, check)

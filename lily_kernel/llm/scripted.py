@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections import deque
 from collections.abc import Callable
@@ -21,15 +22,20 @@ class ScriptedModel:
         name: str = "scripted",
         supports_tools: bool = True,
         context_window: int | None = None,
+        reads: int | None = None,
     ) -> None:
         self.name = name
         self.supports_tools = supports_tools
         self.context_window = context_window
+        self.reads = reads  # prompt tokens it says it reads anew (as a local model does)
         self.replies: deque[ChatResponse | BaseException] = deque(replies)
         self.requests: list[ChatRequest] = []
 
     async def complete(self, request: ChatRequest, on_text: Callable[[str], None]) -> ChatResponse:
-        self.requests.append(copy.deepcopy(request))  # what the model saw, frozen in time
+        # What the model saw, frozen in time (not the caller's callback).
+        self.requests.append(copy.deepcopy(dataclasses.replace(request, on_reading=None)))
+        if self.reads is not None and request.on_reading is not None:
+            request.on_reading(self.reads)
         if not self.replies:
             raise AssertionError("ScriptedModel has no reply left")
         reply = self.replies.popleft()

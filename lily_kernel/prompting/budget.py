@@ -33,9 +33,13 @@ SYSTEM_SHARE = 0.5
 ANSWER_SHARE = 0.25
 ANSWER_RESERVE_MAX = 2048
 MESSAGE_OVERHEAD = 8  # role markers and separators a chat template adds per message
-# A declared skill's SKILL.md may take this share of the window (512 of the embedded
-# model's 8,192 tokens): read at ~300 tokens/s on 2 cores, its answer starts within ~2 s.
+# A skill's SKILL.md, however it reaches the model (selected, declared, forced by the
+# person), may take this share of a small window (512 of the embedded model's 8,192
+# tokens): read at ~300 tokens/s on 2 cores, its answer starts within ~2 s. A larger
+# window (a remote model's) gives it a quarter.
 BODY_SHARE = 1 / 16
+SMALL_WINDOW = 16_384
+LARGE_BODY_SHARE = 1 / 4
 
 
 def estimate_tokens(messages: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> int:
@@ -56,8 +60,12 @@ def answer_reserve(window: int, max_tokens: int | None) -> int:
 
 
 def skill_body_budget(window: int | None) -> int | None:
-    """Characters a declared skill's SKILL.md may take (None: no bound, window unknown)."""
-    return None if window is None else int(window * BODY_SHARE) * CHARS_PER_TOKEN
+    """Characters a skill's SKILL.md may take of the model's window, on every path (None:
+    no bound, the window unknown): the one rule for fitting a skill into the window."""
+    if window is None:
+        return None
+    share = BODY_SHARE if window <= SMALL_WINDOW else LARGE_BODY_SHARE
+    return int(window * share) * CHARS_PER_TOKEN
 
 
 def catalog_budget(window: int | None, configured: int, system_without_catalog: str) -> int:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from html import escape
 
 from lily_kernel.persona import Persona
-from lily_kernel.prompting.skill_text import SKILL_FILES_NOTE, forced_skill_section, skill_body
+from lily_kernel.prompting.skill_text import SKILL_FILES_NOTE, forced_skill_section
 from lily_kernel.skills import Skill
 
 __all__ = ["ENTRY_TEXT_MAX", "Catalog", "build_catalog", "build_system_prompt", "cut_entry"]
@@ -117,10 +117,10 @@ def build_system_prompt(
     catalog: Catalog | None,
     forced_skill: Skill | None = None,
     tool_calls: bool = True,
-    arguments: str = "",
+    forced_body: str = "",
 ) -> str:
     """Persona sections, then either the catalog and selection rules or a forced skill
-    (its body with `arguments`, the person's request, in its placeholders).
+    (`forced_body`: its SKILL.md as the model reads it, fitted to its window).
 
     `tool_calls`: the model declares its skill with `load_skill`; otherwise there is no
     catalog: the request's shortlist selects, and the model declares only among
@@ -133,8 +133,7 @@ def build_system_prompt(
         # The note names the skill-file tools: only for a model that is offered them.
         note = "\n- " + SKILL_FILES_NOTE if tool_calls else ""
         parts.append("# Rules\n\n" + FORCED_RULES.format(name=forced_skill.name) + note)
-        parts.append(forced_skill_section(forced_skill.name,
-                                          skill_body(forced_skill, arguments)))
+        parts.append(forced_skill_section(forced_skill.name, forced_body))
     elif not tool_calls:
         # No catalog: the request's shortlist chooses (prompting/selection.py).
         parts.append("# Rules\n\n" + DECLARATION_RULES)

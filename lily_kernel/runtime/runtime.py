@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from lily_kernel.commands import (
     CommandContext,
-    CommandTable,
     CommandOutcome,
     CommandResult,
+    CommandTable,
     Completion,
     ParsedCommand,
     complete,
@@ -351,9 +351,15 @@ class LilyRuntime:
     async def _converse(self, text: str, forced: Skill | None, sink: CellSink,
                         stop: threading.Event) -> None:
         """Run one turn (with `forced` when the person invoked a skill); append it to the
-        history only once it has completed."""
+        history once it has completed, or, stopped by the person, what they saw of it
+        (marked as stopped). A turn that failed leaves the history as it was."""
         turn = await self._turn(text, forced, sink, stop)
-        self.session.conversation_state.messages.extend(await turn.run())
+        try:
+            messages = await turn.run()
+        except asyncio.CancelledError:
+            self.session.conversation_state.messages.extend(turn.stopped())
+            raise
+        self.session.conversation_state.messages.extend(messages)
 
     async def select_skill(self, text: str, sink: CellSink) -> str | None:
         """The skill a chat message selects, through the real selection path, without
@@ -368,6 +374,7 @@ class LilyRuntime:
         notices the person is owed (the model, once; a first ranking's time beforehand;
         left-out skills and turns)."""
         # The turn engine (and prompting) load with the first chat cell, not at start.
+        from lily_kernel.prompting.budget import skill_body_budget
         from lily_kernel.runtime.skill_choice import SkillChoice
         from lily_kernel.runtime.turn import Turn
         from lily_kernel.runtime.turn_request import draft_turn_request, fit_request
@@ -385,6 +392,10 @@ class LilyRuntime:
         request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
         if catalog_notice is not None:
             sink.notice(catalog_notice)
+        if forced is not None and request.forced_left:
+            sink.notice(f"Skill: {forced.name}: its SKILL.md less its last "
+                        f"{request.forced_left:,} characters, to fit the model's context "
+                        "window.")
         if self.told.first(("persona", session.persona)):  # once per persona read
             for notice in session.persona.notices:
                 sink.notice(notice)
@@ -392,7 +403,8 @@ class LilyRuntime:
         if trim_notice is not None:
             sink.notice(trim_notice)
         choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced,
-                             digests=self.env.trust.digests)
+                             digests=self.env.trust.digests,
+                             body_max_chars=skill_body_budget(model.context_window))
         return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
                     settings=session.model_config, request=request, choice=choice, stop=stop)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from lily_kernel.errors import ToolRefusedError
 from lily_kernel.events import EventLog, SkillInvoked, SkillLoaded
 from lily_kernel.prompting import loaded_skill_text, selection_refusal, skill_body
+from lily_kernel.prompting.skill_text import bounded_body
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import Skill, SkillSnapshot
 from lily_kernel.skills.digest import DigestCache, folder_digest
@@ -32,6 +33,7 @@ class SkillChoice:
     forced: Skill | None = None
     loaded: Skill | None = None
     digests: DigestCache | None = None  # files' digests by their stat (skills/digest.py)
+    body_max_chars: int | None = None  # what a SKILL.md may take (budget.skill_body_budget)
 
     @property
     def active(self) -> Skill | None:
@@ -75,8 +77,10 @@ class SkillChoice:
             raise ToolRefusedError(selection_refusal("unknown", name))
         if not skill.model_visible:
             raise ToolRefusedError(selection_refusal("person_only", skill.name))
-        self.activate(skill)
-        return loaded_skill_text(skill.name, skill_body(skill))
+        body, left = bounded_body(skill_body(skill), self.body_max_chars)
+        self.activate(skill, "selected by the model" + (
+            f"; its SKILL.md less its last {left:,} characters, to fit" if left else ""))
+        return loaded_skill_text(skill.name, body)
 
     def activate(self, skill: Skill, how: str = "selected by the model") -> None:
         """`skill` is the request's one skill from now on (selected by the model, or the

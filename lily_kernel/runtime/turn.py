@@ -45,6 +45,12 @@ from lily_kernel.tools import Tool
 __all__ = ["STREAM_INTERVAL", "Turn"]
 
 STREAM_INTERVAL = 0.05  # seconds between display updates while a reply streams
+# A model reading this many prompt tokens anew on this machine says so first, with the
+# time at the embedded model's ~300 tokens a second on 2 cores (docs/local-model.md).
+READING_NOTICE_AT, READ_PER_SECOND = 1_500, 300
+# How a stopped answer stands in the history (the model reads it in later turns).
+STOPPED_MARK = "[The person stopped this answer here.]"
+STOPPED_BEFORE = "[The person stopped the answer before it began.]"
 
 
 class _StreamView:
@@ -84,6 +90,7 @@ class Turn:
         self.stop = stop  # set when the cell is stopped: a ranking stops encoding
         self.messages: list[dict[str, Any]] = []  # what this turn adds after the request
         self.texts: list[str] = []
+        self._view: _StreamView | None = None  # the step streaming now
         self.tokens_in = 0
         self.tokens_out = 0
         self.last_context = 0  # tokens the last call read and wrote: the window it used
@@ -104,8 +111,10 @@ class Turn:
         for step in range(1, self.settings.max_steps + 1):
             schemas = [t.json_schema() for t in self._offered()] if self.model.supports_tools \
                 else []
-            view = _StreamView(self.sink, self.settings.stream, "\n\n".join([*self.texts, ""]))
-            response = await self._call(ChatRequest(base + self.messages, schemas), view, step)
+            view = self._view = _StreamView(self.sink, self.settings.stream,
+                                            "\n\n".join([*self.texts, ""]))
+            response = await self._call(
+                ChatRequest(base + self.messages, schemas, on_reading=self._reading), view, step)
             self.messages.append(_assistant_message(response))
             if response.text:
                 self.texts.append(response.text)
@@ -125,6 +134,26 @@ class Turn:
             f"the model did not finish within {self.settings.max_steps} steps (max_steps); "
             "the request was stopped and is not kept in the history. Raise max_steps in "
             "lily.yaml if the task needs more.")
+
+    def _reading(self, tokens: int) -> None:
+        """Before a long prompt is read on this machine: what, and about how long."""
+        if tokens < READING_NOTICE_AT:
+            return
+        active = self.choice.active
+        what = (f"the SKILL.md of '{active.name}' and the conversation" if active is not None
+                else "the conversation")
+        self.sink.notice(f"Reading {what} first: {tokens:,} tokens, about "
+                         f"{max(1, round(tokens / READ_PER_SECOND))} s on this machine.")
+
+    def stopped(self) -> list[dict[str, Any]]:
+        """What a turn the person stopped leaves in the history: their message, and the
+        answer as far as they saw it, marked as stopped (a follow-up such as "make it
+        shorter" then means that answer, not the one before it)."""
+        streamed = self._view.current if self._view is not None else ""
+        shown = "\n\n".join(t for t in [*self.texts, streamed] if t).strip()
+        marker = STOPPED_MARK if shown else STOPPED_BEFORE
+        return [self.request.user_message,
+                {"role": "assistant", "content": f"{shown}\n\n{marker}".strip()}]
 
     async def select(self) -> Skill | None:
         """Only the selection of `run`, for measuring it (`lily eval`): a model without

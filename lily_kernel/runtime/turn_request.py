@@ -15,7 +15,12 @@ from lily_kernel.prompting import (
     build_model_request,
     build_system_prompt,
 )
-from lily_kernel.prompting.budget import answer_reserve, catalog_budget, fit_messages
+from lily_kernel.prompting.budget import (
+    answer_reserve,
+    catalog_budget,
+    fit_messages,
+    skill_body_budget,
+)
 from lily_kernel.prompting.selection import request_shortlist
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill
@@ -110,4 +115,4 @@ def _request(session: Session, model: ChatModel, text: str, forced: Skill | None
         persona=session.persona, snapshot=session.skill_snapshot,
         history=session.conversation_state.messages, user_text=text,
         catalog_max_chars=budget, forced_skill=forced, tool_calls=model.supports_tools,
-        keep=keep)
+        keep=keep, body_max_chars=skill_body_budget(model.context_window))

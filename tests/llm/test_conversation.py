@@ -191,23 +191,34 @@ def test_provider_fault_leaves_session_intact(runtime: LilyRuntime) -> None:
     assert model.requests[0].messages[1:3] == before  # history sent on the next turn
 
 
-def test_interrupted_turn_leaves_history_unchanged(runtime: LilyRuntime) -> None:
+def test_a_stopped_turn_stays_in_the_history_as_far_as_it_was_seen(
+        runtime: LilyRuntime) -> None:
+    """After stopping an essay, "make it shorter" shortened the answer before it: what
+    the person saw of a stopped answer is kept, marked as stopped."""
     class Slow(ScriptedModel):
         async def complete(self, request, on_text):  # type: ignore[no-untyped-def]
-            on_text("partial ")
+            on_text("An essay that ")
+            on_text("goes on")
             await asyncio.sleep(10)
             raise AssertionError("not reached")
 
-    async def interrupt() -> None:
+    async def interrupt(text: str) -> None:
         runtime.model = Slow()
-        task = asyncio.ensure_future(runtime.run_cell("long answer please", Sink()))
+        task = asyncio.ensure_future(runtime.run_cell(text, Sink()))
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    asyncio.run(interrupt())
-    assert runtime.session.conversation_state.messages == []
+    asyncio.run(interrupt("write an essay"))
+    assert runtime.session.conversation_state.messages == [
+        {"role": "user", "content": "write an essay"},
+        {"role": "assistant",
+         "content": "An essay that goes on\n\n[The person stopped this answer here.]"}]
+    _sink, model = run(runtime, "make it shorter", reply("Short."))
+    sent = model.requests[0].messages
+    assert sent[-3:-1] == runtime.session.conversation_state.messages[:2]
+    assert sent[-1] == {"role": "user", "content": "make it shorter"}
 
 
 def test_bad_tool_arguments_are_reported_to_the_model(runtime: LilyRuntime) -> None:

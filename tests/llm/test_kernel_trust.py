@@ -145,3 +145,43 @@ def test_yes_takes_up_the_settings_in_the_same_session(server: OpenAIServer,
         [prompt] = prompts  # the trust question only: the script then runs unasked
         assert "lily.yaml tools: run_skill_script would be 'allow', stays 'deny'" in prompt
         assert [e["outcome"] for e in log_events(kernel, "skill_script_run")] == ["ran"]
+
+
+def test_after_no_slash_trust_asks_again_and_yes_takes_it_all_up(server: OpenAIServer,
+                                                                  tmp_path: Path) -> None:
+    """The newcomer's way back after "n": `/trust` in the notebook (the advice `lily
+    trust …` failed in JupyterLab's terminal: `lily` not on its PATH)."""
+    server.replies.clear()
+    server.script(Reply(text="Noted."), Reply(text="Now with skills."))
+    with untrusted(server, tmp_path) as kernel:
+        run, _ = execute_answering(kernel, "Hello", ["n"])
+        assert run.reply["status"] == "ok"
+        assert "`/trust`" in run.plain or "/trust" in json.dumps(
+            [m["content"] for m in run.outputs])
+        again, prompts = execute_answering(kernel, "/trust", ["y"])
+        assert again.reply["status"] == "ok"
+        [prompt] = prompts
+        assert "skill report (skills/report, new)" in prompt
+        kernel.execute("Hello again", allow_stdin=True)
+        assert "- report:" in system_prompt(server)
+        settled = kernel.execute("/trust", allow_stdin=True)
+        assert settled.status == "ok" and "This workspace is trusted" in settled.plain
+
+
+def test_a_trust_given_from_a_terminal_is_taken_up_at_the_next_cell(
+        server: OpenAIServer, tmp_path: Path) -> None:
+    server.replies.clear()
+    server.script(Reply(text="Noted."), Reply(text="With skills."))
+    with untrusted(server, tmp_path) as kernel:
+        run = kernel.execute("Hello", allow_stdin=False)  # no one to answer: held
+        assert run.status == "ok" and "report" not in system_prompt(server)
+        done = subprocess.run(
+            [sys.executable, "-m", "lily_kernel.cli.main", "trust", str(kernel.workspace),
+             "--yes"], capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, "HOME": str(tmp_path / "home"),
+                 "LILY_HOME": str(tmp_path / "home" / ".lily")})
+        assert done.returncode == 0, done.stderr
+        after = kernel.execute("Hello again", allow_stdin=False)
+        assert after.status == "ok"
+        assert "Trusted from elsewhere" in after.plain
+        assert "- report:" in system_prompt(server)
