@@ -3,7 +3,7 @@
 Forcing a large skill (`/skill rdkit …` with the embedded model's 8,192-token window)
 answered "this message does not fit the model's context window… Shorten it" for a
 10-word message, while the same skill chosen automatically worked, trimmed with a
-notice; and a forced skill took 17–88 s to its first word with only `[*]` showing."""
+notice; and a forced skill took 17 to 88 s to its first word with only `[*]` showing."""
 
 from __future__ import annotations
 
