@@ -122,3 +122,20 @@ def test_a_trusted_skill_changed_mid_session_is_neither_read_nor_run(
         assert "changed on disk since it was trusted" in tool_result(model, index)
     assert sink.questions == [] and not (workspace / "pwned").exists()
     assert events(runtime, "skill_file_read") == events(runtime, "skill_script_run") == []
+
+
+
+@pytest.mark.parametrize("link", [".lily", ".lily/sessions"])
+def test_the_event_log_is_never_written_through_a_link_the_folder_brings(
+        workspace, untrusted, tmp_path: Path, link: str) -> None:
+    """A folder shipping `.lily/sessions` (or `.lily`) as a link to ~/.bashrc.d, which
+    Fedora's .bashrc sources whole, would have the session log (a skill folder named
+    `$(…)` in it) run by the person's next shell: the log is off instead."""
+    elsewhere = tmp_path / "bashrc.d"
+    (elsewhere / "sessions").mkdir(parents=True)
+    (workspace / link).parent.mkdir(exist_ok=True)
+    (workspace / link).symlink_to(elsewhere)
+    runtime = start(workspace, untrusted)
+    runtime.log.close()
+    assert [p for p in elsewhere.rglob("*") if p.is_file()] == []
+    assert runtime.log.problem is not None and "is a link" in runtime.log.problem
