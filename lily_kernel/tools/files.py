@@ -22,6 +22,7 @@ from lily_kernel.errors import ToolError
 from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.tools.questions import call_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, blocking
+from lily_kernel.visible import visible
 
 __all__ = ["MAX_READ_CHARS", "confine", "file_tools", "resolve_in_workspace"]
 
@@ -205,7 +206,9 @@ def _write_target(args: WriteArgs, ctx: ToolContext) -> Path:
 
 
 def _risk(target: Path, path: str) -> str | None:
-    """Why this write is asked whatever the policy says, or None."""
+    """Why this write is asked whatever the policy says, or None (the model's `path`
+    with its escapes and line breaks shown, like every value of a question)."""
+    path = visible(short_path(path))
     if target.suffix == ".ipynb" and target.exists():
         return f"It would overwrite the notebook {path}."
     if target.name in RUNS_LATER or target.suffix in RUNS_LATER_SUFFIXES:

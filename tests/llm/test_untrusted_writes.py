@@ -139,3 +139,18 @@ def test_the_event_log_is_never_written_through_a_link_the_folder_brings(
     runtime.log.close()
     assert [p for p in elsewhere.rglob("*") if p.is_file()] == []
     assert runtime.log.problem is not None and "is a link" in runtime.log.problem
+
+
+def test_the_reason_a_write_is_asked_shows_the_path_as_it_is(workspace, environ) -> None:
+    """The model's path goes into the line saying why the write is asked: a newline, a
+    carriage return or an escape code in it must not forge or erase what the person
+    reads."""
+    runtime = start(workspace, environ)
+    path = "notes.md, a plain text file.\x1b[2K\r\n\u202e/conftest.py"
+    sink = Sink("n")
+    run(runtime, "x", sink, reply("", call("write", path=path, content="import os")),
+        reply("ok"))
+    (question,) = sink.questions
+    assert question.startswith("It would create notes.md, a plain text file.\\x1b[2K\\r\\n"
+                               "\\u202e/conftest.py, a file that runs later")
+    assert not any(c in question for c in "\x1b\r\u202e")
