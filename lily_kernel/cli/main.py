@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except LilyError as exc:
-        print(f"lily: {exc}", file=sys.stderr)
+        print(f"lily: {visible(str(exc), lines=True)}", file=sys.stderr)
         return 2
 
 

@@ -153,6 +153,24 @@ def test_lily_trust_asks_and_no_or_no_answer_trusts_nothing(workspace: Path,
     assert again.returncode == 0 and "already trusted" in again.stdout
 
 
+def test_lily_trust_shows_a_workspace_name_as_it_is(tmp_path: Path,
+                                                    person: dict[str, str]) -> None:
+    """A downloaded folder's name is the attacker's: its escape codes never reach the
+    terminal raw, in the question or in the lines after it (nor in a bad-input line)."""
+    workspace = tmp_path / "dl\x1b[2K\x1b[1A\u202e"
+    workspace.mkdir()
+    write_skill(workspace / "skills", "report", skill_text("Write the report"))
+    runs = [lily("trust", str(workspace), env=person, stdin="n\n"),
+            lily("trust", str(workspace), env=person, stdin="y\n"),
+            lily("trust", str(workspace), env=person),
+            lily("validate", str(workspace / "gone\x1b[2K"), env=person)]
+    for done in runs:
+        assert not any(c in done.stdout + done.stderr for c in "\x1b\u202e"), done
+    shown = str(tmp_path / "dl\\x1b[2K\\x1b[1A\\u202e")
+    assert runs[0].stdout.rstrip().endswith(f"Not trusted: {shown}")
+    assert "dl\\x1b[2K\\x1b[1A\\u202e: already trusted" in runs[2].stdout
+
+
 def test_lily_trust_variable_trusts_for_the_process_only(workspace: Path,
                                                          person: dict[str, str]) -> None:
     downloaded(workspace, person)
