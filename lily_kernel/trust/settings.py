@@ -59,10 +59,20 @@ def _widens(rule: str, wanted: Any, kept: Any) -> bool:
     raise ValueError(f"unknown untrusted rule {rule!r}")
 
 
+MAX_VALUE_CHARS = 240  # of a value in a held setting's line (the trust question, /help)
+
+
 def _shown(value: Any) -> str:
+    """A value as the line shows it: a long one (a 200 KB `model:`, 5,000 roots) cut in
+    the middle with its length stated, so the question stays a question."""
     if isinstance(value, tuple):
-        return ", ".join(map(str, value)) or "(none)"
-    return "(none)" if value is None else str(value)
+        text = ", ".join(map(str, value)) or "(none)"
+    else:
+        text = "(none)" if value is None else str(value)
+    if len(text) <= MAX_VALUE_CHARS:
+        return text
+    half = (MAX_VALUE_CHARS - 1) // 2
+    return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
 
 
 def _held(owner: type, full: Any, base: Any, held: list[str]) -> Any:

@@ -100,6 +100,22 @@ def test_an_untrusted_lily_yaml_widens_nothing(workspace: Path,
     assert env.trust.store.path == Path(person["HOME"]) / ".lily" / "trust.json"
 
 
+def test_the_trust_question_stays_short_whatever_lily_yaml_holds(
+        workspace: Path, person: dict[str, str]) -> None:
+    """A 200 KB `model:` or 5,000 skills roots make a line each of a few hundred
+    characters, their length stated: the question is not buried under them."""
+    from lily_kernel.runtime.trust_flow import pending_trust, trust_question
+
+    roots = "".join(f"\n  - root{i}" for i in range(5000))
+    (workspace / "lily.yaml").write_text(
+        f"model: openai/{'A' * 200_000}\nskills_extra_dirs:{roots}\n")
+    env = LilyEnvironment.load(workspace, person)
+    _, skills, settings = pending_trust(env)
+    question = trust_question(env.workspace, skills, settings)
+    assert len(question) < 2_000, len(question)
+    assert "(200,007 characters)" in question and "root4999" in question
+
+
 def test_variables_are_the_persons_own_and_apply(workspace: Path,
                                                  person: dict[str, str]) -> None:
     (workspace / "lily.yaml").write_text(HOSTILE_YAML)
