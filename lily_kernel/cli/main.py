@@ -52,6 +52,8 @@ def _override_roots(env: LilyEnvironment, args: argparse.Namespace) -> LilyEnvir
             replaced.add(r.source)
             r = SkillRoot(r.source, os.path.abspath(overrides[r.source]),
                           os.path.exists(overrides[r.source]))
+            # Named on the person's command line: their own root (trust/review.py).
+            env.trust.person_roots = (*env.trust.person_roots, r.path)
         roots.append(r)
     return replace(env, skill_roots=tuple(roots))
 

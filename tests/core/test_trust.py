@@ -256,6 +256,38 @@ def test_a_skills_root_an_untrusted_lily_yaml_adds_brings_nothing(
     assert f"lily.yaml {roots.split(':')[0]}" in question
 
 
+def test_a_root_a_trusted_lily_yaml_names_outside_the_workspace_holds_what_comes_later(
+        tmp_path: Path, person: dict[str, str]) -> None:
+    """`skills_extra_dirs: [../shared-skills]` (a sibling from the same download, or
+    ~/Downloads): its skills are listed in the question and recorded at their digests;
+    one added or changed there later waits for trust like a workspace skill."""
+    from lily_kernel.runtime.trust_flow import pending_trust
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shared = tmp_path / "shared-skills"
+    write_skill(shared, "helper", skill_text("Help"))
+    (workspace / "lily.yaml").write_text("skills_extra_dirs: [../shared-skills]\n")
+    env = LilyEnvironment.load(workspace, person)
+    digests, skills, _ = pending_trust(env)
+    assert skills == ["helper (../shared-skills/helper, new)"]
+    env.trust.trust(digests)
+    snap = LilyEnvironment.load(workspace, person).load_snapshot(1)
+    assert [s.name for s in snap.skills] == ["helper"]
+    write_skill(shared, "planted", skill_text("Planted later"))
+    (shared / "helper" / "SKILL.md").write_text(skill_text("Changed since"))
+    snap = LilyEnvironment.load(workspace, person).load_snapshot(1)
+    assert snap.skills == ()
+    assert sorted(d.skill for d in snap.diagnostics if d.kind.value == "untrusted") == [
+        "helper", "planted"]
+    # A root named on the person's own command line is theirs.
+    user = tmp_path / "mine"
+    write_skill(user, "own", skill_text("My own"))
+    doc = json.loads(lily("skills", "--workspace", str(workspace), "--user-dir", str(user),
+                          "--json", env=person).stdout)
+    assert "own" in [s["name"] for s in doc["skills"]]
+
+
 def test_a_trusted_root_inside_the_workspace_still_holds_new_skills(
         workspace: Path, person: dict[str, str]) -> None:
     """Location decides, not the root: once the lily.yaml naming `extra` is trusted,
