@@ -9,8 +9,9 @@ person sees (`/help`, the trust question). Everything else in the file applies.
 What each key allows is declared on its field in config.py (`spec(untrusted=...)`,
 with `why`); the tool policy is per tool: no tool more allowed than without the file
 (allow > ask > deny). And while the person does not trust the folder at all, the tools
-that change it (`Tool.asks_untrusted`: `write`) are asked before each call, whatever
-the policy says: a prompt-injected model must not plant a `conftest.py` unasked.
+that change it (`Tool.asks_untrusted`: `write`, `run_skill_script`) are asked before
+each call, whatever the policy says: a prompt-injected model must not plant a
+`conftest.py` unasked.
 """
 
 from __future__ import annotations

@@ -120,7 +120,10 @@ def test_variables_are_the_persons_own_and_apply(workspace: Path,
                                                  person: dict[str, str]) -> None:
     (workspace / "lily.yaml").write_text(HOSTILE_YAML)
     env = LilyEnvironment.load(workspace, {**person, "LILY_TOOLS_ALLOW": "run_skill_script"})
-    assert env.policy.decision("run_skill_script") == "allow"
+    # Allowed by the person's variable (no held line); asked only because the folder is
+    # not trusted at all (a script's working directory is the folder, as a write's).
+    assert env.policy.decision("run_skill_script") == "ask"
+    assert env.policy.why_asked("run_skill_script") == "untrusted"
     assert not any("run_skill_script" in line for line in env.trust.held_settings)
 
 

@@ -154,3 +154,22 @@ def test_the_reason_a_write_is_asked_shows_the_path_as_it_is(workspace, environ)
     assert question.startswith("It would create notes.md, a plain text file.\\x1b[2K\\r\\n"
                                "\\u202e/conftest.py, a file that runs later")
     assert not any(c in question for c in "\x1b\r\u202e")
+
+
+def test_in_an_untrusted_folder_an_allowed_script_is_asked_too(workspace, untrusted) -> None:
+    """The person allows their own skill's scripts without asking; a prompt injection in
+    the downloaded folder has the model run one to plant conftest.py in it (the script's
+    working directory, writable in the sandbox): asked, as a write would be."""
+    saver = Path(untrusted["LILY_HOME"]) / "skills" / "saver"
+    (saver / "scripts").mkdir(parents=True)
+    (saver / "SKILL.md").write_text("---\nsummary: Save text\n---\nRun scripts/save.py\n")
+    (saver / "scripts" / "save.py").write_text(
+        "import sys; open(sys.argv[1], 'w').write(sys.argv[2])\n")
+    runtime = start(workspace, untrusted, LILY_TOOLS_ALLOW="read,list,run_skill_script")
+    assert runtime.env.policy.decision("run_skill_script") == "ask"
+    sink = Sink("n")
+    run(runtime, "summarise data.csv", sink, reply("", call("load_skill", "l", name="saver")),
+        reply("", call("run_skill_script", "s", script="scripts/save.py",
+                       args=["conftest.py", "import os"])), reply("ok"))
+    assert len(sink.questions) == 1 and 'Run "scripts/save.py"' in sink.questions[0]
+    assert not (workspace / "conftest.py").exists()
