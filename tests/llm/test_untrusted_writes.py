@@ -173,3 +173,29 @@ def test_in_an_untrusted_folder_an_allowed_script_is_asked_too(workspace, untrus
                        args=["conftest.py", "import os"])), reply("ok"))
     assert len(sink.questions) == 1 and 'Run "scripts/save.py"' in sink.questions[0]
     assert not (workspace / "conftest.py").exists()
+
+
+def test_writes_that_run_later_by_another_name_are_asked(workspace, environ) -> None:
+    """In a trusted folder: `CONFTEST.PY` is pytest's conftest.py on macOS's and
+    Windows' file systems; a file in a virtual environment (`venv/bin/activate`, a
+    package) runs when it is used, as the sandbox already keeps it read-only; a file
+    with a second name (a hard link to the Makefile) changes that file too."""
+    venv = workspace / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "activate").write_text("# activate\n")
+    (workspace / "Makefile").write_text("all:\n\techo hi\n")
+    (workspace / "other").mkdir()
+    (workspace / "other" / "build.txt").hardlink_to(workspace / "Makefile")
+    runtime = start(workspace, environ)
+    said = {"CONFTEST.PY": "It would create CONFTEST.PY, a file that runs later",
+            "venv/bin/activate": "It would change venv/bin/activate in the Python "
+                                 "environment venv/, whose code runs when it is used.",
+            "other/build.txt": "It would change other/build.txt, a file with other names"}
+    for path, start_of_question in said.items():
+        sink = Sink("n")
+        run(runtime, "x", sink, reply("", call("write", path=path, content="planted")),
+            reply("ok"))
+        assert len(sink.questions) == 1 and sink.questions[0].startswith(start_of_question)
+    assert "planted" not in (workspace / "Makefile").read_text()
+    assert "planted" not in (venv / "bin" / "activate").read_text()
