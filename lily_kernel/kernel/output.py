@@ -14,6 +14,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import LilyError
+from lily_kernel.visible import visible
 
 if TYPE_CHECKING:
     from lily_kernel.runtime import CommandResult
@@ -62,10 +63,12 @@ def markdown_bundle(markdown: str, footer: str | None = None) -> dict[str, str]:
 
 
 def notice_bundle(text: str) -> dict[str, str]:
-    """A small remark for the person (e.g. a truncated persona file)."""
+    """A small remark for the person (e.g. a truncated persona file). Its paths and names
+    come from the folder: the plain text (what `jupyter console` prints) shows their
+    escape codes, never obeys them."""
     return {
         "text/html": f'<div class="lily-notice"><em>{escape(text)}</em></div>',
-        "text/plain": text,
+        "text/plain": visible(text, lines=True),
     }
 
 

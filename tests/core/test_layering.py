@@ -34,7 +34,7 @@ ALLOWED = {
     "trust": {"config", "errors", "skills", "tools", "validation"},
     "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
                 "redaction", "session", "skills", "tools", "trust", "visible"},
-    "kernel": {"__init__", "errors", "redaction", "runtime"},
+    "kernel": {"__init__", "errors", "redaction", "runtime", "visible"},
     "cli": {"commands", "errors", "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
     "__init__": set(),
