@@ -141,6 +141,9 @@ class LilyConfig:
 _PATH_KEYS = ("skills_workspace_dir", "skills_user_dir", "skills_bundled_dir", "home")
 _PATH_LISTS = frozenset({"skills_extra_dirs"})
 _NAME_LISTS = frozenset({"script_env"})  # LILY_SCRIPT_ENV: comma-separated
+# The person's own folders (not the workspace's skills root, relative to it by design).
+_PERSONS_FOLDERS = frozenset({"skills_user_dir", "skills_bundled_dir", "home",
+                              "skills_extra_dirs"})
 _ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_DENY": "deny"}
 _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
@@ -169,6 +172,16 @@ def _split_list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+def _absolute(var: str, key: str, text: str) -> None:
+    """A folder named by a variable is the person's own: a relative one (`.lily`,
+    `team-skills`) would be relative to each notebook's folder, which a downloaded folder
+    controls (its own trust store, or its skills taken for the person's own roots)."""
+    for part in text.split(os.pathsep):
+        if part.strip() and not Path(part.strip()).expanduser().is_absolute():
+            raise ConfigError(f"{var}: key '{key}': expected an absolute path (got {part!r}); "
+                              "a relative one would be relative to each notebook's folder.")
+
+
 def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """The settings found in the environment, and which variable set each key.
 
@@ -180,6 +193,8 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
               for attr, key, _ in field_keys(LilyConfig)}
     for key, (owner, attr) in owners.items():
         var = f"LILY_{key.upper()}"
+        if var in environ and key in _PERSONS_FOLDERS:
+            _absolute(var, key, environ[var])
         if var in environ and key in _PATH_LISTS:
             values[key] = [p for p in environ[var].split(os.pathsep) if p.strip()]
             origin[key] = var

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
@@ -287,8 +289,11 @@ class EventLog:
 
     def __init__(self, path: Path | None, session_id: str,
                  redact: Callable[[Any], Any] | None = None,
-                 listener: Callable[[Event], None] | None = None) -> None:
+                 listener: Callable[[Event], None] | None = None,
+                 inside: Path | None = None) -> None:
         self.path = path
+        # The folder the log lives in (the workspace): no link below it is followed.
+        self.inside = inside
         self.session_id = session_id
         self.redact = redact
         self.listener = listener
@@ -320,14 +325,32 @@ class EventLog:
         assert self.path is not None
         try:
             if self._handle is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+                self._handle = self._open()
             line = json.dumps(record.as_dict(), ensure_ascii=False, default=str)
             self._handle.write(line + "\n")
             self._handle.flush()
         except OSError as exc:
             self.problem = f"the event log {self.path} cannot be written ({exc.strerror})"
             self.close()
+
+    def _open(self) -> IO[str]:
+        """The log file, for appending. Below `inside` (the workspace), no folder on the
+        way and not the file itself may be a link: a downloaded folder's `.lily/sessions`
+        linked to ~/.bashrc.d (or to a folder its author reads) would have the session,
+        names the folder chose included, written there."""
+        assert self.path is not None
+        if self.inside is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            folder = self.inside
+            for part in self.path.parent.relative_to(self.inside).parts:
+                folder = folder / part
+                if folder.is_symlink():
+                    raise OSError(errno.ELOOP, f"{folder} is a link; the log is written "
+                                  "only inside the workspace")
+                folder.mkdir(exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        return open(os.open(self.path, flags, 0o666), "a", encoding="utf-8")
 
     def close(self) -> None:
         if self._handle is not None:

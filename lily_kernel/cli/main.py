@@ -53,6 +53,8 @@ def _override_roots(env: LilyEnvironment, args: argparse.Namespace) -> LilyEnvir
             replaced.add(r.source)
             r = SkillRoot(r.source, os.path.abspath(overrides[r.source]),
                           os.path.exists(overrides[r.source]))
+            # Named on the person's command line: their own root (trust/review.py).
+            env.trust.person_roots = (*env.trust.person_roots, r.path)
         roots.append(r)
     return replace(env, skill_roots=tuple(roots))
 
@@ -185,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except LilyError as exc:
-        print(f"lily: {exc}", file=sys.stderr)
+        print(f"lily: {visible(str(exc), lines=True)}", file=sys.stderr)
         return 2
 
 

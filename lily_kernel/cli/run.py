@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lily_kernel.errors import UsageError
+from lily_kernel.visible import visible
 
 __all__ = ["run_notebook"]
 
@@ -75,13 +76,16 @@ def run_notebook(path: Path, output: Path | None = None, out: TextIO = sys.stdou
         failed = [o for cell in nb.cells if cell.cell_type == "code"
                   for o in cell.outputs if o.output_type == "error"]
         summary = _error_text(failed[-1]) if failed else f"{exc.ename}: {exc.evalue}"
-        print(f"lily: {path} stopped at a failing cell: {summary}", file=sys.stderr)
+        print(f"lily: {visible(str(path))} stopped at a failing cell: "
+              f"{visible(summary, lines=True)}", file=sys.stderr)
     for cell in nb.cells:
         if cell.cell_type != "code" or cell.execution_count is None:
             continue
-        print(f"In [{cell.execution_count}]: {cell.source}", file=out)
+        # The notebook's cells and what the model said are shown, never obeyed: an
+        # escape code in them does not reach the terminal raw.
+        print(f"In [{cell.execution_count}]: {visible(cell.source, lines=True)}", file=out)
         for item in cell.outputs:
-            text = _output_text(item)
+            text = visible(_output_text(item), lines=True)
             if text:
                 print("    " + text.replace("\n", "\n    "), file=out)
         print(file=out)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from lily_kernel.errors import UsageError
+from lily_kernel.visible import visible
 
 __all__ = ["add_trust_parser"]
 
@@ -35,7 +36,7 @@ def _cmd_trust(args: argparse.Namespace) -> int:
     if env.trust.problem:
         raise UsageError(env.trust.problem)
     if not skills and not settings and env.trust.entry() is not None:
-        print(f"{env.workspace}: already trusted (no workspace skill, persona or lily.yaml "
+        print(f"{visible(str(env.workspace))}: already trusted (no workspace skill, persona or lily.yaml "
               "setting is held).")
         return 0
     # Nothing held still asks: trusting the folder stops Lily asking before each write.
@@ -47,10 +48,10 @@ def _cmd_trust(args: argparse.Namespace) -> int:
         answer = sys.stdin.readline()
         if answer.strip().lower() not in ("y", "yes"):
             print("" if answer.endswith("\n") else "\n", end="")
-            print(f"Not trusted: {env.workspace}")
+            print(f"Not trusted: {visible(str(env.workspace))}")
             return 1
     env.trust.trust(digests)
-    print(f"Trusted: {env.workspace}")
+    print(f"Trusted: {visible(str(env.workspace))}")
     return 0
 
 

@@ -74,6 +74,15 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """Whether `path`'s real file is in `root`'s real folder. A workspace's persona file
+    linked elsewhere (~/.ssh/id_rsa, /proc/self/environ) would put that file in the
+    system prompt, and what the person trusted (the folder's digest: links by their
+    target) would not cover a file outside it."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def _read_text(path: Path) -> tuple[str, str | None]:
     data = path.read_bytes()
     try:
@@ -93,6 +102,10 @@ def load_persona(agent: str, roots: PersonaRoots, max_chars: int) -> Persona:
             path = root / agent / name
             if not path.is_file():
                 continue
+            if source == "workspace" and not _inside(path, root):
+                notices.append(f"{path} is a link to a file outside the workspace's persona "
+                               "folder; it was skipped.")
+                break
             try:
                 content, notice = _read_text(path)
             except OSError as exc:

@@ -196,7 +196,8 @@ class LilyRuntime:
                 if env.config.event_log and write_log else None)
         # Credentials of the process and of the settings' environment never reach the log.
         secrets = secret_values(os.environ) + secret_values(environ or {})
-        log = EventLog(path, session_id, redact=Redactor(secrets).data, listener=listener)
+        log = EventLog(path, session_id, redact=Redactor(secrets).data, listener=listener,
+                       inside=env.workspace)
         runtime = cls(env=env, session=session, log=log)
         runtime.log.emit(SessionStarted(
             workspace=str(env.workspace),

@@ -1,7 +1,7 @@
 """Digests of skill and persona folders, what trust records: every file's path and bytes.
 
 A folder's digest reads every file of it, in path order (links by their target, not
-followed; past MAX_FILES or MAX_BYTES, names and sizes only). Reading a 1,000-skill
+followed; past MAX_FILES or MAX_BYTES, names and stat only). Reading a 1,000-skill
 workspace at every session start costs more than loading it, so each file's sha256 is
 kept in `DigestCache` by what changes when the file changes, as git's index does: its
 path, size, modification and change times (nanoseconds) and inode. Writing a file
@@ -139,8 +139,9 @@ def _files(folder: str, rel: str = "") -> list[tuple[str, os.DirEntry[str]]]:
 def folder_digest(folder: str, cache: DigestCache | None = None,
                   read: Mapping[str, str] | None = None) -> str:
     """One digest of a folder: every file's path and bytes (links by their target), in
-    path order; past MAX_FILES or MAX_BYTES, names and sizes only. `read`: digests of
-    files already read, by their path in the folder (the loader's SKILL.md)."""
+    path order; past MAX_FILES or MAX_BYTES, names and stat (size, modification and
+    change times, inode) only. `read`: digests of files already read, by their path in
+    the folder (the loader's SKILL.md)."""
     cache = cache or DigestCache(None)
     read = read or {}
     digest = hashlib.sha256()
@@ -159,7 +160,10 @@ def folder_digest(folder: str, cache: DigestCache | None = None,
             except OSError:
                 line = f"{rel}\0gone\n"
         elif files > MAX_FILES or size + info.st_size > MAX_BYTES:
-            line = f"{rel}\0size\0{info.st_size}\n"
+            # Not read: known by what changes when it changes (a write moves the change
+            # time), never by its size alone: 5,000 empty files before scripts/ would let
+            # a script be changed to another of the same length, still trusted.
+            line = f"{rel}\0stat\0{'/'.join(map(str, _key(info)))}\n"
         else:
             size += info.st_size
             content = cache.digest(entry.path, info) if stat.S_ISREG(info.st_mode) \

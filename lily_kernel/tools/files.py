@@ -22,6 +22,7 @@ from lily_kernel.errors import ToolError
 from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.tools.questions import call_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, blocking
+from lily_kernel.visible import visible
 
 __all__ = ["MAX_READ_CHARS", "confine", "file_tools", "resolve_in_workspace"]
 
@@ -204,13 +205,40 @@ def _write_target(args: WriteArgs, ctx: ToolContext) -> Path:
     return target
 
 
-def _risk(target: Path, path: str) -> str | None:
-    """Why this write is asked whatever the policy says, or None."""
-    if target.suffix == ".ipynb" and target.exists():
+_RUNS_LATER_FOLDED = frozenset(name.casefold() for name in RUNS_LATER)
+
+
+def _environment(target: Path, workspace: Path) -> Path | None:
+    """The virtual or conda environment in the workspace holding `target`, if any: what
+    is written there (bin/activate, a package) runs when the environment is used."""
+    for folder in target.parents:
+        if not folder.is_relative_to(workspace) or folder == workspace:
+            return None
+        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+            return folder
+    return None
+
+
+def _risk(target: Path, path: str, workspace: Path) -> str | None:
+    """Why this write is asked whatever the policy says, or None (the model's `path`
+    with its escapes and line breaks shown, like every value of a question). Names are
+    compared case-insensitively: on macOS's and Windows' file systems `Conftest.py` is
+    the `conftest.py` pytest runs, and `nb.IPYNB` the notebook."""
+    path = visible(short_path(path))
+    exists = target.exists()
+    if target.suffix.casefold() == ".ipynb" and exists:
         return f"It would overwrite the notebook {path}."
-    if target.name in RUNS_LATER or target.suffix in RUNS_LATER_SUFFIXES:
-        verb = "overwrite" if target.exists() else "create"
+    if (target.name.casefold() in _RUNS_LATER_FOLDED
+            or target.suffix.casefold() in RUNS_LATER_SUFFIXES):
+        verb = "overwrite" if exists else "create"
         return f"It would {verb} {path}, a file that runs later (pytest, pip, make, npm…)."
+    environment = _environment(target, workspace)
+    if environment is not None:
+        return (f"It would change {path} in the Python environment "
+                f"{visible(environment.name)}/, whose code runs when it is used.")
+    if exists and target.stat().st_nlink > 1:
+        return (f"It would change {path}, a file with other names (hard links) that the "
+                "write changes too.")
     return None
 
 
@@ -220,7 +248,7 @@ def _prepare_write(args: WriteArgs, ctx: ToolContext) -> Question:
     happen fails before anyone is asked."""
     target = _write_target(args, ctx)
     question = call_question("write", {"path": args.path, "content": args.content})
-    risk = _risk(target, args.path)
+    risk = _risk(target, args.path, ctx.workspace.resolve())
     if risk is None:
         return dataclasses.replace(question, subject=target)
     return dataclasses.replace(question, text=f"{risk}\n{question.text}", subject=target,

@@ -198,5 +198,7 @@ def run_skill_script_tool() -> Tool:
         "Run a script from the active skill's scripts/ folder with arguments (working "
         "directory: the workspace). Returns its exit code and output.",
         RunSkillScriptArgs, _run, offered="with_skill", explicit=True,
-        kept_by=frozenset({"bash"}), prepare=_prepare,
+        # Its working directory is the workspace, writable in the sandbox: in a folder the
+        # person does not trust, a script may not change it unasked any more than `write`.
+        kept_by=frozenset({"bash"}), prepare=_prepare, asks_untrusted=True,
     )

@@ -2,9 +2,10 @@
 
 A skill is workspace-level when it arrives with the folder: found in a workspace-level
 root (`skills/`, `.agents/skills/`, `.claude/skills/`), or, whatever root found it,
-when its real folder is inside the workspace; unless a root of the person's own
-configuration (their user roots, extra roots and the bundled one, as their variables
-and defaults say, never the workspace's lily.yaml) holds it: Lily's own checkout,
+when its real folder is inside the workspace, or in a root only its lily.yaml names;
+unless a root of the person's own configuration (their user roots, extra roots and the
+bundled one, as their variables and defaults say, or their command line; never the
+workspace's lily.yaml) holds it: Lily's own checkout,
 whose `skills/` is the bundled root, or a home folder opened as the workspace. Location
 decides, not the root: a root a lily.yaml adds inside the workspace, or a link into
 one, brings nothing trusted. Until the person trusts the workspace, and again after one
@@ -112,7 +113,11 @@ def hold_untrusted(
         root = next((r.path for r in snapshot.roots
                      if folder.startswith(r.path.rstrip(os.sep) + os.sep)), None)
         real = real_paths.of(folder, root) if root else os.path.realpath(folder)
-        arrived = skill.source == "workspace" or _inside(real, [top])
+        # Arrived with the folder: found in a workspace-level root, inside the workspace,
+        # or in a root the person's own configuration does not name (one its lily.yaml
+        # names, outside it: what appears there later must wait for trust too).
+        arrived = (skill.source == "workspace" or _inside(real, [top])
+                   or (root is not None and os.path.realpath(root) not in own))
         if not arrived or _inside(real, own):
             kept.append(skill)
             continue

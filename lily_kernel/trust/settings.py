@@ -9,8 +9,9 @@ person sees (`/help`, the trust question). Everything else in the file applies.
 What each key allows is declared on its field in config.py (`spec(untrusted=...)`,
 with `why`); the tool policy is per tool: no tool more allowed than without the file
 (allow > ask > deny). And while the person does not trust the folder at all, the tools
-that change it (`Tool.asks_untrusted`: `write`) are asked before each call, whatever
-the policy says: a prompt-injected model must not plant a `conftest.py` unasked.
+that change it (`Tool.asks_untrusted`: `write`, `run_skill_script`) are asked before
+each call, whatever the policy says: a prompt-injected model must not plant a
+`conftest.py` unasked.
 """
 
 from __future__ import annotations
@@ -59,10 +60,20 @@ def _widens(rule: str, wanted: Any, kept: Any) -> bool:
     raise ValueError(f"unknown untrusted rule {rule!r}")
 
 
+MAX_VALUE_CHARS = 240  # of a value in a held setting's line (the trust question, /help)
+
+
 def _shown(value: Any) -> str:
+    """A value as the line shows it: a long one (a 200 KB `model:`, 5,000 roots) cut in
+    the middle with its length stated, so the question stays a question."""
     if isinstance(value, tuple):
-        return ", ".join(map(str, value)) or "(none)"
-    return "(none)" if value is None else str(value)
+        text = ", ".join(map(str, value)) or "(none)"
+    else:
+        text = "(none)" if value is None else str(value)
+    if len(text) <= MAX_VALUE_CHARS:
+        return text
+    half = (MAX_VALUE_CHARS - 1) // 2
+    return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
 
 
 def _held(owner: type, full: Any, base: Any, held: list[str]) -> Any:

@@ -124,3 +124,18 @@ def test_a_lily_yaml_that_is_no_file_is_reported_not_ignored(workspace: Path, ma
     with pytest.raises(ConfigError) as err:
         load_config(workspace, {})
     assert str(err.value) == f"{workspace / 'lily.yaml'}: cannot read the file ({said})."
+
+
+@pytest.mark.parametrize("var", ["LILY_HOME", "LILY_SKILLS_USER_DIR", "LILY_SKILLS_BUNDLED_DIR",
+                                 "LILY_SKILLS_EXTRA_DIRS"])
+@pytest.mark.parametrize("value", [".lily", ".", "team-skills", "/abs/ok:team-skills"])
+def test_a_persons_folder_variable_must_be_absolute(workspace: Path, var: str,
+                                                    value: str) -> None:
+    """Resolved against each notebook's folder, `LILY_HOME=.lily` made a downloaded
+    folder's own `.lily/trust.json` the trust store (it trusted itself), and
+    `LILY_SKILLS_EXTRA_DIRS=team-skills` made its `team-skills/` a root of the person's."""
+    if ":" in value and var != "LILY_SKILLS_EXTRA_DIRS":
+        return
+    with pytest.raises(ConfigError, match=rf"^{var}: key '[a-z_]+': expected an absolute path"):
+        load_config(workspace, {var: value})
+    load_config(workspace, {"LILY_SKILLS_WORKSPACE_DIR": "agent-skills", var: "~/x"})

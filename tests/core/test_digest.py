@@ -90,3 +90,20 @@ def test_the_digest_format_is_the_one_trust_stores_hold(tmp_path: Path) -> None:
     lines = [f"A.md\0{sha('4')}\n", "link\0link\0b\n", f"z.txt\0{sha('1')}\n",
              f"b/y\0{sha('2')}\n", f"b/c/x\0{sha('3')}\n"]
     assert folder_digest(str(tmp_path)) == sha("".join(lines))
+
+
+def test_past_the_file_limit_a_same_size_change_is_still_seen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files past MAX_FILES are not read; 5,000 empty files before scripts/ must not let
+    a trusted script be swapped for another of the same length."""
+    monkeypatch.setattr(digests, "MAX_FILES", 3)
+    folder = skill_folder(tmp_path)
+    for name in ("a", "b", "c"):
+        (folder / name).write_text("")
+    trusted = folder_digest(str(folder))
+    script = folder / "scripts" / "run.py"
+    before = script.stat()
+    script.write_text("print('planted')\n")  # same length, the old time put back
+    os.utime(script, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert script.stat().st_size == before.st_size
+    assert folder_digest(str(folder)) != trusted

@@ -36,7 +36,7 @@ ALLOWED = {
     "trust": {"config", "errors", "skills", "tools", "validation"},
     "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
                 "redaction", "session", "skills", "tools", "trust", "visible", "display"},
-    "kernel": {"__init__", "display", "errors", "redaction", "runtime"},
+    "kernel": {"__init__", "display", "errors", "redaction", "runtime", "visible"},
     "cli": {"commands", "display", "errors", "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
     "__init__": set(),

@@ -72,3 +72,26 @@ def test_a_link_loop_among_agents_is_not_an_agent(tmp_path: Path) -> None:
     put(r.workspace, "writer", "SOUL.md", "s")
     os.symlink("loop", r.workspace / "loop")
     assert list_agents(r) == ["default", "writer"]
+
+
+def test_a_workspace_persona_file_linked_out_of_its_folder_is_skipped(tmp_path: Path) -> None:
+    """A downloaded folder's persona/default/USER.md linked to ~/.ssh/id_rsa (or
+    /proc/self/environ) must not reach the system prompt once the folder is trusted:
+    its digest covers the link, not the file. A link inside the folder is read; the
+    person's own roots may link where they like."""
+    r = roots(tmp_path)
+    secret = tmp_path / "home" / ".ssh" / "id_rsa"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("PRIVATE KEY")
+    put(r.workspace, "default", "notes.md", "workspace soul")
+    (r.workspace / "default" / "SOUL.md").symlink_to("notes.md")
+    (r.workspace / "default" / "USER.md").symlink_to(secret)
+    put(r.user, "default", "USER.md", "user user")
+    (r.user / "default" / "AGENTS.md").symlink_to(secret)
+    persona = load_persona("default", r, 1000)
+    assert [(f.name, f.source, f.content) for f in persona.files] == [
+        ("SOUL.md", "workspace", "workspace soul"),
+        ("AGENTS.md", "user", "PRIVATE KEY"),
+    ]
+    assert persona.notices == (f"{r.workspace / 'default' / 'USER.md'} is a link to a file "
+                               "outside the workspace's persona folder; it was skipped.",)

@@ -100,11 +100,30 @@ def test_an_untrusted_lily_yaml_widens_nothing(workspace: Path,
     assert env.trust.store.path == Path(person["HOME"]) / ".lily" / "trust.json"
 
 
+def test_the_trust_question_stays_short_whatever_lily_yaml_holds(
+        workspace: Path, person: dict[str, str]) -> None:
+    """A 200 KB `model:` or 5,000 skills roots make a line each of a few hundred
+    characters, their length stated: the question is not buried under them."""
+    from lily_kernel.runtime.trust_flow import pending_trust, trust_question
+
+    roots = "".join(f"\n  - root{i}" for i in range(5000))
+    (workspace / "lily.yaml").write_text(
+        f"model: openai/{'A' * 200_000}\nskills_extra_dirs:{roots}\n")
+    env = LilyEnvironment.load(workspace, person)
+    _, skills, settings = pending_trust(env)
+    question = trust_question(env.workspace, skills, settings)
+    assert len(question) < 2_000, len(question)
+    assert "(200,007 characters)" in question and "root4999" in question
+
+
 def test_variables_are_the_persons_own_and_apply(workspace: Path,
                                                  person: dict[str, str]) -> None:
     (workspace / "lily.yaml").write_text(HOSTILE_YAML)
     env = LilyEnvironment.load(workspace, {**person, "LILY_TOOLS_ALLOW": "run_skill_script"})
-    assert env.policy.decision("run_skill_script") == "allow"
+    # Allowed by the person's variable (no held line); asked only because the folder is
+    # not trusted at all (a script's working directory is the folder, as a write's).
+    assert env.policy.decision("run_skill_script") == "ask"
+    assert env.policy.why_asked("run_skill_script") == "untrusted"
     assert not any("run_skill_script" in line for line in env.trust.held_settings)
 
 
@@ -151,6 +170,24 @@ def test_lily_trust_asks_and_no_or_no_answer_trusts_nothing(workspace: Path,
     assert yes.returncode == 0 and "Trusted:" in yes.stdout
     again = lily("trust", str(workspace), env=person)
     assert again.returncode == 0 and "already trusted" in again.stdout
+
+
+def test_lily_trust_shows_a_workspace_name_as_it_is(tmp_path: Path,
+                                                    person: dict[str, str]) -> None:
+    """A downloaded folder's name is the attacker's: its escape codes never reach the
+    terminal raw, in the question or in the lines after it (nor in a bad-input line)."""
+    workspace = tmp_path / "dl\x1b[2K\x1b[1A\u202e"
+    workspace.mkdir()
+    write_skill(workspace / "skills", "report", skill_text("Write the report"))
+    runs = [lily("trust", str(workspace), env=person, stdin="n\n"),
+            lily("trust", str(workspace), env=person, stdin="y\n"),
+            lily("trust", str(workspace), env=person),
+            lily("validate", str(workspace / "gone\x1b[2K"), env=person)]
+    for done in runs:
+        assert not any(c in done.stdout + done.stderr for c in "\x1b\u202e"), done
+    shown = str(tmp_path / "dl\\x1b[2K\\x1b[1A\\u202e")
+    assert runs[0].stdout.rstrip().endswith(f"Not trusted: {shown}")
+    assert "dl\\x1b[2K\\x1b[1A\\u202e: already trusted" in runs[2].stdout
 
 
 def test_lily_trust_variable_trusts_for_the_process_only(workspace: Path,
@@ -220,6 +257,38 @@ def test_a_skills_root_an_untrusted_lily_yaml_adds_brings_nothing(
     _, skills, settings = pending_trust(env)
     question = trust_question(env.workspace, skills, settings)
     assert f"lily.yaml {roots.split(':')[0]}" in question
+
+
+def test_a_root_a_trusted_lily_yaml_names_outside_the_workspace_holds_what_comes_later(
+        tmp_path: Path, person: dict[str, str]) -> None:
+    """`skills_extra_dirs: [../shared-skills]` (a sibling from the same download, or
+    ~/Downloads): its skills are listed in the question and recorded at their digests;
+    one added or changed there later waits for trust like a workspace skill."""
+    from lily_kernel.runtime.trust_flow import pending_trust
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shared = tmp_path / "shared-skills"
+    write_skill(shared, "helper", skill_text("Help"))
+    (workspace / "lily.yaml").write_text("skills_extra_dirs: [../shared-skills]\n")
+    env = LilyEnvironment.load(workspace, person)
+    digests, skills, _ = pending_trust(env)
+    assert skills == ["helper (../shared-skills/helper, new)"]
+    env.trust.trust(digests)
+    snap = LilyEnvironment.load(workspace, person).load_snapshot(1)
+    assert [s.name for s in snap.skills] == ["helper"]
+    write_skill(shared, "planted", skill_text("Planted later"))
+    (shared / "helper" / "SKILL.md").write_text(skill_text("Changed since"))
+    snap = LilyEnvironment.load(workspace, person).load_snapshot(1)
+    assert snap.skills == ()
+    assert sorted(d.skill for d in snap.diagnostics if d.kind.value == "untrusted") == [
+        "helper", "planted"]
+    # A root named on the person's own command line is theirs.
+    user = tmp_path / "mine"
+    write_skill(user, "own", skill_text("My own"))
+    doc = json.loads(lily("skills", "--workspace", str(workspace), "--user-dir", str(user),
+                          "--json", env=person).stdout)
+    assert "own" in [s["name"] for s in doc["skills"]]
 
 
 def test_a_trusted_root_inside_the_workspace_still_holds_new_skills(

@@ -78,3 +78,18 @@ def test_a_failing_cell_is_reported_whole_however_many_lines(tmp_path: Path) -> 
     assert done.returncode == 1
     assert done.stderr.endswith(f"stopped at a failing cell: Error: {NO_MODEL_MESSAGE}\n")
     assert NO_MODEL_MESSAGE.count("\n") >= 3
+
+
+def test_the_transcript_shows_escape_codes_as_they_are(tmp_path: Path) -> None:
+    """A downloaded notebook's cells (and what comes back) reach the terminal with their
+    escape codes visible: `\\x1b[2K\\x1b[1A` would erase and rewrite what the person reads."""
+    folder = tmp_path / "dl\x1b[2K"
+    folder.mkdir()
+    path = folder / "n.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("/nope\x1b[2K\x1b[1A\u202e")]), path)
+    done = subprocess.run([*LILY, str(path)], env=kernel_env(tmp_path / "home"),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert not any(c in done.stdout + done.stderr for c in "\x1b\u202e")
+    assert "In [1]: /nope\\x1b[2K\\x1b[1A\\u202e\n" in done.stdout
+    assert "dl\\x1b[2K/n.ipynb stopped at a failing cell" in done.stderr

@@ -240,3 +240,14 @@ def test_completion_clamps_a_cursor_outside_the_code(shared_kernel: LilyProcess,
     assert 0 <= reply["cursor_start"] <= reply["cursor_end"] <= len("/he")
     inspected = shared_kernel.request("inspect", "/skill greeter", cursor)
     assert inspected["status"] == "ok"
+
+
+def test_a_notice_shows_escape_codes_in_its_plain_text() -> None:
+    """A notice names the workspace (`run lily trust <folder>`), a persona file or a
+    skill, all the download's: `jupyter console` prints the plain text, which must not
+    retitle the terminal (OSC 0) or erase a line."""
+    from lily_kernel.display import Notice, bundle
+
+    data = bundle(Notice("run `lily trust /dl\x1b]0;pwned\x07\x1b[2K` in a terminal\nthen"))
+    assert data["text/plain"] == (
+        "run `lily trust /dl\\x1b]0;pwned\\x07\\x1b[2K` in a terminal\nthen")

@@ -122,3 +122,80 @@ def test_a_trusted_skill_changed_mid_session_is_neither_read_nor_run(
         assert "changed on disk since it was trusted" in tool_result(model, index)
     assert sink.questions == [] and not (workspace / "pwned").exists()
     assert events(runtime, "skill_file_read") == events(runtime, "skill_script_run") == []
+
+
+
+@pytest.mark.parametrize("link", [".lily", ".lily/sessions"])
+def test_the_event_log_is_never_written_through_a_link_the_folder_brings(
+        workspace, untrusted, tmp_path: Path, link: str) -> None:
+    """A folder shipping `.lily/sessions` (or `.lily`) as a link to ~/.bashrc.d, which
+    Fedora's .bashrc sources whole, would have the session log (a skill folder named
+    `$(…)` in it) run by the person's next shell: the log is off instead."""
+    elsewhere = tmp_path / "bashrc.d"
+    (elsewhere / "sessions").mkdir(parents=True)
+    (workspace / link).parent.mkdir(exist_ok=True)
+    (workspace / link).symlink_to(elsewhere)
+    runtime = start(workspace, untrusted)
+    runtime.log.close()
+    assert [p for p in elsewhere.rglob("*") if p.is_file()] == []
+    assert runtime.log.problem is not None and "is a link" in runtime.log.problem
+
+
+def test_the_reason_a_write_is_asked_shows_the_path_as_it_is(workspace, environ) -> None:
+    """The model's path goes into the line saying why the write is asked: a newline, a
+    carriage return or an escape code in it must not forge or erase what the person
+    reads."""
+    runtime = start(workspace, environ)
+    path = "notes.md, a plain text file.\x1b[2K\r\n\u202e/conftest.py"
+    sink = Sink("n")
+    run(runtime, "x", sink, reply("", call("write", path=path, content="import os")),
+        reply("ok"))
+    (question,) = sink.questions
+    assert question.startswith("It would create notes.md, a plain text file.\\x1b[2K\\r\\n"
+                               "\\u202e/conftest.py, a file that runs later")
+    assert not any(c in question for c in "\x1b\r\u202e")
+
+
+def test_in_an_untrusted_folder_an_allowed_script_is_asked_too(workspace, untrusted) -> None:
+    """The person allows their own skill's scripts without asking; a prompt injection in
+    the downloaded folder has the model run one to plant conftest.py in it (the script's
+    working directory, writable in the sandbox): asked, as a write would be."""
+    saver = Path(untrusted["LILY_HOME"]) / "skills" / "saver"
+    (saver / "scripts").mkdir(parents=True)
+    (saver / "SKILL.md").write_text("---\nsummary: Save text\n---\nRun scripts/save.py\n")
+    (saver / "scripts" / "save.py").write_text(
+        "import sys; open(sys.argv[1], 'w').write(sys.argv[2])\n")
+    runtime = start(workspace, untrusted, LILY_TOOLS_ALLOW="read,list,run_skill_script")
+    assert runtime.env.policy.decision("run_skill_script") == "ask"
+    sink = Sink("n")
+    run(runtime, "summarise data.csv", sink, reply("", call("load_skill", "l", name="saver")),
+        reply("", call("run_skill_script", "s", script="scripts/save.py",
+                       args=["conftest.py", "import os"])), reply("ok"))
+    assert len(sink.questions) == 1 and 'Run "scripts/save.py"' in sink.questions[0]
+    assert not (workspace / "conftest.py").exists()
+
+
+def test_writes_that_run_later_by_another_name_are_asked(workspace, environ) -> None:
+    """In a trusted folder: `CONFTEST.PY` is pytest's conftest.py on macOS's and
+    Windows' file systems; a file in a virtual environment (`venv/bin/activate`, a
+    package) runs when it is used, as the sandbox already keeps it read-only; a file
+    with a second name (a hard link to the Makefile) changes that file too."""
+    venv = workspace / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "activate").write_text("# activate\n")
+    (workspace / "Makefile").write_text("all:\n\techo hi\n")
+    (workspace / "other").mkdir()
+    (workspace / "other" / "build.txt").hardlink_to(workspace / "Makefile")
+    runtime = start(workspace, environ)
+    said = {"CONFTEST.PY": "It would create CONFTEST.PY, a file that runs later",
+            "venv/bin/activate": "It would change venv/bin/activate in the Python "
+                                 "environment venv/, whose code runs when it is used.",
+            "other/build.txt": "It would change other/build.txt, a file with other names"}
+    for path, start_of_question in said.items():
+        sink = Sink("n")
+        run(runtime, "x", sink, reply("", call("write", path=path, content="planted")),
+            reply("ok"))
+        assert len(sink.questions) == 1 and sink.questions[0].startswith(start_of_question)
+    assert "planted" not in (workspace / "Makefile").read_text()
+    assert "planted" not in (venv / "bin" / "activate").read_text()
