@@ -1,4 +1,5 @@
-"""Start the Lily kernel: `python -P -m lily_kernel -f <connection file>` (the kernelspec's argv).
+"""Start the Lily kernel (the kernelspec runs this module with `python -P`, through a
+one-line launcher that also drops the `sys.path` entries of relative PYTHONPATH parts).
 
 `-P` keeps the working directory (the notebook's folder, which may be downloaded) off
 `sys.path`, so a `yaml.py` or `lily_kernel/` there is never imported. A kernelspec made

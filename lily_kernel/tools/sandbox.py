@@ -39,6 +39,7 @@ __all__ = [
     "run_script",
     "sandboxed",
     "script_environment",
+    "search_path",
     "unsandboxed",
 ]
 
@@ -82,9 +83,17 @@ def _probe(bwrap: str) -> str:
     return ""
 
 
+def search_path(environ: Mapping[str, str]) -> str:
+    """The PATH of `environ` without empty or relative entries: those name the working
+    folder (the downloaded workspace), whose own `sh` or `python` must not stand in for
+    the system's."""
+    parts = environ.get("PATH", os.defpath).split(os.pathsep)
+    return os.pathsep.join(p for p in parts if os.path.isabs(p))
+
+
 def find_sandbox(environ: Mapping[str, str]) -> Sandbox:
     """bubblewrap on the PATH of `environ`, if it works on this machine."""
-    bwrap = shutil.which("bwrap", path=environ.get("PATH", os.defpath))
+    bwrap = shutil.which("bwrap", path=search_path(environ))
     if bwrap is None:
         return Sandbox(None, "bubblewrap (bwrap) is not installed")
     problem = _probe(bwrap)
@@ -109,6 +118,8 @@ def script_environment(environ: Mapping[str, str], allowed: Collection[str] = ()
         if key in allowed or ((key in SCRIPT_ENV or key.startswith("LC_"))
                               and not is_secret_name(key) and redact(value) == value)
     }
+    if "PATH" in env:
+        env["PATH"] = search_path(env)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the skill folder is read-only in the sandbox
     env["PYTHONUNBUFFERED"] = "1"
     return env

@@ -30,6 +30,7 @@ from lily_kernel.tools.sandbox import (
     ScriptPlan,
     sandboxed,
     script_environment,
+    search_path,
     unsandboxed,
 )
 from lily_kernel.tools.skill_files import active_skill, resolve_in_skill
@@ -45,7 +46,7 @@ _NODE = (".js", ".mjs", ".cjs")
 
 def _interpreter(path: Path, relative: str, environ: Mapping[str, str]) -> list[str]:
     """The command that runs `path`: by extension, else by its `#!` line."""
-    search = environ.get("PATH", os.defpath)
+    search = search_path(environ)
     suffix = path.suffix.lower()
     if suffix == ".py":
         return [sys.executable]

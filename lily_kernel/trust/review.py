@@ -60,10 +60,11 @@ def _below(path: str, top: str) -> str | None:
     return path[len(prefix):] if path.startswith(prefix) else None
 
 
-def _key(folder: str, real: str, workspace: Path, top: str) -> str:
-    """The store's key of a skill folder: its path in the workspace (through a link, the
-    real one's, when that is in the workspace, whose real path is `top`)."""
-    return _below(real, top) or os.path.relpath(folder, workspace)
+def _key(folder: str, workspace: Path) -> str:
+    """The store's key of a skill folder: the path it was found at, from the workspace.
+    Not its real path: a link `skills/echo -> helper` is a second name, and a name
+    decides which skill wins, so it is trusted on its own."""
+    return _below(folder, str(workspace)) or os.path.relpath(folder, workspace)
 
 
 class _RealPaths:
@@ -81,9 +82,13 @@ class _RealPaths:
         parts = rel.split(os.sep)
         if any(os.path.islink(os.path.join(root, *parts[:i + 1])) for i in range(len(parts))):
             return os.path.realpath(folder)
+        return os.path.join(self.root(root), rel)
+
+    def root(self, root: str) -> str:
+        """A root's real path, resolved once."""
         if root not in self._roots:
             self._roots[root] = os.path.realpath(root)
-        return os.path.join(self._roots[root], rel)
+        return self._roots[root]
 
 
 def hold_untrusted(
@@ -117,11 +122,11 @@ def hold_untrusted(
         # or in a root the person's own configuration does not name (one its lily.yaml
         # names, outside it: what appears there later must wait for trust too).
         arrived = (skill.source == "workspace" or _inside(real, [top])
-                   or (root is not None and os.path.realpath(root) not in own))
+                   or (root is not None and real_paths.root(root) not in own))
         if not arrived or _inside(real, own):
             kept.append(skill)
             continue
-        rel = _key(folder, real, workspace, top)
+        rel = _key(folder, workspace)
         digest = digests[rel] = skill_folder_digest(skill, cache)
         known = trusted.skills.get(rel) if trusted is not None else None
         if known == digest:

@@ -548,3 +548,19 @@ def test_a_script_that_cannot_start_without_the_sandbox_says_why(setup) -> None:
     gone = [*plan.argv[:4], "/nonexistent/sh", *plan.argv[5:]]  # the interpreter removed
     result = run(ScriptPlan(**{**plan.__dict__, "argv": tuple(gone)}))
     assert result.exit_code == 127 and "cannot start" in result.output
+
+
+def test_an_empty_or_relative_path_entry_never_picks_the_workspaces_programs(
+        setup, monkeypatch) -> None:
+    """With PATH starting with `:` (an empty entry: the working folder, which is the
+    kernel's), the folder's own `sh` ran the person's .sh skill scripts."""
+    skill, ctx = setup
+    monkeypatch.chdir(ctx.workspace)
+    (skill.folder / "scripts" / "hello.sh").write_text("echo hello\n")
+    planted = ctx.workspace / "sh"
+    planted.write_text("#!/bin/sh\necho planted\n")
+    planted.chmod(0o755)
+    environ = {**ENVIRON, "PATH": f":bin:{ENVIRON['PATH']}"}
+    plan = plan_script(skill, "scripts/hello.sh", [], ctx, environ, NO_SANDBOX)
+    assert plan.argv[-2] != str(planted) and str(planted) not in plan.argv
+    assert plan.env["PATH"] == ENVIRON["PATH"]

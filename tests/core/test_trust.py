@@ -464,3 +464,17 @@ def test_lily_trust_records_a_folder_with_nothing_held(workspace: Path,
     done = lily("trust", str(workspace), "--yes", env=person)
     assert done.returncode == 0 and "without asking each time" in done.stdout
     assert LilyEnvironment.load(workspace, person).policy.decision("write") == "allow"
+
+
+def test_a_link_giving_a_trusted_skill_a_second_name_is_asked_about(
+        workspace: Path, person: dict[str, str]) -> None:
+    """`skills/echo -> helper` arrived with no question and shadowed the person's own
+    `echo`: the store knows a skill by the path it is found at, not its real folder."""
+    write_skill(workspace / "skills", "helper", skill_text("Helps"))
+    assert lily("trust", str(workspace), "--yes", env=person).returncode == 0
+    write_skill(Path(person["LILY_HOME"]) / "skills", "echo", skill_text("My own echo"))
+    (workspace / "skills" / "echo").symlink_to("helper")
+    doc = skills_json(workspace, person)
+    assert [s["name"] for s in doc["skills"]] == ["helper"]
+    assert {(d["skill"], d["kind"]) for d in doc["diagnostics"]} == {
+        ("echo", "untrusted"), ("echo", "shadowed")}

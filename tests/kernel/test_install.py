@@ -30,8 +30,11 @@ def _check_spec_folder(folder: Path) -> dict[str, object]:
     spec: dict[str, object] = json.loads((folder / "kernel.json").read_text())
     assert spec["display_name"] == "Lily" and spec["language"] == "lily"
     assert spec["interrupt_mode"] == "signal"
-    # -P: the notebook's folder is never on sys.path (its yaml.py would shadow Lily's).
-    assert spec["argv"][1:] == ["-P", "-m", "lily_kernel", "-f", "{connection_file}"]  # type: ignore[index]
+    # -P: the notebook's folder is never on sys.path (its yaml.py would shadow Lily's);
+    # nor through an empty or relative PYTHONPATH part, which Python reads as that folder.
+    argv = spec["argv"]
+    assert argv[1:3] == ["-P", "-c"] and argv[4:] == ["-f", "{connection_file}"]  # type: ignore[index]
+    assert "runpy.run_module('lily_kernel'" in argv[3]  # type: ignore[index]
     return spec
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from tests.kernel.conftest import REPO, kernel_env, lily_kernel
@@ -41,12 +42,21 @@ def hostile_folder(root: Path) -> Path:
 
 
 def imported(folder: Path) -> list[str]:
-    return sorted(p.name.removeprefix("IMPORTED-") for p in folder.glob("IMPORTED-*"))
+    return sorted(p.name.removeprefix("IMPORTED-") for p in folder.rglob("IMPORTED-*"))
 
 
-def test_the_kernel_never_imports_the_notebooks_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pythonpath", [None, ":", "relative/lib"])
+def test_the_kernel_never_imports_the_notebooks_folder(tmp_path: Path,
+                                                       pythonpath: str | None) -> None:
+    """Also when the person's PYTHONPATH has an empty or relative part (`export
+    PYTHONPATH=$PYTHONPATH:/x` with it unset), which Python reads as the working folder."""
     folder = hostile_folder(tmp_path)
-    with lily_kernel(folder, tmp_path / "home") as kernel:
+    if pythonpath is not None:
+        (folder / "relative" / "lib").mkdir(parents=True)
+        for name in SHADOWS:
+            (folder / "relative" / "lib" / f"{name}.py").write_text(_marker_code(name))
+    extra = {"PYTHONPATH": pythonpath} if pythonpath is not None else {}
+    with lily_kernel(folder, tmp_path / "home", **extra) as kernel:
         assert kernel.execute("/skills").status == "ok"
         assert kernel.execute("/skills plot a chart of sales").status == "ok"
         assert kernel.execute("/help").status == "ok"
