@@ -8,6 +8,7 @@ value raises `ConfigError` naming the file (or variable), the key and the proble
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -23,11 +24,13 @@ __all__ = [
     "CONFIG_FILE",
     "EMBEDDED_MODEL",
     "LOCAL_MODEL",
+    "ConfigFile",
     "LilyConfig",
     "ModelConfig",
     "ToolsConfig",
     "is_local_model",
     "load_config",
+    "read_config_file",
     "resolved_path",
 ]
 
@@ -148,24 +151,39 @@ _ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_
 _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():  # never open a FIFO (it would block) or a folder
+@dataclass(frozen=True)
+class ConfigFile:
+    """A workspace's lily.yaml as read once: its keys, and the sha256 of the very bytes
+    they were parsed from (what trust compares: a file swapped between a parse and a
+    second read for the digest is no cover). Empty with no digest when there is none."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    digest: str | None = None
+
+
+def read_config_file(workspace: Path) -> ConfigFile:
+    """`<workspace>/lily.yaml`, read and parsed (raises ConfigError). Anything at that
+    name but nothing at all is read: a folder, a dangling link, a FIFO are reported like
+    any broken lily.yaml, never ignored (and a FIFO never opened: it would block)."""
+    path = workspace / CONFIG_FILE
+    if not os.path.lexists(path):
+        return ConfigFile()
+    if not path.is_file():
         what = ("a folder" if path.is_dir() else "not a regular file" if path.exists()
                 else "a link that leads nowhere")
         raise ConfigError(f"{path}: cannot read the file (it is {what}).")
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the file ({exc}).") from exc
     try:
         data = yaml.load(text, Loader=_YamlLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}".rstrip(".") + ".") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
+    if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values.")
-    return data
+    return ConfigFile(data or {}, hashlib.sha256(raw).hexdigest())
 
 
 def _split_list(value: str) -> list[str]:
@@ -220,13 +238,14 @@ def _blank_is_unset(value: str | None) -> str | None:
 
 
 def load_config(workspace: Path, environ: Mapping[str, str] | None = None,
-                read_file: bool = True) -> LilyConfig:
-    """Read `<workspace>/lily.yaml` (if present, and `read_file`) and the LILY_* variables."""
+                read_file: bool = True, file: ConfigFile | None = None) -> LilyConfig:
+    """The configuration: `<workspace>/lily.yaml` (`file` as already read, else read now
+    when `read_file`) overlaid by the LILY_* variables."""
     environ = os.environ if environ is None else environ
     path = workspace / CONFIG_FILE
-    # Anything at that name but nothing at all is read (a folder, a dangling link, a
-    # FIFO are reported by _read_yaml like any broken lily.yaml, never ignored).
-    data = _read_yaml(path) if read_file and os.path.lexists(path) else {}
+    if file is None:
+        file = read_config_file(workspace) if read_file else ConfigFile()
+    data = file.data
     env_values, env_origin = _env_overrides(environ)
     merged = dict(data)
     for key, value in env_values.items():

@@ -17,6 +17,7 @@ from lily_kernel.config import (
     LilyConfig,
     ModelConfig,
     load_config,
+    read_config_file,
 )
 from lily_kernel.errors import ConfigError
 from lily_kernel.llm.local_files import find_embedded_model
@@ -131,7 +132,8 @@ class LilyEnvironment:
         lily.yaml widens nothing (trust/settings.py); `trust_store` is the person's
         (`<Lily home>/trust.json`) unless given (replay's lives in memory)."""
         workspace = workspace.resolve()
-        config = load_config(workspace, environ)
+        file = read_config_file(workspace)  # read once: parsed and digested as one
+        config = load_config(workspace, environ, file=file)
         base = load_config(workspace, environ, read_file=False)
         home = _person_home(environ)
         # Where trust is kept: never a place the workspace's own lily.yaml names.
@@ -140,7 +142,8 @@ class LilyEnvironment:
                     if r.source != "workspace")  # the person's own roots hold no arrival
         trust = TrustState(workspace, store, trusted_by_environment(
             environ if environ is not None else os.environ), person_roots=own,
-            digests=DigestCache(lily_home(base) / "cache" / DIGEST_CACHE_FILE))
+            digests=DigestCache(lily_home(base) / "cache" / DIGEST_CACHE_FILE),
+            config_digest=file.digest)
         registry = registry if registry is not None else default_registry()
         commands = commands if commands is not None else default_commands()
         policy = _checked_policy(config, registry)

@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lily_kernel.config import CONFIG_FILE
 from lily_kernel.errors import TrustStoreError
 from lily_kernel.skills import SkillSnapshot
-from lily_kernel.skills.digest import DigestCache, file_digest, folder_digest
+from lily_kernel.skills.digest import DigestCache, folder_digest
 from lily_kernel.trust.review import HeldSkill, hold_untrusted
 from lily_kernel.trust.store import TrustStore, WorkspaceTrust
 
@@ -46,12 +45,12 @@ class TrustState:
     held: tuple[HeldSkill, ...] = ()  # what the last `hold` held
     person_roots: tuple[str, ...] = ()
     digests: DigestCache = field(default_factory=lambda: DigestCache(None))
-    config_digest: str | None = field(init=False)
+    # The lily.yaml's sha256, of the bytes the configuration was parsed from.
+    config_digest: str | None = None
     persona_digest: str | None = field(init=False)
     seen: WorkspaceTrust | None = field(init=False, default=None)  # the store's entry then
 
     def __post_init__(self) -> None:
-        self.config_digest = file_digest(self.workspace / CONFIG_FILE)
         persona = self.workspace / PERSONA_FOLDER
         self.persona_digest = (None if self.by_environment or not persona.is_dir()
                                else folder_digest(str(persona), self.digests))
