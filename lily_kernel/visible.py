@@ -11,9 +11,10 @@ value cannot erase the line above it, a newline in a folder name cannot forge a 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
-__all__ = ["MAX_SHOWN", "shown", "visible"]
+__all__ = ["MAX_SHOWN", "shown", "visible", "visible_prose"]
 
 MAX_SHOWN = 120  # characters of one value, as `shown` shows it
 
@@ -39,6 +40,25 @@ def visible(text: str, lines: bool = False) -> str:
         return text  # the common case, at C speed
     keep = "\n\t" if lines else ""
     return "".join(_char(c, False, keep) for c in text)
+
+
+# In prose (a model's answer, an error message) only what acts on a terminal or reorders
+# the text is shown as escapes: control characters but the line break and tab, and
+# format characters (direction marks, zero-width spaces) but the joiners written
+# languages and emoji need; letters with combining marks, no-break spaces stay as they are.
+_PROSE_KEPT = frozenset("\n\t\u200c\u200d")
+_MAYBE_ACTING = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\uffff]")
+
+
+def visible_prose(text: str) -> str:
+    """A model's answer or an error as a console prints it: what a terminal would obey
+    (an escape code) or what reorders text (a direction mark) as its escape; nothing
+    else changed."""
+    if not _MAYBE_ACTING.search(text):
+        return text  # plain ASCII text: the common case, at C speed
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if c not in _PROSE_KEPT and unicodedata.category(c) in ("Cc", "Cf")
+                   else c for c in text)
 
 
 def shown(value: object, limit: int = MAX_SHOWN) -> str:

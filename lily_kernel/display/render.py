@@ -19,7 +19,7 @@ from lily_kernel.display.blocks import (
     Table,
     Text,
 )
-from lily_kernel.visible import visible
+from lily_kernel.visible import visible, visible_prose
 
 __all__ = ["bundle", "render_html", "render_markdown", "render_plain"]
 
@@ -191,12 +191,12 @@ def _reply_bundle(reply: Reply) -> dict[str, str]:
     the footer as a small line under it."""
     markdown, footer = reply.markdown, reply.footer
     if footer is None:
-        return {"text/markdown": markdown, "text/plain": markdown}
+        return {"text/markdown": markdown, "text/plain": visible_prose(markdown)}
     # An answer cut off inside a code block would show the footer as code: close it.
     closed = markdown + "\n```" if markdown.count("```") % 2 else markdown
     return {
         "text/markdown": f"{closed}\n\n<sub>{escape(footer)}</sub>",
-        "text/plain": f"{markdown}\n\n-- {footer}",
+        "text/plain": visible_prose(f"{markdown}\n\n-- {footer}"),
     }
 
 

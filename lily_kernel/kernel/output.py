@@ -105,4 +105,9 @@ class CellError:
                    ("KeyboardInterrupt: the cell was interrupted",))
 
     def content(self) -> dict[str, Any]:
-        return {"ename": self.ename, "evalue": self.evalue, "traceback": list(self.traceback)}
+        """The error message's content; what a console prints of it obeys no escape code
+        (a message may quote a file or a provider's words)."""
+        from lily_kernel.visible import visible_prose
+
+        return {"ename": self.ename, "evalue": visible_prose(self.evalue),
+                "traceback": [visible_prose(line) for line in self.traceback]}

@@ -188,8 +188,11 @@ RUNS_LATER = frozenset({
     "pytest.ini", "sitecustomize.py", "usercustomize.py", "fabfile.py", "dodo.py",
     "Makefile", "makefile", "GNUmakefile", "justfile", "Justfile", "Rakefile",
     "package.json", "Taskfile.yml", "Taskfile.yaml", "Dockerfile", "docker-compose.yml",
-    "compose.yaml"})
+    "compose.yaml", "requirements.txt", "requirements-dev.txt", "constraints.txt",
+    "environment.yml", "environment.yaml", "Pipfile", "tasks.py", "Snakefile",
+    "Cargo.toml", "build.rs", "Gemfile", "Vagrantfile", "CMakeLists.txt", "meson.build"})
 RUNS_LATER_SUFFIXES = (".pth",)  # read (and run) by every Python started with site-packages
+_SCANNED_LINKS = 2_000  # entries looked at for links to a write's target (top, one down)
 
 
 def _write_target(args: WriteArgs, ctx: ToolContext) -> Path:
@@ -239,7 +242,62 @@ def _risk(target: Path, path: str, workspace: Path) -> str | None:
     if exists and target.stat().st_nlink > 1:
         return (f"It would change {path}, a file with other names (hard links) that the "
                 "write changes too.")
+    alias = _risky_link_to(target, workspace)
+    if alias is not None:
+        return (f"It would change {path}, which {visible(alias)} links to, a file that "
+                "runs later (or a notebook).")
+    if target.suffix == ".py" and not exists and _shadows_a_module(target.stem):
+        return (f"It would create {path}, which a Python kernel started in its folder "
+                f"imports instead of the module {visible(target.stem)}.")
     return None
+
+
+def _risky(name: str) -> bool:
+    folded = name.casefold()
+    return (folded in _RUNS_LATER_FOLDED or folded.endswith(".ipynb")
+            or folded.endswith(RUNS_LATER_SUFFIXES))
+
+
+def _risky_link_to(target: Path, workspace: Path) -> str | None:
+    """A link at the workspace's top or one level down, named like a file that runs later
+    or a notebook, that leads to `target` (`conftest.py -> notes/data.txt`: writing the
+    data file changes conftest.py); its path in the workspace, or None."""
+    looked = 0
+    folders = [workspace]
+    for depth in range(2):
+        deeper = []
+        for folder in folders:
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                looked += 1
+                if looked > _SCANNED_LINKS:
+                    return None
+                if entry.is_symlink():
+                    if _risky(entry.name) and _resolved(Path(entry.path)) == target:
+                        return os.path.relpath(entry.path, workspace)
+                elif depth == 0 and entry.is_dir() and not entry.name.startswith("."):
+                    deeper.append(Path(entry.path))
+        folders = deeper
+    return None
+
+
+def _shadows_a_module(name: str) -> bool:
+    """Whether a `<name>.py` would stand in for a module Python finds elsewhere (the
+    standard library's, or an installed package's: `numpy.py`, `pandas.py`)."""
+    import importlib.util
+    import sys
+
+    if not name.isidentifier():  # (a dotted name would make find_spec import a package)
+        return False
+    if name in sys.stdlib_module_names:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @_filesystem_errors

@@ -105,6 +105,11 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
     workspace = ctx.workspace.resolve()
     placeholders: tuple[Path, ...] = ()
     if sandbox.bwrap is not None:
+        if workspace == Path(workspace.anchor):
+            # Bound writable, the root would show the host's /tmp, /run, /proc and /dev
+            # again and leave /usr writable: there is no sandbox to offer.
+            raise ToolError("the workspace is the root folder (/): a script cannot be "
+                            "confined to it; open the notebook from a project folder.")
         visible = [skill.folder.resolve(), Path(sys.prefix).resolve(),
                    Path(sys.base_prefix).resolve(), Path(command[0]).resolve().parent.parent]
         home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None

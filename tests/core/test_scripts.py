@@ -564,3 +564,13 @@ def test_an_empty_or_relative_path_entry_never_picks_the_workspaces_programs(
     plan = plan_script(skill, "scripts/hello.sh", [], ctx, environ, NO_SANDBOX)
     assert plan.argv[-2] != str(planted) and str(planted) not in plan.argv
     assert plan.env["PATH"] == ENVIRON["PATH"]
+
+
+def test_no_sandboxed_script_runs_when_the_workspace_is_the_root_folder(setup) -> None:
+    """JupyterLab started at `/`: the writable bind of the root laid the host's /tmp,
+    /run, /proc and /dev back and left /usr writable to a root script."""
+    skill, _ = setup
+    sandbox = Sandbox("/usr/bin/bwrap", "")
+    with pytest.raises(ToolError, match=r"the workspace is the root folder \(/\)"):
+        plan_script(skill, "scripts/fill_form.py", [], ToolContext(Path("/")), ENVIRON,
+                    sandbox)

@@ -199,3 +199,35 @@ def test_writes_that_run_later_by_another_name_are_asked(workspace, environ) -> 
         assert len(sink.questions) == 1 and sink.questions[0].startswith(start_of_question)
     assert "planted" not in (workspace / "Makefile").read_text()
     assert "planted" not in (venv / "bin" / "activate").read_text()
+
+
+@pytest.mark.parametrize(("path", "said"), [
+    ("json.py", "imports instead of the module json"),
+    ("numpy.py", "imports instead of the module numpy"),
+    ("requirements.txt", "a file that runs later"),
+    ("Cargo.toml", "a file that runs later"),
+])
+def test_writes_that_shadow_a_module_or_feed_a_build_are_asked(workspace, environ,
+                                                               path: str, said: str) -> None:
+    runtime = start(workspace, environ)
+    sink = Sink("n")
+    run(runtime, "x", sink, reply("", call("write", path=path, content="planted")), reply("ok"))
+    assert len(sink.questions) == 1 and said in sink.questions[0]
+    assert not (workspace / path).exists()
+    plain = Sink()
+    run(runtime, "y", plain, reply("", call("write", path="analysis.py", content="x = 1\n")),
+        reply("k"))
+    assert plain.questions == [] and (workspace / "analysis.py").exists()
+
+
+def test_a_write_through_to_a_file_a_risky_link_names_is_asked(workspace, environ) -> None:
+    """With `conftest.py -> notes/data.txt`, writing notes/data.txt wrote conftest.py."""
+    (workspace / "notes").mkdir()
+    (workspace / "notes" / "data.txt").write_text("1,2\n")
+    (workspace / "conftest.py").symlink_to("notes/data.txt")
+    runtime = start(workspace, environ)
+    sink = Sink("n")
+    run(runtime, "x", sink, reply("", call("write", path="notes/data.txt",
+                                         content="import os; os.system('id')\n")), reply("ok"))
+    assert len(sink.questions) == 1 and "which conftest.py links to" in sink.questions[0]
+    assert (workspace / "notes" / "data.txt").read_text() == "1,2\n"
