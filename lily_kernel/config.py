@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from lily_kernel.validation import ShapeError, build, field_keys, parse_text, sp
 __all__ = [
     "CONFIG_FILE",
     "EMBEDDED_MODEL",
+    "LITELLM_KEYS",
     "LOCAL_MODEL",
     "ConfigFile",
     "LilyConfig",
@@ -65,10 +66,11 @@ FIXED, LOCAL_ONLY, LOWER, ON_ONLY, OFF_ONLY, FEWER = "fixed", "local", "lower", 
     "fewer"
 
 
-def _limit(*, gt: float | None = None, ge: float | None = None, le: float | None = None
-           ) -> dict[str, Any]:
+def _limit(*, gt: float | None = None, ge: float | None = None, le: float | None = None,
+           litellm: bool = False) -> dict[str, Any]:
     """A number an untrusted lily.yaml may lower but not raise."""
-    return spec(untrusted=LOWER, why="more than without the file", gt=gt, ge=ge, le=le)
+    return spec(untrusted=LOWER, why="more than without the file", gt=gt, ge=ge, le=le,
+                litellm=litellm)
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,9 @@ class ModelConfig:
     model: str | None = field(default=None, metadata=spec(
         untrusted=LOCAL_ONLY, why="would send the conversation elsewhere"))
     api_base: str | None = field(default=None, metadata=spec(
-        untrusted=FIXED, why="sends requests (and keys) to another server"))
-    temperature: float | None = field(default=None, metadata=spec(ge=0, le=2))
-    max_tokens: int | None = field(default=None, metadata=_limit(gt=0))
+        untrusted=FIXED, why="sends requests (and keys) to another server", litellm=True))
+    temperature: float | None = field(default=None, metadata=spec(ge=0, le=2, litellm=True))
+    max_tokens: int | None = field(default=None, metadata=_limit(gt=0, litellm=True))
     request_timeout: float = field(default=60.0, metadata=spec(gt=0))
     retries: int = field(default=2, metadata=_limit(ge=0, le=10))
     retry_backoff: float = field(default=0.5, metadata=spec(ge=0, le=60))
@@ -110,22 +112,22 @@ class LilyConfig:
 
     # Skills roots (None = the default for that root).
     skills_workspace_dir: Path | None = field(default=None, metadata=spec(
-        untrusted=FIXED, why=_ROOT))
+        untrusted=FIXED, why=_ROOT, folder="workspace"))
     skills_user_dir: Path | None = field(default=None, metadata=spec(
-        untrusted=FIXED, why=_OUTSIDE))
+        untrusted=FIXED, why=_OUTSIDE, folder="person"))
     skills_bundled_dir: Path | None = field(default=None, metadata=spec(
-        untrusted=FIXED, why=_OUTSIDE))
+        untrusted=FIXED, why=_OUTSIDE, folder="person"))
     # More skills roots, below the user's and above the bundled ones, in order
     # (LILY_SKILLS_EXTRA_DIRS: separated by `:` like PATH).
     skills_extra_dirs: tuple[str, ...] = field(default=(), metadata=spec(
-        untrusted=FIXED, why=_ROOT))
+        untrusted=FIXED, why=_ROOT, folder="person", env_list="paths"))
     # Read the skills folders other agents keep (`.agents/skills`, `.claude/skills`, in
     # the workspace and the home folder) beside Lily's own.
     skills_other_agents: bool = field(default=True, metadata=spec(
         untrusted=OFF_ONLY, why="reading other agents' skills folders"))
     # The user's own Lily folder (user skills and persona default under it).
     home: Path | None = field(default=None, metadata=spec(
-        untrusted=FIXED, why=f"{_OUTSIDE} (where trust is kept)"))
+        untrusted=FIXED, why=f"{_OUTSIDE} (where trust is kept)", folder="person"))
     agent: str = "default"
     persona_max_chars: int = field(default=20_000, metadata=_limit(gt=0))
     tools: ToolsConfig = ToolsConfig()
@@ -134,19 +136,26 @@ class LilyConfig:
     catalog_max_chars: int = field(default=30_000, metadata=_limit(gt=0))
     # Variables a skill script sees besides PATH, HOME, the locale and the like (names).
     script_env: tuple[str, ...] = field(default=(), metadata=spec(
-        untrusted=FEWER, why="variables passed to skill scripts"))
+        untrusted=FEWER, why="variables passed to skill scripts", env_list="names"))
     # A skill script's time limit, in seconds.
     script_timeout: float = field(default=120.0, metadata=_limit(gt=0, le=86_400))
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 
 
-_PATH_KEYS = ("skills_workspace_dir", "skills_user_dir", "skills_bundled_dir", "home")
-_PATH_LISTS = frozenset({"skills_extra_dirs"})
-_NAME_LISTS = frozenset({"script_env"})  # LILY_SCRIPT_ENV: comma-separated
+def _keys_where(name: str, value: Any = True) -> frozenset[str]:
+    """The keys whose `spec` says `name` is `value` (config keys are their attributes)."""
+    return frozenset(f.name for f in fields(LilyConfig)
+                     if f.metadata.get("lily", {}).get(name) == value)
+
+
+_PATH_KEYS = _keys_where("folder", "person") | _keys_where("folder", "workspace")
+_PATH_LISTS = _keys_where("env_list", "paths")
+_NAME_LISTS = _keys_where("env_list", "names")
 # The person's own folders (not the workspace's skills root, relative to it by design).
-_PERSONS_FOLDERS = frozenset({"skills_user_dir", "skills_bundled_dir", "home",
-                              "skills_extra_dirs"})
+_PERSONS_FOLDERS = _keys_where("folder", "person")
+LITELLM_KEYS = tuple(f.name for f in fields(ModelConfig)
+                     if f.metadata.get("lily", {}).get("litellm"))
 _ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_DENY": "deny"}
 _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
@@ -267,20 +276,19 @@ def load_config(workspace: Path, environ: Mapping[str, str] | None = None,
         raise ConfigError(f"{where}: key 'agent': must be a plain folder name.")
     llm = replace(config.llm, model=_blank_is_unset(config.llm.model),
                   api_base=_blank_is_unset(config.llm.api_base))
-    paths = _resolved_paths(config, workspace)
-    extra = tuple(str(resolved_path(p, workspace)) for p in config.skills_extra_dirs)
-    return replace(config, llm=llm, skills_extra_dirs=extra,
-                   skills_workspace_dir=paths["skills_workspace_dir"],
-                   skills_user_dir=paths["skills_user_dir"],
-                   skills_bundled_dir=paths["skills_bundled_dir"], home=paths["home"])
+    return replace(config, llm=llm, **_resolved_paths(config, workspace))
 
 
-def _resolved_paths(config: LilyConfig, workspace: Path) -> dict[str, Path | None]:
-    """Relative paths in the config are relative to the workspace; `~` is expanded."""
-    updates: dict[str, Path | None] = {}
-    for key in _PATH_KEYS:
+def _resolved_paths(config: LilyConfig, workspace: Path) -> dict[str, Any]:
+    """Every folder key (`spec(folder=...)`) resolved: relative to the workspace, `~`
+    expanded; a list of them, each."""
+    updates: dict[str, Any] = {}
+    for key in sorted(_PATH_KEYS):
         value = getattr(config, key)
-        updates[key] = resolved_path(value, workspace) if value is not None else None
+        if key in _PATH_LISTS:
+            updates[key] = tuple(str(resolved_path(p, workspace)) for p in value)
+        else:
+            updates[key] = resolved_path(value, workspace) if value is not None else None
     return updates
 
 

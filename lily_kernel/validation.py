@@ -39,15 +39,23 @@ def spec(
     label: str | None = None,
     untrusted: str | None = None,
     why: str = "",
+    folder: str | None = None,
+    env_list: str | None = None,
+    litellm: bool = False,
 ) -> dict[str, Any]:
     """Field metadata: `field(default=..., metadata=spec(key="allowed-tools"))`.
 
     `label` is how people see the field (e.g. in `/help`); it defaults to the key.
     `untrusted` says what a file the person has not trusted may do with the key, and
-    `why` what the change would do (trust/settings.py reads both).
+    `why` what the change would do (trust/settings.py reads both). For a configuration
+    key: `folder`, a path resolved from the workspace (`"person"`: the person's own, so
+    its variable must give it absolute; `"workspace"`: the workspace's); `env_list`, how
+    its LILY_ variable is split (`"paths"` like PATH, `"names"` by commas); `litellm`,
+    passed to litellm as it is when set.
     """
     return {_SPEC: {"key": key, "gt": gt, "ge": ge, "le": le, "flat": flat, "label": label,
-                    "untrusted": untrusted, "why": why}}
+                    "untrusted": untrusted, "why": why, "folder": folder,
+                    "env_list": env_list, "litellm": litellm}}
 
 
 def field_spec(cls: type, attr: str) -> dict[str, Any]:

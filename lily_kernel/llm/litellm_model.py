@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from lily_kernel.config import ModelConfig
+from lily_kernel.config import LITELLM_KEYS, ModelConfig
 from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm.base import ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.faults import TRANSIENT_KINDS, model_error, secret_values
@@ -236,7 +236,7 @@ class LiteLLMModel:
             }
         if self.config.stream:
             kwargs["stream_options"] = {"include_usage": True}
-        for key in ("api_base", "temperature", "max_tokens"):
+        for key in LITELLM_KEYS:  # the model keys litellm takes as they are
             value = getattr(self.config, key)
             if value is not None:
                 kwargs[key] = value

@@ -249,7 +249,11 @@ def test_slow_stream_is_cancelled_and_the_session_goes_on(make_runtime, server: 
 
     assert asyncio.run(interrupt()) < 1.0  # the in-flight request is abandoned at once
     assert sink.replies == [] and sink.streamed[0].startswith("word")
-    assert runtime.session.conversation_state.messages == []
+    # What the person saw stays, marked as stopped (a follow-up means that answer).
+    [asked, seen] = runtime.session.conversation_state.messages
+    assert asked == {"role": "user", "content": "tell me a long story"}
+    assert seen["content"].startswith("word") and seen["content"].endswith(
+        "[The person stopped this answer here.]")
     assert run(runtime, "still there?").replies == ["next"]
 
 
