@@ -312,7 +312,7 @@ class LilyRuntime:
             await self._converse(code, None, sink, stop)
             return
         if ranks_skills(parsed):
-            await announce_encoding(self.session.skill_snapshot, sink)
+            await announce_encoding(self.session.skill_snapshot, sink, held=True)
         # The command itself runs off the event loop (a reload can read thousands of
         # files), so an interrupt can cancel this await; its state change is applied
         # here afterwards, never by a cancelled cell.

@@ -34,7 +34,8 @@ __all__ = [
     "diff_snapshots",
 ]
 
-SkillSource = Literal["workspace", "user", "extra", "bundled"]
+# `project`: a folder above the workspace in its repository (skills/roots.py).
+SkillSource = Literal["workspace", "project", "user", "extra", "bundled"]
 
 
 class DiagnosticKind(StrEnum):
@@ -192,18 +193,27 @@ class SnapshotDiff:
 
 @dataclass(frozen=True)
 class SkillSnapshot:
-    """The session's frozen view of its skills: ordered, versioned, digested."""
+    """The session's frozen view of its skills: ordered, versioned, digested.
+
+    `held`: the skills waiting for the person's trust (trust/review.py), each also an
+    `untrusted` diagnostic. Only `/skills` reads them (to say which would match, ranked
+    by `held_ranker`): they are never in `skills`, `get` or `by_command`, so never in
+    the catalog, invoked, or given to a tool."""
 
     version: int
     digest: str
     roots: tuple[SkillRoot, ...]
     skills: tuple[Skill, ...]
     diagnostics: tuple[Diagnostic, ...]
+    held: tuple[Skill, ...] = ()
     _by_name: dict[str, Skill] = field(init=False, repr=False, compare=False)
     _by_command: dict[str, Skill] = field(init=False, repr=False, compare=False)
     # Its skills ranked against a request (`/skills <words>`, the model's shortlist):
     # indexed on first use, kept until the next snapshot.
     ranker: SkillRanker = field(init=False, repr=False, compare=False)
+    # The held skills ranked apart (their own index: nothing held weighs in the model's
+    # shortlist), for `/skills <words>` only.
+    held_ranker: SkillRanker = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {s.name: s for s in self.skills})
@@ -211,6 +221,7 @@ class SkillSnapshot:
             self, "_by_command", {s.command: s for s in self.skills if s.command}
         )
         object.__setattr__(self, "ranker", SkillRanker(self.skills))
+        object.__setattr__(self, "held_ranker", SkillRanker(self.held))
 
     def get(self, name: str) -> Skill | None:
         return self._by_name.get(name)

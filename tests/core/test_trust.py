@@ -395,3 +395,34 @@ def test_lily_trust_records_a_folder_with_nothing_held(workspace: Path,
     done = lily("trust", str(workspace), "--yes", env=person)
     assert done.returncode == 0 and "without asking each time" in done.stdout
     assert LilyEnvironment.load(workspace, person).policy.decision("write") == "allow"
+
+
+def test_the_repositorys_skills_above_a_notebook_wait_for_trust(
+        tmp_path: Path, person: dict[str, str]) -> None:
+    """The project level (skills folders above the workspace, up to its repository's
+    root) arrived with the folder too: held until trusted, keyed in the workspace's
+    entry by its path from the workspace."""
+    top = tmp_path / "repo"
+    (top / ".git").mkdir(parents=True)
+    write_skill(top / ".claude" / "skills", "x", skill_text("The project's skill"))
+    sub = top / "analysis" / "nb"
+    sub.mkdir(parents=True)
+    doc = skills_json(sub, person)
+    assert doc["skills"] == []
+    [held] = doc["diagnostics"]
+    assert (held["skill"], held["kind"], held["source"]) == ("x", "untrusted", "project")
+    assert "this workspace is not trusted" in held["reason"]
+    done = lily("trust", str(sub), "--yes", env=person)
+    assert done.returncode == 0, done.stderr
+    assert "skill x (../../.claude/skills/x, new)" in done.stdout
+    assert [(s["name"], s["source"]) for s in skills_json(sub, person)["skills"]] == [
+        ("x", "project")]
+    store = json.loads((Path(person["LILY_HOME"]) / "trust.json").read_text())
+    assert list(store["workspaces"][str(sub)]["skills"]) == ["../../.claude/skills/x"]
+    # Changed since: held again; another notebook of the repository asks for itself.
+    (top / ".claude" / "skills" / "x" / "SKILL.md").write_text(skill_text("Changed"))
+    [again] = skills_json(sub, person)["diagnostics"]
+    assert "changed since this workspace was trusted" in again["reason"]
+    other = top / "other"
+    other.mkdir()
+    assert skills_json(other, person)["skills"] == []
