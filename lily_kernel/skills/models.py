@@ -99,7 +99,9 @@ class Skill:
     extra: dict[str, Any] = field(default_factory=dict)  # keys Lily does not use
     body: str = field(default="", repr=False)
     # A workspace skill the person trusted: its folder's digest then (trust/review.py).
-    # Its files are compared with it before the model reads or runs one of them.
+    # Its files are compared with it before the model reads or runs one of them. A held
+    # one (`SkillSnapshot.held`) keeps the digest it was trusted at before it changed
+    # (None: it is new).
     trusted_digest: str | None = None
 
     @property

@@ -135,7 +135,7 @@ def hold_untrusted(
         else:
             held.append(HeldSkill(skill.name, skill.path, rel, digest,
                                   "changed" if known is not None else "new"))
-            held_skills.append(skill)
+            held_skills.append(replace(skill, trusted_digest=known))  # None: new
     if cache is not None:
         cache.save()
     if not held:
