@@ -178,19 +178,22 @@ class AliasChange:
 
 @dataclass(frozen=True, slots=True)
 class SnapshotDiff:
-    """What a reload changed: skills by name (each tuple sorted), the exclusions that
-    are new (with their reasons) and every alias added, moved or dropped."""
+    """What a reload changed: skills by name (each tuple sorted), the skills newly held
+    for the person's trust (changed since they trusted it, or new: not `removed`, not
+    an exclusion), the exclusions that are new (with their reasons) and every alias
+    added, moved or dropped."""
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     newly_excluded: tuple[Diagnostic, ...] = ()
     aliases: tuple[AliasChange, ...] = ()
+    held: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed or self.newly_excluded
-                    or self.aliases)
+                    or self.aliases or self.held)
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,12 @@ class SkillSnapshot:
     def warnings(self) -> tuple[Diagnostic, ...]:
         return tuple(d for d in self.diagnostics if not d.excludes)
 
+    @property
+    def held_names(self) -> frozenset[str]:
+        """The names of the skills held for the person's trust (`untrusted`)."""
+        return frozenset(d.skill for d in self.diagnostics
+                         if d.kind is DiagnosticKind.UNTRUSTED)
+
     def excluded_reason(self, name: str) -> Diagnostic | None:
         """The diagnostic that keeps the winning copy of `name` out, if any."""
         for diag in self.diagnostics:
@@ -248,17 +257,21 @@ class SkillSnapshot:
 
 
 def diff_snapshots(old: SkillSnapshot, new: SkillSnapshot) -> SnapshotDiff:
-    """Added, removed and changed (other source or other bytes) available skills; the
+    """Added, removed and changed (other source or other bytes) available skills; those
+    newly held for trust (a trusted skill edited since is held, not removed); the
     exclusions the old snapshot did not have; the aliases that differ."""
     before = {s.name: (s.source, s.digest) for s in old.skills}
     after = {s.name: (s.source, s.digest) for s in new.skills}
+    held = new.held_names - old.held_names
     known = set(old.excluded)
     return SnapshotDiff(
         added=tuple(sorted(after.keys() - before.keys())),
-        removed=tuple(sorted(before.keys() - after.keys())),
+        removed=tuple(sorted(before.keys() - after.keys() - held)),
         changed=tuple(sorted(n for n in after.keys() & before.keys() if after[n] != before[n])),
-        newly_excluded=tuple(d for d in new.excluded if d not in known),
+        newly_excluded=tuple(d for d in new.excluded if d not in known
+                             and d.kind is not DiagnosticKind.UNTRUSTED),
         aliases=_alias_changes(old, new),
+        held=tuple(sorted(held)),
     )
 
 
