@@ -3,12 +3,12 @@
 A skill is workspace-level when it arrives with the folder: found in a workspace-level
 root (`skills/`, `.agents/skills/`, `.claude/skills/`) or a project-level one (those
 two in the folders above the workspace in its repository, skills/roots.py), or,
-whatever root found it, when its real folder is inside the workspace; unless a root of the person's own
-configuration (their user roots, extra roots and the bundled one, as their variables
-and defaults say, never the workspace's lily.yaml) holds it: Lily's own checkout,
-whose `skills/` is the bundled root, or a home folder opened as the workspace. Location
-decides, not the root: a root a lily.yaml adds inside the workspace, or a link into
-one, brings nothing trusted. Until the person trusts the workspace, and again after one
+whatever root found it, when its real folder is inside the workspace; unless a root of
+the person's own configuration (their user roots, extra roots and the bundled one, as
+their variables and defaults say, never the workspace's lily.yaml) holds it: Lily's
+own checkout, whose `skills/` is the bundled root, or a home folder opened as the
+workspace. Location decides, not the root: a root a lily.yaml adds inside the
+workspace, or a link into one, brings nothing trusted. Until the person trusts the workspace, and again after one
 of them is added or changed, they are held: not in the snapshot's skills (so not in the
 catalog, not invocable, no scripts), but listed as `untrusted` diagnostics saying why,
 and kept whole in the snapshot's `held` (for `/skills` to say which would match; nothing
