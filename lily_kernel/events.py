@@ -42,6 +42,7 @@ __all__ = [
     "ToolCalled",
     "TrustChecked",
     "TrustDecided",
+    "keep_out_of_git",
     "read_event",
     "session_log_path",
 ]
@@ -274,8 +275,30 @@ class Event:
         return dataclasses.asdict(self)
 
 
+LILY_FOLDER = ".lily"  # Lily's own folder in a workspace: the session logs
+# The `.gitignore` Lily writes in it: a log holds the whole conversation (what the person
+# typed, what files and scripts said), which `git add .` would otherwise take.
+LILY_GITIGNORE = ("# Written by Lily: its session logs hold whole conversations; "
+                  "nothing here is for git.\n*\n")
+
+
 def session_log_path(workspace: Path, session_id: str) -> Path:
-    return workspace / ".lily" / "sessions" / f"{session_id}.jsonl"
+    return workspace / LILY_FOLDER / "sessions" / f"{session_id}.jsonl"
+
+
+def keep_out_of_git(path: Path) -> None:
+    """Write `.gitignore` (`*`) in the `.lily` folder nearest above `path`, unless one is
+    there: a file the person wrote (or a link) is never replaced. Best effort: a folder
+    that takes no file only leaves the log unignored."""
+    folder = next((p for p in path.parents if p.name == LILY_FOLDER), None)
+    if folder is None:
+        return
+    try:  # O_EXCL: never over an existing file, never through a link
+        fd = os.open(folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError:
+        return
+    with contextlib.suppress(OSError), os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(LILY_GITIGNORE)
 
 
 class EventLog:
@@ -326,6 +349,7 @@ class EventLog:
         try:
             if self._handle is None:
                 self._handle = self._open()
+                keep_out_of_git(self.path)
             line = json.dumps(record.as_dict(), ensure_ascii=False, default=str)
             self._handle.write(line + "\n")
             self._handle.flush()

@@ -40,7 +40,7 @@ def _cmd_trust(args: argparse.Namespace) -> int:
               "setting is held).")
         return 0
     # Nothing held still asks: trusting the folder stops Lily asking before each write.
-    question = trust_question(env.workspace, skills, settings)
+    question = trust_question(env.workspace, skills, settings, env.trust.entry() is not None)
     if args.yes:
         print(question.rsplit("\n", 1)[0])
     else:

@@ -15,7 +15,7 @@ from lily_kernel.commands.invocation import (
     missing_skill,
     skill_command,
 )
-from lily_kernel.commands.listing import ranked_result, skills_result
+from lily_kernel.commands.listing import held_why, ranked_result, skills_result
 from lily_kernel.commands.parser import ParsedCommand
 from lily_kernel.commands.registry import (
     CommandContext,
@@ -255,12 +255,17 @@ def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     except SkillRootError as exc:
         raise CommandError(str(exc)) from exc
     diff = diff_snapshots(old, new)
+    kept = {s.name: s for s in new.held}
+    # A skill newly held for trust is said as such (edited since it was trusted, or new),
+    # never as removed or as broken.
+    held = tuple(("held", f"{name}: {held_why(kept.get(name))}") for name in diff.held)
     items = (
         ("added", ", ".join(diff.added) or "(none)"),
         ("removed", ", ".join(diff.removed) or "(none)"),
         ("changed", ", ".join(diff.changed) or "(none)"),
+        *held,
         ("available", str(len(new.skills))),
-        ("excluded", str(len(new.excluded))),
+        ("excluded", str(len(new.excluded) - len(new.held_names))),
     )
     title = f"Reloaded skills: snapshot {new.version} (was {old.version})"
     text = Text("No changes." if diff.empty else "Changes since the previous snapshot:")

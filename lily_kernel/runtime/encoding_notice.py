@@ -14,11 +14,16 @@ __all__ = ["ENCODING_NOTICE_AT", "ENCODING_SECONDS", "announce_encoding"]
 ENCODING_NOTICE_AT, ENCODING_SECONDS = 50, 0.1
 
 
-async def announce_encoding(snapshot: SkillSnapshot, sink: CellSink) -> None:
+async def announce_encoding(snapshot: SkillSnapshot, sink: CellSink,
+                            held: bool = False) -> None:
     """Before a ranking of the snapshot (a declaration's shortlist, `/skills <words>`, a
     catalog over its budget): say so when it will encode ENCODING_NOTICE_AT skills or
-    more, once a machine (counted off the event loop: it reads the cache)."""
-    count = await asyncio.to_thread(snapshot.ranker.unencoded)
+    more, once a machine (counted off the event loop: it reads the cache). `held`: the
+    ranking reads the held skills too (`/skills <words>` says which would match)."""
+    def unencoded() -> int:
+        return snapshot.ranker.unencoded() + (snapshot.held_ranker.unencoded() if held else 0)
+
+    count = await asyncio.to_thread(unencoded)
     if count >= ENCODING_NOTICE_AT:
         sink.notice(
             f"Reading what {count:,} skills are about, once for this machine "

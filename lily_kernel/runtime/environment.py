@@ -25,6 +25,7 @@ from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
 from lily_kernel.redaction import is_secret_name
 from lily_kernel.session import Session
 from lily_kernel.skills import (
+    ARRIVING_SOURCES,
     Host,
     LoadRules,
     SkillRoot,
@@ -139,7 +140,7 @@ class LilyEnvironment:
         # Where trust is kept: never a place the workspace's own lily.yaml names.
         store = trust_store or TrustStore(lily_home(base) / TRUST_FILE)
         own = tuple(r.path for r in resolve_skill_roots(base, workspace, home)
-                    if r.source != "workspace")  # the person's own roots hold no arrival
+                    if r.source not in ARRIVING_SOURCES)  # the person's own hold no arrival
         trust = TrustState(workspace, store, trusted_by_environment(
             environ if environ is not None else os.environ), person_roots=own,
             digests=DigestCache(lily_home(base) / "cache" / DIGEST_CACHE_FILE),
@@ -194,6 +195,7 @@ class LilyEnvironment:
         snapshot = load_snapshot(self.skill_roots, self.snapshot_rules(), self.host, version)
         snapshot, _, _ = self.trust.hold(snapshot)  # workspace skills wait for trust
         snapshot.ranker.use_meaning(self.skill_vectors)
+        snapshot.held_ranker.use_meaning(self.skill_vectors)
         return snapshot
 
     @cached_property

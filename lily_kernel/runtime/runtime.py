@@ -330,7 +330,7 @@ class LilyRuntime:
             return
         command = self.env.commands.get(parsed.name)
         if command is not None and command.ranks and parsed.argument:
-            await announce_encoding(self.session.skill_snapshot, sink)
+            await announce_encoding(self.session.skill_snapshot, sink, held=True)
         # A handler doing file-system work runs off the event loop (a reload can read
         # thousands of files), so an interrupt can cancel this await; its state change
         # is applied here afterwards, never by a cancelled cell.

@@ -106,20 +106,28 @@ def pending_trust(env: LilyEnvironment) -> tuple[dict[str, str], list[str], list
 MAX_LISTED = 20  # skills a trust question names; the rest are counted
 
 
-def trust_question(workspace: Path, skills: list[str], settings: list[str]) -> str:
+def trust_question(workspace: Path, skills: list[str], settings: list[str],
+                   trusted: bool = False) -> str:
     """The question that lists what would be trusted: the settings (what they would
     change) first, then the skills, at most MAX_LISTED of them; every line as it is,
-    nothing in it invisible or moving the cursor."""
-    lines = [f"This workspace is not trusted: {visible(str(workspace))}",
-             "Trusting it lets what came with the folder take effect:" if skills or settings
-             else "Nothing that came with it is held; trusting it lets the model write "
-                  "files here without asking each time."]
+    nothing in it invisible or moving the cursor. `trusted`: the store trusts the
+    workspace, and what is held was added or changed since (the question says so, not
+    that the workspace is untrusted)."""
+    shown = visible(str(workspace))
+    if trusted:
+        lines = [f"Things changed in this trusted workspace since you trusted it: {shown}",
+                 "Trusting them lets them take effect:"]
+    else:
+        lines = [f"This workspace is not trusted: {shown}",
+                 "Trusting it lets what came with the folder take effect:" if skills or settings
+                 else "Nothing that came with it is held; trusting it lets the model write "
+                      "files here without asking each time."]
     lines += [f"  {visible(line)}" for line in settings]
     lines += [f"  skill {visible(line)}" for line in skills[:MAX_LISTED]]
     if len(skills) > MAX_LISTED:
         lines.append(f"  and {len(skills) - MAX_LISTED:,} more skills (`/skills` lists "
                      "them)")
-    lines.append("Trust this workspace? [y/N]")
+    lines.append("Trust what changed? [y/N]" if trusted else "Trust this workspace? [y/N]")
     return "\n".join(lines)
 
 
@@ -128,7 +136,8 @@ async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> str:
     settings. What came of it, as the notice the person is shown."""
     env = runtime.env
     digests, skills, settings = pending_trust(env)
-    question = trust_question(env.workspace, skills, settings)
+    trusted = env.trust.entry() is not None  # only what changed since is held
+    question = trust_question(env.workspace, skills, settings, trusted)
     try:
         answer = await sink.ask(question)
     except asyncio.CancelledError:
@@ -146,6 +155,9 @@ async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> str:
     elif outcome == "declined":
         said = ("Held for this session: what the question listed. To trust it later, "
                 f"{trust_help(runtime)}.")
+    elif trusted:
+        said = (f"What changed in this workspace since you trusted it is held (`/skills` "
+                f"lists it). To trust it, {trust_help(runtime)}.")
     else:
         said = (f"This workspace is not trusted, so what came with it is held (`/skills` "
                 f"lists the skills). To trust it, {trust_help(runtime)}.")

@@ -22,9 +22,15 @@ from lily_kernel.skills.models import (
     diff_snapshots,
 )
 from lily_kernel.skills.ranker import RELEVANT_SCORE, Ranked, SkillRanker, query_words
-from lily_kernel.skills.roots import bundled_dir, lily_home, resolve_skill_roots
+from lily_kernel.skills.roots import (
+    ARRIVING_SOURCES,
+    bundled_dir,
+    lily_home,
+    resolve_skill_roots,
+)
 
 __all__ = [
+    "ARRIVING_SOURCES",
     "MAX_SKILL_BYTES",
     "RELEVANT_SCORE",
     "Diagnostic",

@@ -53,8 +53,12 @@ EXPANSION_CUT = (f"[Lily cut the expansion here: expanded in full, this SKILL.md
                  "placeholders from here on are left as written]")
 
 # Claude Code runs `!`command`` (inline) and ```! fenced blocks before the model reads
-# the skill; Lily never does.
-_DYNAMIC = re.compile(r"!`[^`\n]+`|^[ \t]*```!", re.MULTILINE)
+# the skill; Lily never does. Its own two patterns (`promptShellExecution`): a fenced
+# block ```` ```!\s*\n?[\s\S]*?\n?``` ````, and inline `(?<=^|\s)!`([^`]+)``, the `!`
+# at a line's start or after whitespace. So a `!` right after a backtick is prose, not a
+# command: `` `!` before `:` `` (getsentry's `commit`) or `` `!`command`` `` in a sentence
+# (its `skill-scanner`). Blocks first, so a `!`x`` inside one counts once.
+_DYNAMIC = re.compile(r"```!\s*\n?[\s\S]*?\n?```|(?:^|(?<=\s))!`[^`]+`", re.MULTILINE)
 
 
 def split_arguments(text: str) -> tuple[str, ...]:
@@ -178,6 +182,7 @@ def dynamic_context(body: str) -> str | None:
     found = _DYNAMIC.findall(body)
     if not found:
         return None
-    first = found[0] if len(found[0]) <= 60 else found[0][:57] + "...`"
+    first = " ".join(found[0].split())  # a fenced block on one line
+    first = first if len(first) <= 60 else first[:57] + "...`"
     return (f"{len(found)} Claude Code dynamic context command(s), e.g. {first}: "
             "!`command` lines are not run by Lily; the model sees them as text")

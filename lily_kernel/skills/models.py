@@ -34,7 +34,8 @@ __all__ = [
     "diff_snapshots",
 ]
 
-SkillSource = Literal["workspace", "user", "extra", "bundled"]
+# `project`: a folder above the workspace in its repository (skills/roots.py).
+SkillSource = Literal["workspace", "project", "user", "extra", "bundled"]
 
 
 class DiagnosticKind(StrEnum):
@@ -98,7 +99,9 @@ class Skill:
     extra: dict[str, Any] = field(default_factory=dict)  # keys Lily does not use
     body: str = field(default="", repr=False)
     # A workspace skill the person trusted: its folder's digest then (trust/review.py).
-    # Its files are compared with it before the model reads or runs one of them.
+    # Its files are compared with it before the model reads or runs one of them. A held
+    # one (`SkillSnapshot.held`) keeps the digest it was trusted at before it changed
+    # (None: it is new).
     trusted_digest: str | None = None
 
     @property
@@ -175,35 +178,47 @@ class AliasChange:
 
 @dataclass(frozen=True, slots=True)
 class SnapshotDiff:
-    """What a reload changed: skills by name (each tuple sorted), the exclusions that
-    are new (with their reasons) and every alias added, moved or dropped."""
+    """What a reload changed: skills by name (each tuple sorted), the skills newly held
+    for the person's trust (changed since they trusted it, or new: not `removed`, not
+    an exclusion), the exclusions that are new (with their reasons) and every alias
+    added, moved or dropped."""
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     newly_excluded: tuple[Diagnostic, ...] = ()
     aliases: tuple[AliasChange, ...] = ()
+    held: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed or self.newly_excluded
-                    or self.aliases)
+                    or self.aliases or self.held)
 
 
 @dataclass(frozen=True)
 class SkillSnapshot:
-    """The session's frozen view of its skills: ordered, versioned, digested."""
+    """The session's frozen view of its skills: ordered, versioned, digested.
+
+    `held`: the skills waiting for the person's trust (trust/review.py), each also an
+    `untrusted` diagnostic. Only `/skills` reads them (to say which would match, ranked
+    by `held_ranker`): they are never in `skills`, `get` or `by_command`, so never in
+    the catalog, invoked, or given to a tool."""
 
     version: int
     digest: str
     roots: tuple[SkillRoot, ...]
     skills: tuple[Skill, ...]
     diagnostics: tuple[Diagnostic, ...]
+    held: tuple[Skill, ...] = ()
     _by_name: dict[str, Skill] = field(init=False, repr=False, compare=False)
     _by_command: dict[str, Skill] = field(init=False, repr=False, compare=False)
     # Its skills ranked against a request (`/skills <words>`, the model's shortlist):
     # indexed on first use, kept until the next snapshot.
     ranker: SkillRanker = field(init=False, repr=False, compare=False)
+    # The held skills ranked apart (their own index: nothing held weighs in the model's
+    # shortlist), for `/skills <words>` only.
+    held_ranker: SkillRanker = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {s.name: s for s in self.skills})
@@ -211,6 +226,7 @@ class SkillSnapshot:
             self, "_by_command", {s.command: s for s in self.skills if s.command}
         )
         object.__setattr__(self, "ranker", SkillRanker(self.skills))
+        object.__setattr__(self, "held_ranker", SkillRanker(self.held))
 
     def get(self, name: str) -> Skill | None:
         return self._by_name.get(name)
@@ -226,6 +242,12 @@ class SkillSnapshot:
     def warnings(self) -> tuple[Diagnostic, ...]:
         return tuple(d for d in self.diagnostics if not d.excludes)
 
+    @property
+    def held_names(self) -> frozenset[str]:
+        """The names of the skills held for the person's trust (`untrusted`)."""
+        return frozenset(d.skill for d in self.diagnostics
+                         if d.kind is DiagnosticKind.UNTRUSTED)
+
     def excluded_reason(self, name: str) -> Diagnostic | None:
         """The diagnostic that keeps the winning copy of `name` out, if any."""
         for diag in self.diagnostics:
@@ -235,17 +257,21 @@ class SkillSnapshot:
 
 
 def diff_snapshots(old: SkillSnapshot, new: SkillSnapshot) -> SnapshotDiff:
-    """Added, removed and changed (other source or other bytes) available skills; the
+    """Added, removed and changed (other source or other bytes) available skills; those
+    newly held for trust (a trusted skill edited since is held, not removed); the
     exclusions the old snapshot did not have; the aliases that differ."""
     before = {s.name: (s.source, s.digest) for s in old.skills}
     after = {s.name: (s.source, s.digest) for s in new.skills}
+    held = new.held_names - old.held_names
     known = set(old.excluded)
     return SnapshotDiff(
         added=tuple(sorted(after.keys() - before.keys())),
-        removed=tuple(sorted(before.keys() - after.keys())),
+        removed=tuple(sorted(before.keys() - after.keys() - held)),
         changed=tuple(sorted(n for n in after.keys() & before.keys() if after[n] != before[n])),
-        newly_excluded=tuple(d for d in new.excluded if d not in known),
+        newly_excluded=tuple(d for d in new.excluded if d not in known
+                             and d.kind is not DiagnosticKind.UNTRUSTED),
         aliases=_alias_changes(old, new),
+        held=tuple(sorted(held)),
     )
 
 

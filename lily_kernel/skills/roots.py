@@ -1,24 +1,35 @@
 """Turn configuration into the ordered list of skills roots (highest precedence first).
 
-The precedence table (docs/skills.md shows it): workspace > user > extra > bundled, and
-inside the workspace and user levels Lily's own folder first, then the Agent Skills
-standard's `.agents/skills`, then Claude Code's `.claude/skills`. A name found in two
-roots is the higher root's skill; the lower copy is `shadowed`.
+The precedence table (docs/skills.md shows it): workspace > project > user > extra >
+bundled, and inside the workspace and user levels Lily's own folder first, then the
+Agent Skills standard's `.agents/skills`, then Claude Code's `.claude/skills`. The
+project level is those two folders in the folders above the workspace, up to its
+repository's root, nearest first. A name found in two roots is the higher root's skill;
+the lower copy is `shadowed`.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from lily_kernel.config import LilyConfig
 from lily_kernel.skills.models import SkillRoot, SkillSource
 
-__all__ = ["OTHER_AGENT_FOLDERS", "bundled_dir", "lily_home", "resolve_skill_roots"]
+__all__ = ["ARRIVING_SOURCES", "MAX_PROJECT_LEVELS", "OTHER_AGENT_FOLDERS", "bundled_dir",
+           "lily_home", "project_folders", "resolve_skill_roots"]
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-# Where other agents keep skills, under the workspace and under the person's home
-# folder, in precedence order (after Lily's own; off with `skills_other_agents: false`).
+# Where other agents keep skills, under the workspace, the folders above it in its
+# repository, and the person's home folder, in precedence order (after Lily's own; off
+# with `skills_other_agents: false`).
 OTHER_AGENT_FOLDERS = (".agents/skills", ".claude/skills")
+# The levels whose skills arrive with a folder (and wait for trust, trust/review.py).
+ARRIVING_SOURCES: frozenset[SkillSource] = frozenset({"workspace", "project"})
+# How far above the workspace its repository's root is looked for (the Agent Skills
+# client guide scans up to the repository root; a notebook sits a few folders down).
+MAX_PROJECT_LEVELS = 5
+REPOSITORY_MARK = ".git"  # a folder, or a file in a worktree or submodule
 
 
 def bundled_dir(name: str) -> Path:
@@ -34,16 +45,41 @@ def lily_home(config: LilyConfig) -> Path:
     return config.home if config.home is not None else Path.home() / ".lily"
 
 
+def project_folders(workspace: Path, home: Path) -> tuple[Path, ...]:
+    """The folders above `workspace` in its repository, nearest first: from its parent up
+    to the repository's root (the nearest folder holding `.git`). None when the workspace
+    is that root itself, or when no root is found within MAX_PROJECT_LEVELS folders
+    strictly below the home folder and `/` (a home folder under git is the person's, and
+    its skills folders are the user level)."""
+    workspace = Path(os.path.abspath(workspace))
+    if os.path.lexists(workspace / REPOSITORY_MARK):
+        return ()
+    stops = {os.path.abspath(home), os.path.realpath(home)}
+    found: list[Path] = []
+    for folder in workspace.parents:
+        if len(found) == MAX_PROJECT_LEVELS or folder == folder.parent or str(folder) in stops:
+            return ()
+        found.append(folder)
+        if os.path.lexists(folder / REPOSITORY_MARK):
+            return tuple(found)
+    return ()
+
+
 def resolve_skill_roots(
     config: LilyConfig, workspace: Path, home: Path | None = None
 ) -> tuple[SkillRoot, ...]:
     """Every skills root in precedence order. `home` is the person's home folder (where
-    `~/.agents/skills` and `~/.claude/skills` are); `Path.home()` when not given."""
+    `~/.agents/skills` and `~/.claude/skills` are); `Path.home()` when not given.
+    Lily's own `skills/` is not looked for above the workspace: in a repository that is
+    where skills are written (Lily's own checkout's `skills/` is its bundled root), not
+    where a project installs them (docs/skills.md, "Roots and precedence")."""
     home = home if home is not None else Path.home()
     others = OTHER_AGENT_FOLDERS if config.skills_other_agents else ()
+    project = project_folders(workspace, home) if others else ()
     paths: list[tuple[SkillSource, Path]] = [
         ("workspace", config.skills_workspace_dir or workspace / "skills"),
         *(("workspace", workspace / folder) for folder in others),
+        *(("project", above / folder) for above in project for folder in others),
         ("user", config.skills_user_dir or lily_home(config) / "skills"),
         *(("user", home / folder) for folder in others),
         *(("extra", Path(path)) for path in config.skills_extra_dirs),

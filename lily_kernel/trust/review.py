@@ -1,17 +1,21 @@
 """Which workspace skills are held until the person trusts them, and what trusting means.
 
 A skill is workspace-level when it arrives with the folder: found in a workspace-level
-root (`skills/`, `.agents/skills/`, `.claude/skills/`), or, whatever root found it,
-when its real folder is inside the workspace, or in a root only its lily.yaml names;
-unless a root of the person's own configuration (their user roots, extra roots and the
-bundled one, as their variables and defaults say, or their command line; never the
-workspace's lily.yaml) holds it: Lily's own checkout,
-whose `skills/` is the bundled root, or a home folder opened as the workspace. Location
-decides, not the root: a root a lily.yaml adds inside the workspace, or a link into
-one, brings nothing trusted. Until the person trusts the workspace, and again after one
+root (`skills/`, `.agents/skills/`, `.claude/skills/`) or a project-level one (those
+two in the folders above the workspace in its repository, skills/roots.py), or,
+whatever root found it, when its real folder is inside the workspace, or in a root only
+its lily.yaml names; unless a root of the person's own configuration (their user roots,
+extra roots and the bundled one, as their variables and defaults say, or their command
+line; never the workspace's lily.yaml) holds it: Lily's own checkout, whose `skills/`
+is the bundled root, or a home folder opened as the workspace. Location decides, not
+the root: a root a lily.yaml adds inside the workspace, or a link into one, brings
+nothing trusted. Until the person trusts the workspace, and again after one
 of them is added or changed, they are held: not in the snapshot's skills (so not in the
-catalog, not invocable, no scripts), but listed as `untrusted` diagnostics saying why.
-Pure but for reading the skill folders to digest them.
+catalog, not invocable, no scripts), but listed as `untrusted` diagnostics saying why,
+and kept whole in the snapshot's `held` (for `/skills` to say which would match; nothing
+else reads it). A project-level skill is keyed in the workspace's entry by its path from
+the workspace (`../../.claude/skills/x`). Pure but for reading the skill folders to
+digest them.
 """
 
 from __future__ import annotations
@@ -22,7 +26,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from lily_kernel.skills import Diagnostic, DiagnosticKind, Skill, SkillSnapshot
+from lily_kernel.skills import (
+    ARRIVING_SOURCES,
+    Diagnostic,
+    DiagnosticKind,
+    Skill,
+    SkillSnapshot,
+)
 from lily_kernel.skills.digest import DigestCache, folder_digest
 from lily_kernel.trust.store import WorkspaceTrust
 
@@ -112,16 +122,18 @@ def hold_untrusted(
     real_paths = _RealPaths()
     digests: dict[str, str] = {}
     held: list[HeldSkill] = []
+    held_skills: list[Skill] = []
     kept: list[Skill] = []
     for skill in snapshot.skills:
         folder = os.path.dirname(skill.path)
         root = next((r.path for r in snapshot.roots
                      if folder.startswith(r.path.rstrip(os.sep) + os.sep)), None)
         real = real_paths.of(folder, root) if root else os.path.realpath(folder)
-        # Arrived with the folder: found in a workspace-level root, inside the workspace,
-        # or in a root the person's own configuration does not name (one its lily.yaml
-        # names, outside it: what appears there later must wait for trust too).
-        arrived = (skill.source == "workspace" or _inside(real, [top])
+        # Arrived with the folder: found in a workspace-level or project-level root,
+        # inside the workspace, or in a root the person's own configuration does not
+        # name (one its lily.yaml names, outside it: what appears there later must wait
+        # for trust too).
+        arrived = (skill.source in ARRIVING_SOURCES or _inside(real, [top])
                    or (root is not None and real_paths.root(root) not in own))
         if not arrived or _inside(real, own):
             kept.append(skill)
@@ -134,6 +146,7 @@ def hold_untrusted(
         else:
             held.append(HeldSkill(skill.name, skill.path, rel, digest,
                                   "changed" if known is not None else "new"))
+            held_skills.append(replace(skill, trusted_digest=known))  # None: new
     if cache is not None:
         cache.save()
     if not held:
@@ -141,17 +154,19 @@ def hold_untrusted(
     why = {"new": "this workspace is not trusted",
            "changed": "changed since this workspace was trusted"}
     diagnostics = tuple(Diagnostic(
-        DiagnosticKind.UNTRUSTED, h.name, "workspace", h.path,
+        DiagnosticKind.UNTRUSTED, h.name, skill.source, h.path,
         f"held: {why[h.why]}; trust it when Lily asks, or run `lily trust {workspace}`")
-        for h in held)
-    return _with_skills(snapshot, kept, diagnostics, held), digests, tuple(held)
+        for h, skill in zip(held, held_skills, strict=True))
+    return (_with_skills(snapshot, kept, diagnostics, held, held_skills), digests,
+            tuple(held))
 
 
 def _with_skills(snapshot: SkillSnapshot, skills: list[Skill],
                    diagnostics: tuple[Diagnostic, ...],
-                   held: list[HeldSkill] | None = None) -> SkillSnapshot:
-    """The snapshot with these skills and these diagnostics added; its digest covers
-    what is held too."""
+                   held: list[HeldSkill] | None = None,
+                   held_skills: list[Skill] | None = None) -> SkillSnapshot:
+    """The snapshot with these skills, these diagnostics added and the held skills kept
+    apart; its digest covers what is held too."""
     if not held and list(snapshot.skills) == skills:
         return snapshot
     overall = hashlib.sha256(snapshot.digest.encode())
@@ -160,4 +175,5 @@ def _with_skills(snapshot: SkillSnapshot, skills: list[Skill],
     return SkillSnapshot(version=snapshot.version,
                          digest=overall.hexdigest() if held else snapshot.digest,
                          roots=snapshot.roots, skills=tuple(skills),
-                         diagnostics=(*snapshot.diagnostics, *diagnostics))
+                         diagnostics=(*snapshot.diagnostics, *diagnostics),
+                         held=tuple(held_skills or ()))

@@ -14,6 +14,7 @@ from lily_kernel.skills import (
     check_skill_directory,
     load_snapshot,
 )
+from lily_kernel.skills.invocation import dynamic_context
 from tests.conftest import SHARED
 
 CORPUS = SHARED / "corpus"
@@ -97,3 +98,15 @@ def test_how_many_corpus_skills_the_specification_accepts() -> None:
         "anthropics__skills": 11, "getsentry__skills": 26, "obra__superpowers": 14,
         "openai__skills": 10, "openclaw__openclaw": 16, "vercel-labs__agent-skills": 3,
     }
+
+
+def test_no_corpus_skill_is_taken_for_claude_code_dynamic_context() -> None:
+    """No corpus SKILL.md holds a command Claude Code would run: the two `!`s quoted in
+    prose (getsentry's `commit`: `` `!` before `:` ``; its `skill-scanner` describing the
+    syntax) are no dynamic context, and no skill is warned about one."""
+    files = sorted(CORPUS.glob("*/*/SKILL.md"))
+    warned = [f"{f.parent.parent.name}/{f.parent.name}" for f in files
+              if dynamic_context(f.read_text(encoding="utf-8", errors="replace"))]
+    assert warned == []
+    commit = (CORPUS / "getsentry__skills" / "commit" / "SKILL.md").read_text(encoding="utf-8")
+    assert "Add `!` before `:` for a breaking change." in commit  # the prose is still there

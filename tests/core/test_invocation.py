@@ -100,6 +100,30 @@ def test_dynamic_context_is_found_inline_and_fenced() -> None:
                        "!`command` lines are not run by Lily; the model sees them as text")
 
 
+@pytest.mark.parametrize("body", [
+    "- Scope is optional. Add `!` before `:` for a breaking change.",  # getsentry's commit
+    "- **`!`command`` syntax**: runs shell commands at load time",  # its skill-scanner
+    "Use `foo`!`bar` or $!`x` in a sentence.",  # `!` after a backtick or a `$`
+    "An unclosed fence:\n```!\nnode --version\n",  # Claude Code runs no such block
+    "Wow!`not a command`",  # after a word, as Claude Code reads it
+])
+def test_a_quoted_exclamation_mark_is_prose_not_dynamic_context(body: str) -> None:
+    assert dynamic_context(body) is None
+
+
+@pytest.mark.parametrize(("body", "count", "first"), [
+    ("!`git status`", 1, "!`git status`"),  # at the start
+    ("Branch: !`git branch --show-current`", 1, "!`git branch --show-current`"),
+    ("- a\n\t!`date`\n", 1, "!`date`"),  # after a tab, at a line's start
+    ("Intro\n```!\nnode --version\n!`inside`\n```\n", 1, "```! node --version !`inside` ```"),
+    ("x\n```! \ngit log -1\n```\nthen !`date` and (!`no`)", 2, "```! git log -1 ```"),
+])
+def test_dynamic_context_as_claude_code_runs_it(body: str, count: int, first: str) -> None:
+    assert dynamic_context(body) == (
+        f"{count} Claude Code dynamic context command(s), e.g. {first}: !`command` lines are "
+        "not run by Lily; the model sees them as text")
+
+
 def test_loader_warns_of_builtin_names_alias_clashes_and_dynamic_context(
         tmp_path: Path) -> None:
     write_skill(tmp_path, "help", "---\nsummary: A skill called help\n---\nBody\n")

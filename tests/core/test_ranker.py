@@ -268,7 +268,7 @@ needs_encoder = pytest.mark.skipif(find_encoder_files() is None,
 def test_with_the_encoder_a_request_sharing_no_word_finds_its_skill(
         workspace: Path, environ: dict[str, str]) -> None:
     from lily_kernel.commands.listing import ranked_result
-    from lily_kernel.display import Table
+    from lily_kernel.display import Text
     from lily_kernel.prompting.selection import request_shortlist
     from lily_kernel.runtime.environment import LilyEnvironment
 
@@ -285,8 +285,14 @@ def test_with_the_encoder_a_request_sharing_no_word_finds_its_skill(
     assert env.skill_vectors.encoded == 4
     # Every user of the ranker: the model's shortlist, and `/skills <words>`.
     assert request_shortlist(snap, request).ranked[0].name == "weather"
-    table = ranked_result(snap, request).blocks[1]
-    assert isinstance(table, Table) and table.rows[0][0] == "weather"
+    # `/skills <words>` counts as matching only what scores RELEVANT_SCORE (as the
+    # shortlist does): the weather skill is the nearest, under it.
+    result = ranked_result(snap, request)
+    assert result.title.endswith(": 0 of 4 match (snapshot 1)")
+    nearest = result.blocks[1]
+    assert isinstance(nearest, Text) and nearest.text.startswith(
+        "No skill matches these words (none scores 1.00, the relevance threshold); the "
+        "nearest: weather (")
     again = env.load_snapshot(2)  # /reload_skills: the vectors come from the cache
     assert again.ranker.rank(request) == first and env.skill_vectors.encoded == 4
     assert (Path(environ["LILY_HOME"]) / "cache" / "skill-vectors.sqlite").is_file()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,36 @@ def test_event_log_is_json_lines_flushed_per_event(workspace: Path,
     assert events[5]["data"] == {"name": "nope", "argument": "", "ok": False,
                                  "error": "unknown command /nope.", "output_sha256": None,
                                  "output_chars": None}
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=False)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_session_logs_are_kept_out_of_git(workspace: Path, environ: dict[str, str]) -> None:
+    """`git add .` in a repository holding the workspace takes no session log: Lily writes
+    `.lily/.gitignore` (`*`) when it opens the log."""
+    assert _git(workspace, "init", "-q").returncode == 0
+    (workspace / "nb.ipynb").write_text("{}")
+    runtime = LilyRuntime.start(workspace, {**environ, "LILY_EVENT_LOG": "1"}, session_id="s3")
+    runtime.run_command(parse_command("/skills"))  # type: ignore[arg-type]
+    log = workspace / ".lily" / "sessions" / "s3.jsonl"
+    assert log.is_file()
+    assert _git(workspace, "check-ignore", "-q", str(log)).returncode == 0
+    added = _git(workspace, "add", "--dry-run", ".").stdout
+    assert added == "add 'nb.ipynb'\n"  # nothing of .lily/, its .gitignore included
+    assert (workspace / ".lily" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_a_gitignore_the_person_wrote_in_lily_is_kept(workspace: Path,
+                                                       environ: dict[str, str]) -> None:
+    (workspace / ".lily").mkdir()
+    (workspace / ".lily" / ".gitignore").write_text("!sessions/\n")
+    LilyRuntime.start(workspace, {**environ, "LILY_EVENT_LOG": "1"}, session_id="s4")
+    assert (workspace / ".lily" / "sessions" / "s4.jsonl").is_file()
+    assert (workspace / ".lily" / ".gitignore").read_text() == "!sessions/\n"
 
 
 def test_event_log_can_be_turned_off(workspace: Path, environ: dict[str, str]) -> None:

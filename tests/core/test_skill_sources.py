@@ -226,3 +226,99 @@ def test_the_corpus_in_its_repositories_layout_loads_as_the_flat_copy(tmp_path: 
     assert sum(d.kind.value == "shadowed" for d in nested.diagnostics) == duplicates
     excluded = sum(1 for d in flat.diagnostics if d.excludes)
     assert len(hidden) + len(by_name) + duplicates == len(flat.skills) + excluded
+
+
+# --- the project: skills folders above the workspace, up to its repository's root ------
+
+
+def repository(top: Path, notebook: str = "analysis/nb") -> Path:
+    """A repository (`.git`) with a skill in its `.claude/skills` and `.agents/skills`,
+    and a notebook folder below it; returns the notebook folder (the workspace)."""
+    (top / ".git").mkdir(parents=True)
+    write_skill(top / ".claude" / "skills", "x", skill_text("The project's skill"))
+    write_skill(top / ".agents" / "skills", "shared", skill_text("An Agent Skills one"))
+    workspace = top / notebook
+    workspace.mkdir(parents=True, exist_ok=True)
+    return workspace
+
+
+def test_a_notebook_in_a_sub_folder_sees_the_repositorys_skills(
+        tmp_path: Path, environ: dict[str, str]) -> None:
+    """`ws/analysis/nb` saw nothing of `ws/.claude/skills`."""
+    sub = repository(tmp_path / "repo")
+    write_skill(tmp_path / "repo" / "analysis" / ".claude" / "skills", "near",
+                skill_text("One level up"))
+    write_skill(tmp_path / "repo" / "skills", "authored", skill_text("Lily's own name"))
+    write_skill(tmp_path / ".claude" / "skills", "above", skill_text("Past the root"))
+    doc = lily_skills(sub, environ)
+    found = {s["name"]: (s["source"], s["path"]) for s in doc["skills"]}
+    top = tmp_path / "repo"
+    assert found == {
+        "near": ("project", str(top / "analysis/.claude/skills/near/SKILL.md")),
+        "shared": ("project", str(top / ".agents/skills/shared/SKILL.md")),
+        "x": ("project", str(top / ".claude/skills/x/SKILL.md")),
+    }  # not the repository's skills/ (where skills are written), nothing past its root
+    roots = [(r.source, r.path) for r in LilyEnvironment.load(sub, environ).skill_roots]
+    assert roots[:7] == [
+        ("workspace", str(sub / "skills")), ("workspace", str(sub / ".agents/skills")),
+        ("workspace", str(sub / ".claude/skills")),
+        ("project", str(top / "analysis/.agents/skills")),
+        ("project", str(top / "analysis/.claude/skills")),
+        ("project", str(top / ".agents/skills")), ("project", str(top / ".claude/skills")),
+    ]  # nearer folders first, after the workspace's own and before the user's
+    assert roots[7][0] == "user"
+
+
+def test_the_project_level_sits_between_the_workspace_and_the_user(
+        tmp_path: Path, environ: dict[str, str]) -> None:
+    sub = repository(tmp_path / "repo")
+    write_skill(sub / ".claude" / "skills", "x", skill_text("The notebook's own"))
+    write_skill(Path(environ["HOME"]) / ".claude" / "skills", "shared", skill_text("Mine"))
+    doc = lily_skills(sub, environ)
+    found = {s["name"]: (s["source"], s["summary"]) for s in doc["skills"]}
+    assert found == {"x": ("workspace", "The notebook's own"),
+                     "shared": ("project", "An Agent Skills one")}
+    shadowed = {(d["skill"], d["source"]) for d in doc["diagnostics"]}
+    assert shadowed == {("x", "project"), ("shared", "user")}
+
+
+@pytest.mark.parametrize(("notebook", "source"), [
+    ("", "workspace"),  # the repository's root is the workspace: no project level
+    ("a/b/c/d/e", "project"),  # five folders up
+    ("a/b/c/d/e/f", None),  # six: past the bound
+])
+def test_the_repository_root_is_looked_for_a_few_folders_up(
+        tmp_path: Path, environ: dict[str, str], notebook: str, source: str | None) -> None:
+    sub = repository(tmp_path / "repo", notebook)
+    doc = lily_skills(sub, environ)
+    assert {s["name"]: s["source"] for s in doc["skills"]}.get("x") == source
+
+
+def test_no_repository_no_project_level_and_never_past_home(
+        tmp_path: Path, environ: dict[str, str]) -> None:
+    """Without `.git` above, nothing is looked for; a home folder under git (dotfiles)
+    is the person's: its skills folders are the user level, never the project's, and
+    nothing between it and the notebook counts."""
+    plain = tmp_path / "plain" / "analysis"
+    plain.mkdir(parents=True)
+    write_skill(tmp_path / "plain" / ".claude" / "skills", "x", skill_text("No repository"))
+    assert lily_skills(plain, environ)["skills"] == []
+    home = tmp_path / "alice"
+    (home / ".git").mkdir(parents=True)
+    write_skill(home / ".claude" / "skills", "mine", skill_text("Mine"))
+    write_skill(home / "projects" / ".claude" / "skills", "between", skill_text("Between"))
+    notebook = home / "projects" / "nb"
+    notebook.mkdir(parents=True)
+    doc = lily_skills(notebook, {**environ, "HOME": str(home)})
+    assert [(s["name"], s["source"]) for s in doc["skills"]] == [("mine", "user")]
+    roots = LilyEnvironment.load(notebook, {**environ, "HOME": str(home)}).skill_roots
+    assert not any(r.source == "project" for r in roots)
+
+
+def test_the_project_level_is_turned_off_with_the_other_agents_folders(
+        tmp_path: Path, environ: dict[str, str]) -> None:
+    sub = repository(tmp_path / "repo")
+    (sub / "lily.yaml").write_text("skills_other_agents: false\n")
+    assert lily_skills(sub, environ)["skills"] == []
+    assert not any(r.source == "project"
+                   for r in LilyEnvironment.load(sub, environ).skill_roots)

@@ -502,3 +502,109 @@ def test_a_lily_yaml_swapped_after_it_was_parsed_is_not_trusted(
     env = LilyEnvironment.load(workspace, person)
     assert env.config.llm.api_base is None
     assert any(line.startswith("api_base:") for line in env.trust.held_settings)
+
+
+def test_the_repositorys_skills_above_a_notebook_wait_for_trust(
+        tmp_path: Path, person: dict[str, str]) -> None:
+    """The project level (skills folders above the workspace, up to its repository's
+    root) arrived with the folder too: held until trusted, keyed in the workspace's
+    entry by its path from the workspace."""
+    top = tmp_path / "repo"
+    (top / ".git").mkdir(parents=True)
+    write_skill(top / ".claude" / "skills", "x", skill_text("The project's skill"))
+    sub = top / "analysis" / "nb"
+    sub.mkdir(parents=True)
+    doc = skills_json(sub, person)
+    assert doc["skills"] == []
+    [held] = doc["diagnostics"]
+    assert (held["skill"], held["kind"], held["source"]) == ("x", "untrusted", "project")
+    assert "this workspace is not trusted" in held["reason"]
+    done = lily("trust", str(sub), "--yes", env=person)
+    assert done.returncode == 0, done.stderr
+    assert "skill x (../../.claude/skills/x, new)" in done.stdout
+    assert [(s["name"], s["source"]) for s in skills_json(sub, person)["skills"]] == [
+        ("x", "project")]
+    store = json.loads((Path(person["LILY_HOME"]) / "trust.json").read_text())
+    assert list(store["workspaces"][str(sub)]["skills"]) == ["../../.claude/skills/x"]
+    # Changed since: held again; another notebook of the repository asks for itself.
+    (top / ".claude" / "skills" / "x" / "SKILL.md").write_text(skill_text("Changed"))
+    [again] = skills_json(sub, person)["diagnostics"]
+    assert "changed since this workspace was trusted" in again["reason"]
+    other = top / "other"
+    other.mkdir()
+    assert skills_json(other, person)["skills"] == []
+
+
+class Answering:
+    """A cell sink where the person answers `answer` and every question is kept."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.questions: list[str] = []
+        self.shown: list[object] = []
+        self.notices: list[str] = []
+
+    def show(self, result: object) -> None:
+        self.shown.append(result)
+
+    def stream(self, markdown: str) -> None: ...
+
+    def reply(self, markdown: str, footer: str | None = None) -> None: ...
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+
+    async def ask(self, prompt: str) -> str | None:
+        self.questions.append(prompt)
+        return self.answer
+
+
+def test_editing_a_trusted_skill_holds_it_as_changed_not_removed(
+        workspace: Path, person: dict[str, str]) -> None:
+    """The question said "This workspace is not trusted" and /reload_skills listed the
+    edited skill as "removed": both say it changed since it was trusted now."""
+    import asyncio
+    import re
+
+    from lily_kernel.commands import parse_command
+    from lily_kernel.display import render_plain
+    from lily_kernel.errors import CommandError
+    from lily_kernel.runtime import LilyRuntime
+    from lily_kernel.runtime.trust_flow import pending_trust
+
+    write_skill(workspace / "skills", "mine", skill_text("My own skill"))
+    write_skill(workspace / "skills", "other", skill_text("Another"))
+    env = LilyEnvironment.load(workspace, person)
+    env.trust.trust(pending_trust(env)[0])
+    runtime = LilyRuntime.start(workspace, person)
+    assert runtime.session.skill_snapshot.get("mine") is not None
+    (workspace / "skills" / "mine" / "SKILL.md").write_text(skill_text("My own, edited"))
+
+    reload = render_plain(runtime.run_command(parse_command("/reload_skills")))  # type: ignore[arg-type]
+    assert re.search(r"^held\s+mine: changed since you trusted it$", reload, re.M), reload
+    assert re.search(r"^removed\s+\(none\)$", reload, re.M)
+    assert re.search(r"^excluded\s+0$", reload, re.M)
+    assert "newly excluded" not in reload and "No changes." not in reload
+    listing = render_plain(runtime.run_command(parse_command("/skills")))  # type: ignore[arg-type]
+    assert "1 available, 1 held until you trust this folder" in listing
+    assert re.search(r"^mine\s+My own, edited\s+workspace\s+changed since you trusted it$",
+                     listing, re.M), listing
+
+    sink = Answering("n")
+    with pytest.raises(CommandError, match="changed since this workspace was trusted"):
+        asyncio.run(runtime.run_cell("/skill mine go", sink))  # type: ignore[arg-type]
+    [question] = sink.questions
+    lines = question.splitlines()
+    assert lines[0] == f"Things changed in this trusted workspace since you trusted it: {workspace}"
+    assert "  skill mine (skills/mine, changed)" in lines
+    assert lines[-1] == "Trust what changed? [y/N]"
+    assert "not trusted" not in question
+
+    # The same in a terminal; a folder never trusted still says so.
+    done = lily("trust", str(workspace), env=person, stdin="n\n")
+    assert done.stdout.startswith("Things changed in this trusted workspace since you "
+                                  f"trusted it: {workspace}\n"), done.stdout
+    fresh = workspace.parent / "fresh"
+    write_skill(fresh / "skills", "x", skill_text("X"))
+    assert lily("trust", str(fresh), env=person, stdin="n\n").stdout.startswith(
+        f"This workspace is not trusted: {fresh}\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -84,7 +85,9 @@ def test_no_holds_the_skills_for_the_session(server: OpenAIServer, tmp_path: Pat
         again = kernel.execute("Hello again", allow_stdin=True)
         assert again.status == "ok" and "report" not in system_prompt(server)
         skills = kernel.execute("/skills")
-        assert "untrusted" in skills.plain and "report" in skills.plain
+        assert "1 held until you trust this folder" in skills.plain
+        assert re.search(r"^report\s+Write the weekly report\s+workspace\s+new: not "
+                         r"trusted yet$", skills.plain, re.M), skills.plain
     assert not (tmp_path / "home" / ".lily" / "trust.json").exists()
 
 
