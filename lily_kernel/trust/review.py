@@ -155,7 +155,8 @@ def hold_untrusted(
            "changed": "changed since this workspace was trusted"}
     diagnostics = tuple(Diagnostic(
         DiagnosticKind.UNTRUSTED, h.name, skill.source, h.path,
-        f"held: {why[h.why]}; trust it when Lily asks, or run `lily trust {workspace}`")
+        f"held: {why[h.why]}; trust it when Lily asks, with /trust, or with lily trust "
+        f"{workspace} in a terminal")
         for h, skill in zip(held, held_skills, strict=True))
     return (_with_skills(snapshot, kept, diagnostics, held, held_skills), digests,
             tuple(held))
