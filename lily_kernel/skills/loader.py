@@ -1,4 +1,5 @@
-"""Build a skill snapshot from ordered roots: discover → precedence → checks → index.
+"""Build a skill snapshot from ordered roots: discover (discovery.py) → precedence →
+read (skill_file.py) → checks → index.
 
 Loading never raises for a bad skill: every exclusion becomes a Diagnostic with its
 reason. Only a configured root that exists but cannot be listed is a hard error.
@@ -6,15 +7,13 @@ reason. Only a configured root that exists but cannot be listed is a hard error.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import re
-import stat
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from lily_kernel.errors import SkillRootError
+from lily_kernel.skills.discovery import SKILL_FILE, Found, discover_candidates
 from lily_kernel.skills.eligibility import Host, check_eligibility
 from lily_kernel.skills.frontmatter import (
     MAX_SKILL_BYTES,
@@ -32,6 +31,7 @@ from lily_kernel.skills.models import (
     SkillRoot,
     SkillSnapshot,
 )
+from lily_kernel.skills.skill_file import read_skill_file
 from lily_kernel.skills.spec import spec_breaks, value_breaks
 
 __all__ = [
@@ -44,14 +44,6 @@ __all__ = [
     "load_snapshot",
 ]
 
-SKILL_FILE = "SKILL.md"
-# Nested skills (`<root>/<group>/<skill>/SKILL.md`): a skill folder at most this many
-# folders below its root, at most this many folders looked at in one root.
-_SKILL_SUFFIX = os.sep + SKILL_FILE
-MAX_DEPTH = 6
-MAX_FOLDERS = 100_000
-# Folders that are never groups of skills (besides hidden ones): packages and caches.
-SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
 COMMAND_PATTERN = re.compile(r"[a-z0-9_-]+")  # used with fullmatch
 
 
@@ -66,192 +58,6 @@ class LoadRules:
     registered_tools: frozenset[str] = frozenset()
     allowed_tools: frozenset[str] = frozenset()
     reserved_commands: frozenset[str] = frozenset()
-
-
-def _unreadable(root: SkillRoot, exc: OSError) -> SkillRootError:
-    return SkillRootError(
-        f"Cannot read the {root.source} skills root {root.path}: {exc.strerror or exc}.")
-
-
-def _folders(path: str) -> list[tuple[str, str]]:
-    """The non-hidden child folders of `path` (name, path), in name order."""
-    found = []
-    for entry in os.scandir(path):
-        if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
-            continue
-        try:
-            if entry.is_dir():
-                found.append((entry.name, entry.path))
-        except OSError:
-            continue
-    found.sort()
-    return found
-
-
-def _root_folders(root: SkillRoot) -> list[tuple[str, str]]:
-    """The root's own child folders; a root that exists but cannot be listed raises."""
-    if not root.exists:
-        # Missing, or a link that leads nowhere: empty. A link loop is no missing root
-        # but a broken one (os.path.exists says False for both): report it.
-        try:
-            os.stat(root.path)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise _unreadable(root, exc) from exc
-        return []
-    try:
-        return _folders(root.path)
-    except FileNotFoundError:
-        return []  # removed since it was looked at: a missing root is empty
-    except OSError as exc:
-        raise _unreadable(root, exc) from exc
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """A folder holding a SKILL.md, in one root; the skill's name is the folder's."""
-
-    root: SkillRoot
-    folder: str
-    skill_file: str
-
-
-def _walk_root(root: SkillRoot, diagnostics: list[Diagnostic]) -> dict[str, list[Found]]:
-    """The skill folders under one root, each name's copies shallowest first.
-
-    A folder holding a SKILL.md is a skill and is not searched further; any other
-    folder is a group, searched down to MAX_DEPTH, hidden folders skipped, at most
-    MAX_FOLDERS folders in all (then a warning). Level by level, each in name order.
-    """
-    found: dict[str, list[Found]] = defaultdict(list)
-    level, depth, looked, seen = _root_folders(root), 1, 0, {os.path.realpath(root.path)}
-    while level:
-        groups: list[tuple[str, str]] = []
-        for name, folder in level:
-            looked += 1
-            if looked > MAX_FOLDERS:
-                diagnostics.append(Diagnostic(
-                    DiagnosticKind.WARNING, os.path.basename(root.path), root.source,
-                    root.path, f"stopped looking for skills after {MAX_FOLDERS:,} folders "
-                    "in this root; skills deeper or later in name order are not loaded"))
-                return found
-            # Plain strings and one access() call: this runs once per skill folder.
-            skill_file = folder + _SKILL_SUFFIX
-            if os.access(skill_file, os.F_OK, follow_symlinks=False):
-                found[name].append(Found(root, folder, skill_file))
-            elif depth < MAX_DEPTH:
-                real = os.path.realpath(folder)
-                if real in seen:  # a link back up the tree: already searched
-                    continue
-                seen.add(real)
-                try:
-                    groups.extend(_folders(folder))
-                except OSError:
-                    continue  # an unreadable folder inside a root holds no skill we can load
-        level, depth = groups, depth + 1
-    return found
-
-
-def _same_root_copies(name: str, copies: list[Found], diagnostics: list[Diagnostic]) -> Found:
-    """One root's copy of a name: the shallowest, then first in path order; the others
-    are `shadowed`, naming it."""
-    first = copies[0]
-    for other in copies[1:]:
-        diagnostics.append(Diagnostic(
-            DiagnosticKind.SHADOWED, name, other.root.source, other.skill_file,
-            f"another skill named '{name}' in the same root wins: {first.skill_file} "
-            "(the shallowest, then the first in path order)"))
-    return first
-
-
-def discover_candidates(
-    roots: tuple[SkillRoot, ...], diagnostics: list[Diagnostic] | None = None
-) -> dict[str, list[Found]]:
-    """Each skill name, with its copy in each root holding it, in precedence order.
-
-    A root that is the same folder as a higher one (e.g. a notebook opened in Lily's
-    own checkout) is read once, as the higher root: a skill cannot shadow itself.
-    """
-    diagnostics = diagnostics if diagnostics is not None else []
-    found: dict[str, list[Found]] = defaultdict(list)
-    seen: set[str] = set()
-    for root in roots:
-        real = os.path.realpath(root.path)
-        if real in seen:
-            continue
-        seen.add(real)
-        for name, copies in _walk_root(root, diagnostics).items():
-            found[name].append(_same_root_copies(name, copies, diagnostics))
-    return found
-
-
-class OutsideFolder(OSError):  # noqa: N818 (an OSError, as the loader reports them)
-    """A SKILL.md that is a link to a file outside its skill folder."""
-
-
-def _opened_path(fd: int, path: str) -> str:
-    """The real path of the file open at `fd`: what was read, not what a name now says
-    (Linux: /proc/self/fd; elsewhere the name's real path)."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return os.path.realpath(path)
-
-
-def _check_inside(fd: int, path: str) -> None:
-    """Refuse a SKILL.md (a link) whose real file is not in its skill folder: a link to
-    ~/.ssh/id_rsa would be read, sent to the model and logged. Checked on the open file,
-    so a link swapped in meanwhile is caught too."""
-    real = _opened_path(fd, path)
-    folder = os.path.realpath(os.path.dirname(path))
-    if not real.startswith(folder + os.sep):
-        raise OutsideFolder(errno.EXDEV, f"it is a link to a file outside its skill "
-                            f"folder ({real}); Lily reads only what the folder holds")
-
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
-
-def _open(path: str) -> int:
-    """The SKILL.md, open for reading. Not a link (nearly always): opened as it is, one
-    system call; a link: followed, then its real file checked."""
-    # O_NONBLOCK: a FIFO named SKILL.md must not hang the loader; fstat rejects it.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-    try:
-        return os.open(path, flags | _NOFOLLOW)
-    except OSError as exc:
-        if exc.errno != errno.ELOOP or not _NOFOLLOW:
-            raise
-    fd = os.open(path, flags)
-    try:
-        _check_inside(fd, path)
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _read(path: str) -> tuple[bytes, int]:
-    """The file's bytes (at most one past the size limit) and its size on disk."""
-    fd = _open(path)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        size = min(info.st_size, MAX_SKILL_BYTES) + 1
-        # Raw os.read: a buffered file object costs twice as much per small file.
-        data = os.read(fd, size)
-        # A short read is the end of the file. A full one means it grew since fstat:
-        # read on, up to one byte past the limit (enough for the parser to report it).
-        while len(data) == size <= MAX_SKILL_BYTES:
-            size = min(2 * size, MAX_SKILL_BYTES + 1)
-            more = os.read(fd, size - len(data))
-            if not more:
-                break
-            data += more
-        return data, max(info.st_size, len(data))
-    finally:
-        os.close(fd)
 
 
 def _exclusion(
@@ -366,7 +172,7 @@ def _first_copy(name: str, copies: list[Found]) -> tuple[Found, Read, list[Found
     for index, copy in enumerate(copies):
         path = copy.skill_file
         try:
-            return copy, _read(path), copies[index + 1 :]
+            return copy, read_skill_file(path), copies[index + 1 :]
         except FileNotFoundError as exc:
             if os.path.lexists(path):  # a dangling link: a skill that cannot be read
                 return copy, exc, copies[index + 1 :]
@@ -447,7 +253,7 @@ def check_skill_directory(
     root = SkillRoot(source="workspace", path=parent, exists=True)
     path = os.path.join(directory, SKILL_FILE)
     try:
-        read: Read = _read(path)
+        read: Read = read_skill_file(path)
     except OSError as exc:
         read = exc
     diagnostics: list[Diagnostic] = []

@@ -18,7 +18,7 @@ import pytest
 
 from lily_kernel.runtime import LilyEnvironment
 from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot
-from lily_kernel.skills.loader import MAX_DEPTH
+from lily_kernel.skills.discovery import MAX_DEPTH
 from tests.conftest import SHARED, skill_text, write_skill
 
 LILY = [sys.executable, "-m", "lily_kernel.cli.main"]
