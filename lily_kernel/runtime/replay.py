@@ -49,9 +49,9 @@ from lily_kernel.runtime.replay_log import printable, read_session_log
 from lily_kernel.runtime.replay_records import error_from_record, response_from_record
 from lily_kernel.runtime.replay_workspace import PathMap, scratch_copy
 from lily_kernel.runtime.runtime import LilyRuntime
-from lily_kernel.skills.digest import file_digest
+from lily_kernel.skills.digest import file_digest, folder_digest
 from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult
-from lily_kernel.trust import TrustStore, WorkspaceTrust
+from lily_kernel.trust import PERSONA_FOLDER, TrustStore, WorkspaceTrust
 
 __all__ = ["Divergence", "ReplayError", "ReplayReport", "read_session_log", "replay_session"]
 
