@@ -69,12 +69,7 @@ def _html(report: Any) -> str:
 
 
 async def _evaluate(args: argparse.Namespace) -> Any:
-    from lily_kernel.runtime.evaluation import (
-        load_eval_items,
-        ranker_choice,
-        run_eval,
-        trigger_eval_files,
-    )
+    from lily_kernel.evals import load_eval_items, ranker_choice, run_eval, trigger_eval_files
     from lily_kernel.runtime.runtime import LilyRuntime
     from lily_kernel.runtime.sink import SilentSink
 

@@ -47,6 +47,7 @@ from lily_kernel.events import (
     session_log_path,
 )
 from lily_kernel.llm.base import ChatModel
+from lily_kernel.llm.records import error_record
 from lily_kernel.persona import Persona
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.encoding_notice import announce_encoding
@@ -56,7 +57,6 @@ from lily_kernel.runtime.environment import (
     LilyEnvironment,
     recorded_settings,
 )
-from lily_kernel.runtime.replay_records import error_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import log_trust_checked, needs_trust, settle_trust
 from lily_kernel.session import Session

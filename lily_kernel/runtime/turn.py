@@ -22,6 +22,7 @@ from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ModelError, StepLimitError
 from lily_kernel.events import EventLog, ModelCall, SkillSelection
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
+from lily_kernel.llm.records import error_record, response_record
 from lily_kernel.prompting import ModelRequest, declared_skill_message
 from lily_kernel.prompting.budget import answer_reserve, estimate_tokens, skill_body_budget
 from lily_kernel.prompting.selection import (
@@ -35,7 +36,6 @@ from lily_kernel.prompting.selection import (
 )
 from lily_kernel.prompting.skill_text import bounded_body, skill_body
 from lily_kernel.runtime.encoding_notice import announce_encoding
-from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
 from lily_kernel.runtime.tool_gate import ToolGate
@@ -183,7 +183,7 @@ class Turn:
         """One model call, logged as a `model_call` event, counted for the footer."""
         started = time.perf_counter()
         outcome = "error"  # a bug in Lily, unless one of the cases below
-        # What replay feeds back instead of a model (runtime/replay_records.py).
+        # What replay feeds back instead of a model (llm/records.py).
         recorded: dict[str, Any] = {}
         try:
             response = await self.model.complete(request, on_text)

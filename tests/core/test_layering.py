@@ -34,13 +34,17 @@ ALLOWED = {
     "trust": {"config", "errors", "skills", "tools", "validation"},
     "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
                 "redaction", "session", "skills", "tools", "trust", "visible"},
+    # Replay and trigger evals drive the runtime, beside the CLI.
+    "replay": {"commands", "config", "errors", "events", "llm", "runtime", "skills", "tools",
+               "trust"},
+    "evals": {"errors", "prompting", "skills"},
     "kernel": {"__init__", "errors", "redaction", "runtime"},
-    "cli": {"commands", "errors", "runtime", "skills", "trust", "visible"},
+    "cli": {"commands", "errors", "evals", "replay", "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
     "__init__": set(),
 }
 FORBIDDEN = ("ipykernel", "jupyter_client", "litellm", "lily_kernel.kernel", "lily_kernel.llm",
-             "lily_kernel.runtime", "lily_kernel.cli")
+             "lily_kernel.runtime", "lily_kernel.replay", "lily_kernel.evals", "lily_kernel.cli")
 
 
 def imports_of(path: Path) -> set[str]:

@@ -15,7 +15,7 @@ import pytest
 from lily_kernel.cli.main import main
 from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm import ScriptedModel
-from lily_kernel.runtime.replay import ReplayError, replay_session
+from lily_kernel.replay import ReplayError, replay_session
 from tests.conftest import write_skill
 from tests.llm.test_skill_tools import LOAD, SCRIPT_CALL, Sink, call, reply, run, start
 

@@ -18,9 +18,11 @@ import pytest
 
 from lily_kernel.cli.main import main
 from lily_kernel.llm import ChatResponse, ScriptedModel
-from lily_kernel.runtime import LilyRuntime, replay_log, replay_workspace
-from lily_kernel.runtime.replay import ReplayError, replay_session
-from lily_kernel.runtime.replay_workspace import scratch_copy
+from lily_kernel.replay import ReplayError, replay_session
+from lily_kernel.replay import log as replay_log
+from lily_kernel.replay import scratch as replay_workspace
+from lily_kernel.replay.scratch import scratch_copy
+from lily_kernel.runtime import LilyRuntime
 from lily_kernel.tools import files as files_module
 from tests.conftest import write_skill
 from tests.llm.test_skill_tools import Sink, call, reply

@@ -21,7 +21,7 @@ from typing import Any, Union
 
 from lily_kernel.errors import ReplayError
 from lily_kernel.events import KINDS
-from lily_kernel.runtime.replay_records import response_problem
+from lily_kernel.llm.records import response_problem
 
 __all__ = ["MAX_LINE_BYTES", "MAX_LOG_BYTES", "MAX_NESTING", "printable", "read_session_log"]
 

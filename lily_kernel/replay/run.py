@@ -2,7 +2,7 @@
 
 The log's `session_started` gives the workspace; its `cell` events give what the person
 ran. The cells run again, one at a time, through a fresh runtime in a scratch copy of
-the workspace (replay_workspace.py: the person's folder is never written), with this
+the workspace (scratch.py: the person's folder is never written), with this
 machine's environment and the current lily.yaml: the log's recorded LILY_* settings are
 compared, never applied. The model is replaced by the recorded `model_call` answers (so
 no model or key is needed; a recorded `model_load` ends its cell the same way), the
@@ -20,11 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import os
-import re
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,7 +32,6 @@ from lily_kernel.errors import LilyError, ReplayError
 from lily_kernel.events import (
     Approval,
     Cell,
-    Event,
     EventData,
     ModelCall,
     ModelLoad,
@@ -44,66 +39,17 @@ from lily_kernel.events import (
     TrustChecked,
     read_event,
 )
-from lily_kernel.llm.base import ChatRequest, ChatResponse
-from lily_kernel.runtime.replay_log import printable, read_session_log
-from lily_kernel.runtime.replay_records import error_from_record, response_from_record
-from lily_kernel.runtime.replay_workspace import PathMap, scratch_copy
+from lily_kernel.replay.comparison import Comparison, Divergence
+from lily_kernel.replay.log import printable, read_session_log
+from lily_kernel.replay.recorded import RecordedLoads, RecordedScripts, ReplayModel, ReplaySink
+from lily_kernel.replay.scratch import PathMap, scratch_copy
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.skills.digest import file_digest, folder_digest
-from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult
 from lily_kernel.trust import PERSONA_FOLDER, TrustStore, WorkspaceTrust
 
-__all__ = ["Divergence", "ReplayError", "ReplayReport", "read_session_log", "replay_session"]
+__all__ = ["ReplayReport", "replay_session"]
 
-# Fields that differ on every run by nature; never compared.
-VOLATILE = frozenset({"latency_ms", "duration_ms"})
 Kind = TypeVar("Kind", bound=EventData)
-
-
-@dataclass(frozen=True)
-class Divergence:
-    """The first place the replay differs from the recording."""
-
-    index: int  # position in the event stream, from 1
-    event: str
-    expected: dict[str, Any] | None  # None: the replay produced more events
-    actual: dict[str, Any] | None  # None: the replay stopped short
-
-    def describe(self) -> str:
-        event = _name(self.event)
-        if self.actual is None:
-            return (f"event {self.index} ({event}): expected {_show(self.expected)}, "
-                    "but the replay produced no more events")
-        if self.expected is None:
-            return (f"event {self.index} ({event}): the recording ends here, but the "
-                    f"replay produced {_show(self.actual)}")
-        keys = sorted(k for k in set(self.expected) | set(self.actual)
-                      if self.expected.get(k) != self.actual.get(k))
-        if "event" in keys:
-            return (f"event {self.index}: expected a '{_name(self.expected['event'])}' event "
-                    f"{_show(self.expected)}, the replay produced a "
-                    f"'{_name(self.actual['event'])}' event {_show(self.actual)}")
-        data_e, data_a = self.expected.get("data", {}), self.actual.get("data", {})
-        fields = sorted(k for k in set(data_e) | set(data_a) if data_e.get(k) != data_a.get(k))
-        lines = [f"event {self.index} ({event}) differs in {', '.join(map(_name, fields))}:"]
-        for name in fields:
-            shown = _name(name)
-            lines.append(f"  {shown}: expected {_show(data_e.get(name))}")
-            lines.append(f"  {' ' * len(shown)}  actual   {_show(data_a.get(name))}")
-        return "\n".join(lines)
-
-
-def _show(value: Any, limit: int = 600) -> str:
-    """A value as JSON, shortened, with nothing a terminal would act on (the log's text
-    may be crafted)."""
-    text = printable(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
-def _name(text: object) -> str:
-    """An event's kind or a field's name as is, or as JSON when it is anything else."""
-    name = str(text)
-    return name if re.fullmatch(r"[A-Za-z0-9_.-]+", name) else _show(name, 80)
 
 
 @dataclass(frozen=True)
@@ -124,105 +70,6 @@ class ReplayReport:
         return f"divergence at {self.divergence.describe()}"
 
 
-def normalise(event: Mapping[str, Any]) -> dict[str, Any]:
-    """What replay compares: the kind and the data, without the volatile fields."""
-    data = {k: v for k, v in event.get("data", {}).items() if k not in VOLATILE}
-    return {"event": event.get("event"), "data": json.loads(json.dumps(data, default=str))}
-
-
-class ReplayModel:
-    """A ChatModel that answers with the recorded model calls, in order."""
-
-    def __init__(self, calls: list[ModelCall]) -> None:
-        self.calls = deque(calls)
-        self.name = calls[0].model if calls else "replay"
-        # As the recorded model: whether it called tools (else a selection step runs),
-        # and its context window (the catalog budget and history trimming follow it).
-        self.supports_tools = calls[0].supports_tools if calls else True
-        windows = [c.context_window for c in calls if c.context_window]
-        self._context_window: int | None = int(windows[0]) if windows else None
-
-    @property
-    def context_window(self) -> int | None:
-        return self._context_window
-
-    async def complete(self, request: ChatRequest,
-                       on_text: Callable[[str], None]) -> ChatResponse:
-        if not self.calls:
-            raise ReplayError("the replay asked the model for more answers than were recorded.")
-        call = self.calls.popleft()
-        self.name = call.model
-        self.supports_tools = call.supports_tools
-        if call.response is not None:
-            response = response_from_record(call)
-            if response.text:
-                on_text(response.text)
-            return response
-        if call.error is not None:
-            raise error_from_record(call.error)
-        if call.outcome == "cancelled":
-            raise asyncio.CancelledError  # the recorded call was interrupted
-        raise ReplayError(f"the recorded model call ended with {call.outcome!r}.")
-
-
-class RecordedLoads:
-    """Stands in for making the model: the loads that did not end with a model (failed,
-    or a cell stopped while waiting), in order, then the recorded answers (a session's
-    model, once made, is kept, so those come first)."""
-
-    def __init__(self, unfinished: list[ModelLoad], model: ReplayModel) -> None:
-        self.unfinished = deque(unfinished)
-        self.model = model
-
-    def __call__(self) -> ReplayModel:
-        if self.unfinished:
-            load = self.unfinished.popleft()
-            if load.outcome == "interrupted" or load.error is None:
-                raise asyncio.CancelledError  # (the waiting cell ends interrupted)
-            raise error_from_record(load.error)
-        return self.model
-
-
-class ReplaySink:
-    """Shows nothing; answers questions as the person answered them."""
-
-    def __init__(self, approvals: list[Approval]) -> None:
-        self.approvals = deque(approvals)
-
-    def show(self, result: object) -> None: ...
-
-    def stream(self, markdown: str) -> None: ...
-
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def notice(self, text: str) -> None: ...
-
-    async def ask(self, prompt: str) -> str | None:
-        if not self.approvals:
-            raise asyncio.CancelledError  # the recording was interrupted at this question
-        outcome = self.approvals.popleft().outcome
-        if outcome == "interrupted":
-            raise asyncio.CancelledError  # the person pressed stop at this question
-        return {"approved": "y", "declined": "n"}.get(outcome)
-
-
-class RecordedScripts:
-    """Stands in for running skill scripts: the recorded results, in order."""
-
-    def __init__(self, runs: list[SkillScriptRun]) -> None:
-        self.runs = deque(runs)
-
-    async def __call__(self, plan: ScriptPlan, timeout: float) -> ScriptResult:
-        if not self.runs:
-            raise ReplayError("the replay ran more skill scripts than were recorded.")
-        run = self.runs.popleft()
-        if run.outcome == "interrupted":
-            raise asyncio.CancelledError
-        return ScriptResult(
-            exit_code=run.exit_code, duration_ms=0.0, output=run.output or "",
-            output_bytes=run.output_bytes or 0, timed_out=run.outcome == "timeout")
-
-
 def _of(events: list[dict[str, Any]], kind: type[Kind]) -> list[Kind]:
     """The recorded events of one kind, read through its declaration."""
     found = []
@@ -235,43 +82,6 @@ def _of(events: list[dict[str, Any]], kind: type[Kind]) -> list[Kind]:
             raise ReplayError(f"event {number} ({kind.event}) lacks a field its kind "
                               "declares: not a log this Lily wrote.") from None
     return found
-
-
-def _nothing() -> None: ...
-
-
-class Comparison:
-    """Compares the replay's events with the recorded ones as they come (the listener
-    of the replay's log); at the first difference it keeps the divergence and calls
-    `stop` (which, while a cell runs, raises where the event was emitted), and compares
-    nothing more."""
-
-    def __init__(self, recorded: list[dict[str, Any]], paths: PathMap) -> None:
-        self.expected = [normalise(e) for e in recorded]
-        self.paths = paths
-        self.produced = 0
-        self.divergence: Divergence | None = None
-        self.stop: Callable[[], object] = _nothing
-        self._lock = threading.Lock()  # (a tool emits from its worker thread)
-
-    def __call__(self, event: Event) -> None:
-        with self._lock:
-            if self.divergence is not None:
-                return
-            got = self.paths.to_recorded(normalise(event.as_dict()))
-            index, self.produced = self.produced, self.produced + 1
-            want = self.expected[index] if index < len(self.expected) else None
-            if want == got:
-                return
-            self.divergence = Divergence(index + 1, str((want or got)["event"]), want, got)
-        self.stop()
-
-    def finish(self) -> Divergence | None:
-        """The divergence, or the recording going on where the replay ended."""
-        if self.divergence is None and self.produced < len(self.expected):
-            want = self.expected[self.produced]
-            self.divergence = Divergence(self.produced + 1, str(want["event"]), want, None)
-        return self.divergence
 
 
 class ReplayRuntime(LilyRuntime):
@@ -306,7 +116,7 @@ async def _run_cells(runtime: LilyRuntime, cells: list[str], sink: ReplaySink,
         # a bug (any other exception) shows up there as a divergence too.
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await cell
-        comparison.stop = _nothing
+        comparison.stop = None
 
 
 def _stop(loop: asyncio.AbstractEventLoop, cell: asyncio.Future[None]) -> None:
