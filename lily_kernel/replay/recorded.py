@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 
+from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ReplayError
 from lily_kernel.events import Approval, ModelCall, ModelLoad, SkillScriptRun
 from lily_kernel.llm.base import ChatRequest, ChatResponse
@@ -61,7 +63,7 @@ class RecordedLoads:
         self.unfinished = deque(unfinished)
         self.model = model
 
-    def __call__(self) -> ReplayModel:
+    def __call__(self, settings: ModelConfig, cache: Path) -> ReplayModel:
         if self.unfinished:
             load = self.unfinished.popleft()
             if load.outcome == "interrupted" or load.error is None:

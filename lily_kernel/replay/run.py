@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lily_kernel.commands import CommandResult
+from lily_kernel.commands import CommandResult, render_plain
 from lily_kernel.config import CONFIG_FILE
 from lily_kernel.errors import LilyError, ReplayError
 from lily_kernel.events import (
@@ -43,6 +43,7 @@ from lily_kernel.replay.comparison import Comparison, Divergence
 from lily_kernel.replay.log import printable, read_session_log
 from lily_kernel.replay.recorded import RecordedLoads, RecordedScripts, ReplayModel, ReplaySink
 from lily_kernel.replay.scratch import PathMap, scratch_copy
+from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.skills.digest import file_digest, folder_digest
 from lily_kernel.trust import PERSONA_FOLDER, TrustStore, WorkspaceTrust
@@ -84,21 +85,17 @@ def _of(events: list[dict[str, Any]], kind: type[Kind]) -> list[Kind]:
     return found
 
 
-class ReplayRuntime(LilyRuntime):
-    """The runtime, in the scratch copy. What a command shows is digested into its
-    event (`output_sha256`); it is digested with the recorded workspace's paths, as the
-    recording showed it (a table's width follows its longest path, so the copy's paths
-    cannot be mapped back in the shown text). The command's state change keeps the
-    copy's paths: the session goes on reading the copy."""
+def _shown_as_recorded(paths: PathMap) -> Callable[[CommandResult], str]:
+    """What a command shows, as plain text for its digest (`output_sha256`), with the
+    recorded workspace's paths: as the recording showed it (a table's width follows its
+    longest path, so the copy's paths cannot be mapped back in the shown text). The
+    command's state change keeps the copy's paths: the session goes on reading the copy."""
 
-    paths: PathMap | None = None  # set once started (the start shows no command)
-
-    def presented(self, result: CommandResult) -> CommandResult:
-        if self.paths is None:
-            return result
-        return replace(result, title=self.paths.to_recorded(result.title),
-                       blocks=self.paths.to_recorded(result.blocks),
-                       notices=self.paths.to_recorded(result.notices))
+    def shown(result: CommandResult) -> str:
+        return render_plain(replace(result, title=paths.to_recorded(result.title),
+                                    blocks=paths.to_recorded(result.blocks),
+                                    notices=paths.to_recorded(result.notices)))
+    return shown
 
 
 async def _run_cells(runtime: LilyRuntime, cells: list[str], sink: ReplaySink,
@@ -143,12 +140,13 @@ def replay_session(path: Path, before_cell: Callable[[int, Path], None] | None =
     with scratch_copy(workspace) as scratch:
         paths = PathMap(str(scratch), str(recorded[0]["data"]["workspace"]))
         comparison = Comparison(recorded, paths)
+        recording = Collaborators(make_model=RecordedLoads(loads, ReplayModel(calls)),
+                                  run_script=RecordedScripts(scripts),
+                                  shown=_shown_as_recorded(paths))
         runtime = _start(scratch, dict(os.environ if environ is None else environ),
                          str(recorded[0].get("session_id") or "replay"), comparison,
-                         _recorded_trust(scratch, trust), paths)
+                         _recorded_trust(scratch, trust), recording, paths)
         try:
-            runtime.model_loader = RecordedLoads(loads, ReplayModel(calls))
-            runtime.scripts.run = RecordedScripts(scripts)
             asyncio.run(_run_cells(
                 runtime, cells, ReplaySink(approvals), comparison,
                 lambda index: before_cell(index, scratch) if before_cell else None))
@@ -158,18 +156,16 @@ def replay_session(path: Path, before_cell: Callable[[int, Path], None] | None =
 
 
 def _start(scratch: Path, environ: dict[str, str], session_id: str, comparison: Comparison,
-           trust: TrustStore, paths: PathMap) -> ReplayRuntime:
-    """The session as it starts in the copy; its first events are compared already."""
+           trust: TrustStore, recording: Collaborators, paths: PathMap) -> LilyRuntime:
+    """The session as it starts in the copy, with the recording's collaborators; its
+    first events are compared already."""
     try:
-        runtime = ReplayRuntime.start(scratch, environ, session_id=session_id,
-                                      listener=comparison, write_log=False,
-                                      trust_store=trust)
+        return LilyRuntime.start(scratch, environ, session_id=session_id,
+                                 listener=comparison, write_log=False, trust_store=trust,
+                                 collaborators=recording)
     except LilyError as exc:  # the current lily.yaml is broken, a root unreadable, ...
         raise ReplayError(f"the session cannot start here: {paths.to_recorded(str(exc))}"
                           ) from None
-    assert isinstance(runtime, ReplayRuntime)
-    runtime.paths = paths
-    return runtime
 
 
 def _recorded_workspace(started: Mapping[str, Any]) -> Path:

@@ -28,7 +28,6 @@ from lily_kernel.commands import (
     inspect,
     parse_command,
     ranks_skills,
-    render_plain,
     run_command,
 )
 from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
@@ -50,6 +49,7 @@ from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.persona import Persona
 from lily_kernel.redaction import Redactor, secret_values
+from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.environment import (
     EMBEDDED_NOTICE,
@@ -69,7 +69,8 @@ if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.runtime.turn import Turn
 
-__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "LilyRuntime"]
+__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "Collaborators", "LilyRuntime"]
+
 
 @dataclass
 class LilyRuntime:
@@ -85,13 +86,12 @@ class LilyRuntime:
     trust_answered: bool = False  # the trust question was put (runtime/trust_flow.py)
     trust_problem_told: bool = False
     _model_loading: asyncio.Future[ChatModel] | None = None
-    # Makes the session's model (in a worker thread); replay swaps in the recorded loads.
-    model_loader: Callable[[], ChatModel] | None = None
-    # How skill scripts run here; replay swaps its `run` for the recorded results.
-    scripts: ScriptHost = field(init=False)
+    collaborators: Collaborators = field(default_factory=Collaborators)
+    scripts: ScriptHost = field(init=False)  # how skill scripts run here
 
     def __post_init__(self) -> None:
         self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
+                                  run=self.collaborators.run_script,
                                   allowed_env=self.env.config.script_env)
 
     def sandbox(self) -> Sandbox:
@@ -127,12 +127,13 @@ class LilyRuntime:
         if self.model is not None:
             return self.model
         if self._model_loading is None:
-            self._model_loading = asyncio.ensure_future(
-                asyncio.to_thread(self.model_loader or self._create_model))
+            cache = lily_home(self.env.config) / "cache" / "local-model"
+            self._model_loading = asyncio.ensure_future(asyncio.to_thread(
+                self.collaborators.make_model, self.session.model_config, cache))
         loading = self._model_loading
         try:
             model = await asyncio.shield(loading)
-        # Logged, so that replay ends this cell the same way (runtime/replay.py).
+        # Logged, so that replay ends this cell the same way (replay/recorded.py).
         except ModelError as exc:
             self.log.emit(ModelLoad(model=self.session.model_config.model, outcome=exc.kind,
                                     error=error_record(exc)))
@@ -147,12 +148,6 @@ class LilyRuntime:
         if self.model is None:  # a test may have put its own model in meanwhile
             self.model = model
         return self.model
-
-    def _create_model(self) -> ChatModel:
-        from lily_kernel.llm import create_model
-
-        cache = lily_home(self.env.config) / "cache" / "local-model"
-        return create_model(self.session.model_config, cache)
 
     def wants_warm_up(self) -> bool:
         """Whether the model path is worth importing ahead of the first chat cell: a
@@ -178,10 +173,12 @@ class LilyRuntime:
         listener: Callable[[Event], None] | None = None,
         write_log: bool = True,
         trust_store: TrustStore | None = None,
+        collaborators: Collaborators | None = None,
     ) -> LilyRuntime:
         """Load config, skills and persona; open the log. Raises ConfigError/SkillRootError.
         `listener` sees every event; `write_log` False keeps the log off disk (replay),
-        which also keeps its trust in memory (`trust_store`)."""
+        which also keeps its trust in memory (`trust_store`); `collaborators` make the
+        model, run scripts and read what commands show (Lily's own unless given)."""
         env = LilyEnvironment.load(workspace, environ, registry=registry,
                                    trust_store=trust_store)
         session_id = session_id or uuid.uuid4().hex
@@ -192,7 +189,8 @@ class LilyRuntime:
         # Credentials of the process and of the settings' environment never reach the log.
         secrets = secret_values(os.environ) + secret_values(environ or {})
         log = EventLog(path, session_id, redact=Redactor(secrets).data, listener=listener)
-        runtime = cls(env=env, session=session, log=log)
+        runtime = cls(env=env, session=session, log=log,
+                      collaborators=collaborators or Collaborators())
         runtime.log.emit(SessionStarted(
             workspace=str(env.workspace),
             agent=session.active_agent,
@@ -241,17 +239,13 @@ class LilyRuntime:
             raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
         return self._finish_command(parsed, outcome)
 
-    def presented(self, result: CommandResult) -> CommandResult:
-        """A command's result as the person is shown it (replay shows the recorded
-        workspace's paths, runtime/replay.py)."""
-        return result
-
     def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
         """Log a command's outcome and apply its state change (only when it succeeded)."""
-        result = self.presented(outcome.result)
+        result = outcome.result
         # What the person was shown, as a digest: replay compares it without the log
         # holding every listing.
-        shown = render_plain(result) if result.ok and result.invocation is None else ""
+        shown = (self.collaborators.shown(result) if result.ok and result.invocation is None
+                 else "")
         self.log.emit(Command(
             name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
             output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
