@@ -2,7 +2,13 @@
 Lily's real selection path with the ranker alone beside it, and reported (`runs.py`)."""
 
 from lily_kernel.evals.items import EvalItem, load_eval_items, trigger_eval_files
-from lily_kernel.evals.runs import EvalReport, ItemResult, ranker_choice, run_eval
+from lily_kernel.evals.runs import (
+    EvalReport,
+    ItemResult,
+    ranker_choice,
+    run_eval,
+    selected_skill,
+)
 
 __all__ = ["EvalItem", "EvalReport", "ItemResult", "load_eval_items", "ranker_choice",
-           "run_eval", "trigger_eval_files"]
+           "run_eval", "selected_skill", "trigger_eval_files"]

@@ -2,10 +2,10 @@
 came of each query, each skill and each confusion (`lily eval`).
 
 Each query runs `runs` times, each in a fresh session of the workspace, through the same
-path a chat cell takes up to its skill (`LilyRuntime.select_skill`): the model is asked,
-nothing is answered. A query passes when it was right in at least half its runs (the
-Agent Skills guide's 0.5 trigger threshold). The ranker alone (the shortlist's best
-match, no model) is measured beside it, on the same queries.
+path a chat cell takes up to its skill (`selected_skill`: the runtime's turn, up to its
+selection): the model is asked, nothing is answered. A query passes when it was right in
+at least half its runs (the Agent Skills guide's 0.5 trigger threshold). The ranker
+alone (the shortlist's best match, no model) is measured beside it, on the same queries.
 """
 
 from __future__ import annotations
@@ -14,15 +14,27 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.evals.items import EvalItem
 from lily_kernel.prompting.selection import request_shortlist
+from lily_kernel.runtime.sink import SilentSink
 from lily_kernel.skills import SkillSnapshot
 
-__all__ = ["EvalReport", "ItemResult", "ranker_choice", "run_eval"]
+if TYPE_CHECKING:
+    from lily_kernel.runtime.runtime import LilyRuntime
+
+__all__ = ["EvalReport", "ItemResult", "ranker_choice", "run_eval", "selected_skill"]
 
 Select = Callable[[str], Awaitable[str | None]]
+
+
+async def selected_skill(runtime: LilyRuntime, query: str) -> str | None:
+    """The skill a chat message selects in the runtime's session, through the real
+    selection path, without answering it; the history is untouched."""
+    turn = await runtime.turn(query, None, SilentSink())
+    selected = await turn.select()
+    return selected.name if selected is not None else None
 
 
 def ranker_choice(snapshot: SkillSnapshot, query: str) -> str | None:

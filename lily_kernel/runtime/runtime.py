@@ -329,21 +329,14 @@ class LilyRuntime:
                         stop: threading.Event) -> None:
         """Run one turn (with `forced` when the person invoked a skill); append it to the
         history only once it has completed."""
-        turn = await self._turn(text, forced, sink, stop)
+        turn = await self.turn(text, forced, sink, stop)
         self.session.conversation_state.messages.extend(await turn.run())
 
-    async def select_skill(self, text: str, sink: CellSink) -> str | None:
-        """The skill a chat message selects, through the real selection path, without
-        answering it (`lily eval`); the history is untouched."""
-        turn = await self._turn(text, None, sink)
-        selected = await turn.select()
-        return selected.name if selected is not None else None
-
-    async def _turn(self, text: str, forced: Skill | None, sink: CellSink,
-                    stop: threading.Event | None = None) -> Turn:
-        """A turn for `text`: the session's model, its request sized to the model, the
-        notices the person is owed (the model, once; a first ranking's time beforehand;
-        left-out skills and turns)."""
+    async def turn(self, text: str, forced: Skill | None, sink: CellSink,
+                   stop: threading.Event | None = None) -> Turn:
+        """A turn for `text`, not yet run: the session's model, its request sized to the
+        model, the notices the person is owed (the model, once; a first ranking's time
+        beforehand; left-out skills and turns). The history is the caller's to extend."""
         # The turn engine (and prompting) load with the first chat cell, not at start.
         from lily_kernel.runtime.skill_choice import SkillChoice
         from lily_kernel.runtime.turn import Turn

@@ -37,7 +37,7 @@ ALLOWED = {
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "errors", "events", "llm", "runtime", "skills", "tools",
                "trust"},
-    "evals": {"errors", "prompting", "skills"},
+    "evals": {"errors", "prompting", "runtime", "skills"},
     "kernel": {"__init__", "errors", "redaction", "runtime"},
     "cli": {"commands", "errors", "evals", "replay", "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
