@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.prompting.system import cut_entry
 from lily_kernel.skills import RELEVANT_SCORE, Ranked, Skill, SkillSnapshot
+
+if TYPE_CHECKING:
+    from lily_kernel.events import SelectionOutcome
 
 __all__ = [
     "MARGIN",
@@ -112,7 +115,7 @@ class Selection:
 
     # too_long: a listed skill whose SKILL.md would overflow the context window (decided
     # by the conversation, which knows the window).
-    outcome: Literal["selected", "none", "unknown", "malformed", "too_long"]
+    outcome: SelectionOutcome
     name: str | None = None
     detail: str = ""
 

@@ -37,7 +37,6 @@ from lily_kernel.events import (
     ModelLoad,
     SkillScriptRun,
     TrustChecked,
-    read_event,
 )
 from lily_kernel.replay.comparison import Comparison, Divergence
 from lily_kernel.replay.log import printable, read_session_log
@@ -47,6 +46,7 @@ from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.skills.digest import file_digest, folder_digest
 from lily_kernel.trust import PERSONA_FOLDER, TrustStore, WorkspaceTrust
+from lily_kernel.validation import ShapeError, build
 
 __all__ = ["ReplayReport", "replay_session"]
 
@@ -72,14 +72,15 @@ class ReplayReport:
 
 
 def _of(events: list[dict[str, Any]], kind: type[Kind]) -> list[Kind]:
-    """The recorded events of one kind, read through its declaration."""
+    """The recorded events of one kind, read through its declaration (their fields'
+    types were checked as the log was read)."""
     found = []
     for number, event in enumerate(events, 1):
         if event.get("event") != kind.event:
             continue
         try:
-            found.append(read_event(kind, event["data"]))
-        except TypeError:  # a field the kind needs is missing
+            found.append(build(kind, event["data"]))
+        except ShapeError:  # a field the kind needs is missing
             raise ReplayError(f"event {number} ({kind.event}) lacks a field its kind "
                               "declares: not a log this Lily wrote.") from None
     return found

@@ -34,6 +34,7 @@ from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConf
 from lily_kernel.events import (
     Cell,
     CellFinished,
+    CellStatus,
     Command,
     Event,
     EventLog,
@@ -60,7 +61,7 @@ from lily_kernel.runtime.environment import (
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import log_trust_checked, needs_trust, settle_trust
 from lily_kernel.session import Session
-from lily_kernel.skills import Skill, SkillSnapshot, lily_home
+from lily_kernel.skills import DiagnosticKind, Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ScriptHost, ToolRegistry
 from lily_kernel.tools.sandbox import Sandbox
 from lily_kernel.trust import TrustStore
@@ -210,10 +211,10 @@ class LilyRuntime:
             count=len(snap.skills),
             roots=[{"source": r.source, "path": r.path, "exists": r.exists} for r in snap.roots],
             digest=snap.digest,
-            shadowed=[d.skill for d in snap.diagnostics if d.kind.value == "shadowed"],
+            shadowed=[d.skill for d in snap.diagnostics if d.kind is DiagnosticKind.SHADOWED],
         ))
         for diag in snap.diagnostics:
-            self.log.emit(SkillWarning(kind=diag.kind.value, skill=diag.skill,
+            self.log.emit(SkillWarning(kind=diag.kind, skill=diag.skill,
                                        source=diag.source, path=diag.path, reason=diag.reason))
 
     # --- commands --------------------------------------------------------------
@@ -270,7 +271,8 @@ class LilyRuntime:
     async def run_cell(self, code: str, sink: CellSink) -> None:
         """Run a cell; user errors raise LilyError subclasses with the exact message."""
         self.log.emit(Cell(code=code))
-        status, error = "error", None
+        status: CellStatus = "error"
+        error: str | None = None
         # Set when the cell is stopped: its worker threads go on, so a ranking that
         # encodes skills is told to stop after the chunk in progress.
         stop = threading.Event()

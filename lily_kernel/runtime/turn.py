@@ -20,7 +20,7 @@ from typing import Any
 
 from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ModelError, StepLimitError
-from lily_kernel.events import EventLog, ModelCall, SkillSelection
+from lily_kernel.events import CallOutcome, DecidedBy, EventLog, ModelCall, SkillSelection
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
 from lily_kernel.llm.records import error_record, response_record
 from lily_kernel.prompting import ModelRequest, declared_skill_message
@@ -182,7 +182,7 @@ class Turn:
                     step: int | str) -> ChatResponse:
         """One model call, logged as a `model_call` event, counted for the footer."""
         started = time.perf_counter()
-        outcome = "error"  # a bug in Lily, unless one of the cases below
+        outcome: CallOutcome = "error"  # a bug in Lily, unless one of the cases below
         # What replay feeds back instead of a model (llm/records.py).
         recorded: dict[str, Any] = {}
         try:
@@ -233,7 +233,7 @@ class Turn:
                 selection, outcome="too_long",
                 detail=f"the SKILL.md of '{selection.name}' does not fit the model's "
                        f"{self.model.context_window:,}-token context window")
-        decided_by = "model" if len(short.candidates) > 1 else "ranker"
+        decided_by: DecidedBy = "model" if len(short.candidates) > 1 else "ranker"
         self.log.emit(SkillSelection(outcome=selection.outcome, name=selection.name,
                                      detail=selection.detail or None, reply=reply[:200],
                                      shortlist=short.record(), decided_by=decided_by,

@@ -20,7 +20,7 @@ CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "confi
 ALLOWED = {
     "errors": set(),
     "validation": set(),
-    "events": set(),
+    "events": {"errors", "skills"},  # the enums its fields are typed with
     "redaction": set(),
     "visible": set(),
     "config": {"errors", "validation"},
@@ -28,7 +28,7 @@ ALLOWED = {
     "skills": {"config", "errors", "validation"},
     "tools": {"config", "errors", "events", "redaction", "validation", "visible"},
     "session": {"config", "persona", "skills"},
-    "prompting": {"persona", "skills"},
+    "prompting": {"events", "persona", "skills"},
     "llm": {"config", "errors", "redaction"},
     "commands": {"config", "errors", "persona", "session", "skills", "tools", "visible"},
     "trust": {"config", "errors", "skills", "tools", "validation"},
@@ -36,7 +36,7 @@ ALLOWED = {
                 "redaction", "session", "skills", "tools", "trust", "visible"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "errors", "events", "llm", "runtime", "skills", "tools",
-               "trust"},
+               "trust", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
     "kernel": {"__init__", "errors", "redaction", "runtime"},
     "cli": {"commands", "errors", "evals", "replay", "runtime", "skills", "trust", "visible"},
