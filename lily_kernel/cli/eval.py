@@ -105,8 +105,9 @@ async def _evaluate(args: argparse.Namespace) -> Any:
         finally:
             session.close()
 
-    return await run_eval(items, select, lambda q: ranker_choice(snapshot, q), args.runs,
-                          model.name, _progress, lambda: snapshot.ranker.ranked_by)
+    ranker = first.session.ranker()
+    return await run_eval(items, select, lambda q: ranker_choice(snapshot, ranker, q),
+                          args.runs, model.name, _progress, lambda: ranker.ranked_by)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 
 from lily_kernel.commands.results import Block, CommandResult, Details, Table, Text
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import SkillRanker, SkillSnapshot
 
 __all__ = ["RANKED_SHOWN", "ranked_result", "skills_result"]
 
@@ -48,13 +48,13 @@ def skills_result(snap: SkillSnapshot) -> CommandResult:
 RANKED_SHOWN = 10  # `/skills <words>` shows the most relevant skills, at most this many
 
 
-def ranked_result(snap: SkillSnapshot, words: str,
+def ranked_result(snap: SkillSnapshot, ranker: SkillRanker, words: str,
                   stop: threading.Event | None = None) -> CommandResult:
-    """`/skills <words>`: the snapshot's skills ranked against the words (the ranker
-    that gives the model its shortlist; no model involved), with their scores. Raises
-    EncodingStopped when `stop` is set while the snapshot's skills are encoded."""
-    looked_up = snap.ranker.words(words)
-    ranked = snap.ranker.rank(words, stop=stop)
+    """`/skills <words>`: the snapshot's skills ranked against the words by its ranker
+    (the one that gives the model its shortlist; no model involved), with their scores.
+    Raises EncodingStopped when `stop` is set while the snapshot's skills are encoded."""
+    looked_up = ranker.words(words)
+    ranked = ranker.rank(words, stop=stop)
     title = (f"Skills for \"{' '.join(words.split())}\": {len(ranked)} of "
              f"{len(snap.skills)} match (snapshot {snap.version})")
     if not looked_up:
@@ -62,7 +62,7 @@ def ranked_result(snap: SkillSnapshot, words: str,
             "These are all everyday words; none of them is looked up. Name what the "
             "skill is about."),))
     blocks: list[Block] = [Text(f"Looked up: {', '.join(looked_up)}. "
-                                f"Ranked by {snap.ranker.ranked_by}.")]
+                                f"Ranked by {ranker.ranked_by}.")]
     if not ranked:
         blocks.append(Text("No skill matches these words."))
     else:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from lily_kernel.evals.items import EvalItem
 from lily_kernel.prompting.selection import request_shortlist
 from lily_kernel.runtime.sink import SilentSink
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import SkillRanker, SkillSnapshot
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.runtime import LilyRuntime
@@ -37,9 +37,9 @@ async def selected_skill(runtime: LilyRuntime, query: str) -> str | None:
     return selected.name if selected is not None else None
 
 
-def ranker_choice(snapshot: SkillSnapshot, query: str) -> str | None:
+def ranker_choice(snapshot: SkillSnapshot, ranker: SkillRanker, query: str) -> str | None:
     """The ranker alone: the request's best model-visible match, if it is relevant."""
-    candidates = request_shortlist(snapshot, query).candidates
+    candidates = request_shortlist(snapshot, ranker, query).candidates
     return candidates[0] if candidates else None
 
 

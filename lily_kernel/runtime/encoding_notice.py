@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from lily_kernel.runtime.sink import CellSink
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import SkillRanker
 
 __all__ = ["ENCODING_NOTICE_AT", "ENCODING_SECONDS", "announce_encoding"]
 
@@ -14,11 +14,11 @@ __all__ = ["ENCODING_NOTICE_AT", "ENCODING_SECONDS", "announce_encoding"]
 ENCODING_NOTICE_AT, ENCODING_SECONDS = 50, 0.1
 
 
-async def announce_encoding(snapshot: SkillSnapshot, sink: CellSink) -> None:
+async def announce_encoding(ranker: SkillRanker, sink: CellSink) -> None:
     """Before a ranking of the snapshot (a declaration's shortlist, `/skills <words>`, a
     catalog over its budget): say so when it will encode ENCODING_NOTICE_AT skills or
     more, once a machine (counted off the event loop: it reads the cache)."""
-    count = await asyncio.to_thread(snapshot.ranker.unencoded)
+    count = await asyncio.to_thread(ranker.unencoded)
     if count >= ENCODING_NOTICE_AT:
         sink.notice(
             f"Reading what {count:,} skills are about, once for this machine "

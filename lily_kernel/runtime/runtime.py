@@ -112,8 +112,9 @@ class LilyRuntime:
     def use_environment(self, env: LilyEnvironment) -> None:
         """Go on with `env`, the same workspace read again (once it was trusted): its
         model from the next chat cell, its policy and script settings from the next
-        tool call."""
+        tool call, its skill vectors from the next snapshot's ranker."""
         self.env = env
+        self.session.skill_index.use_meaning(env.skill_vectors)
         model = env.session_model()
         if model != self.session.model_config:
             self.session.model_config, self.model, self._model_loading = model, None, None
@@ -308,7 +309,7 @@ class LilyRuntime:
             await self._converse(code, None, sink, stop)
             return
         if ranks_skills(parsed):
-            await announce_encoding(self.session.skill_snapshot, sink)
+            await announce_encoding(self.session.ranker(), sink)
         # The command itself runs off the event loop (a reload can read thousands of
         # files), so an interrupt can cancel this await; its state change is applied
         # here afterwards, never by a cancelled cell.
@@ -354,7 +355,7 @@ class LilyRuntime:
         draft = await asyncio.to_thread(draft_turn_request, session,
                                         self.env.config.catalog_max_chars, model, text, forced)
         if draft.ranks:  # a catalog over its budget lists the request's best matches
-            await announce_encoding(session.skill_snapshot, sink)
+            await announce_encoding(session.ranker(), sink)
         request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
         if catalog_notice is not None:
             sink.notice(catalog_notice)
@@ -368,7 +369,8 @@ class LilyRuntime:
         choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced,
                              digests=self.env.trust.digests)
         return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
-                    settings=session.model_config, request=request, choice=choice, stop=stop)
+                    settings=session.model_config, request=request, choice=choice,
+                    ranker=session.ranker(), stop=stop)
 
     # --- completion and inspection -----------------------------------------------
 

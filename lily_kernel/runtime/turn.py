@@ -39,7 +39,7 @@ from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
 from lily_kernel.runtime.tool_gate import ToolGate
-from lily_kernel.skills import Skill, SkillSnapshot
+from lily_kernel.skills import Skill, SkillRanker
 from lily_kernel.tools import Tool
 
 __all__ = ["STREAM_INTERVAL", "Turn"]
@@ -78,9 +78,10 @@ class Turn:
 
     def __init__(self, *, model: ChatModel, gate: ToolGate, log: EventLog, sink: CellSink,
                  settings: ModelConfig, request: ModelRequest, choice: SkillChoice,
-                 stop: threading.Event | None = None) -> None:
+                 ranker: SkillRanker, stop: threading.Event | None = None) -> None:
         self.model, self.gate, self.log, self.sink = model, gate, log, sink
         self.settings, self.request, self.choice = settings, request, choice
+        self.ranker = ranker  # the ranker of the choice's snapshot (the shortlist)
         self.stop = stop  # set when the cell is stopped: a ranking stops encoding
         self.messages: list[dict[str, Any]] = []  # what this turn adds after the request
         self.texts: list[str] = []
@@ -156,7 +157,7 @@ class Turn:
         loaded = self.choice.loaded
         short = None
         if self.request.catalog is not None and self.request.catalog.omitted:
-            short = request_shortlist(self.choice.snapshot,
+            short = request_shortlist(self.choice.snapshot, self.ranker,
                                       str(self.request.user_message["content"]))
         listed = ("the request's shortlist and what else fit the catalog's budget"
                   if short is not None else "the whole catalog")
@@ -218,7 +219,7 @@ class Turn:
             return
         snapshot = self.choice.snapshot
         messages = self.request.messages
-        short = await self._shortlist(snapshot)
+        short = await self._shortlist()
         selection, reply = await self._decide(short)
         skill = snapshot.get(selection.name or "")
         # A long SKILL.md: its opening only, for a small window (said so, `left`).
@@ -251,13 +252,13 @@ class Turn:
             self.sink.notice(f"Skill selection refused: {selection.detail}; answering "
                              "without a skill.")
 
-    async def _shortlist(self, snapshot: SkillSnapshot) -> Shortlist:
+    async def _shortlist(self) -> Shortlist:
         """The request's shortlist, ranked off the event loop (the stop button stays
         live, and stops the encoding with `stop`): the first ranking of a snapshot by
         meaning may encode its skills, once a machine, which for many skills takes a
         while, and says so first."""
-        await announce_encoding(snapshot, self.sink)
-        return await asyncio.to_thread(request_shortlist, snapshot,
+        await announce_encoding(self.ranker, self.sink)
+        return await asyncio.to_thread(request_shortlist, self.choice.snapshot, self.ranker,
                                        str(self.request.user_message["content"]), self.stop)
 
     async def _decide(self, short: Shortlist) -> tuple[Selection, str]:

@@ -21,7 +21,13 @@ from lily_kernel.skills.models import (
     SnapshotDiff,
     diff_snapshots,
 )
-from lily_kernel.skills.ranker import RELEVANT_SCORE, Ranked, SkillRanker, query_words
+from lily_kernel.skills.ranker import (
+    RELEVANT_SCORE,
+    Ranked,
+    SkillIndex,
+    SkillRanker,
+    query_words,
+)
 from lily_kernel.skills.roots import bundled_dir, lily_home, resolve_skill_roots
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "Ranked",
     "Skill",
     "SkillFormatError",
+    "SkillIndex",
     "SkillRanker",
     "SkillRoot",
     "SkillSnapshot",

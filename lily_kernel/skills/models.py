@@ -18,7 +18,6 @@ from lily_kernel.skills.fields import (
     parse_allowed_tools,
     tool_names_of_entries,
 )
-from lily_kernel.skills.ranker import SkillRanker
 
 __all__ = [
     "AliasChange",
@@ -192,7 +191,8 @@ class SnapshotDiff:
 
 @dataclass(frozen=True)
 class SkillSnapshot:
-    """The session's frozen view of its skills: ordered, versioned, digested."""
+    """The session's frozen view of its skills: ordered, versioned, digested. A value:
+    its ranker (indexed on first use) is kept beside it, by its owner (`SkillIndex`)."""
 
     version: int
     digest: str
@@ -201,16 +201,12 @@ class SkillSnapshot:
     diagnostics: tuple[Diagnostic, ...]
     _by_name: dict[str, Skill] = field(init=False, repr=False, compare=False)
     _by_command: dict[str, Skill] = field(init=False, repr=False, compare=False)
-    # Its skills ranked against a request (`/skills <words>`, the model's shortlist):
-    # indexed on first use, kept until the next snapshot.
-    ranker: SkillRanker = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {s.name: s for s in self.skills})
         object.__setattr__(
             self, "_by_command", {s.command: s for s in self.skills if s.command}
         )
-        object.__setattr__(self, "ranker", SkillRanker(self.skills))
 
     def get(self, name: str) -> Skill | None:
         return self._by_name.get(name)
