@@ -51,7 +51,7 @@ class ReplayModel:
             raise error_from_record(call.error)
         if call.outcome == "cancelled":
             raise asyncio.CancelledError  # the recorded call was interrupted
-        raise ReplayError(f"the recorded model call ended with {call.outcome!r}.")
+        raise ReplayError(f"the recorded model call ended with '{call.outcome}'.")
 
 
 class RecordedLoads:
