@@ -70,8 +70,9 @@ TrustedBy = Literal["store", "environment", "none"]  # `environment`: LILY_TRUST
 InvokedBy = Literal["manual", "auto"]  # the person, or the model
 Caller = Literal["model", "owner"]  # who called a tool: the model, or a tool_dispatch command
 ScriptOutcome = Literal["ran", "timeout", "interrupted"]
-# What came of a skill selection: a skill, none, an answer naming no listed skill or no
-# answer at all, or a skill whose SKILL.md would not fit the context window.
+# What came of a skill selection: a skill; none; a reply naming no listed skill (unknown)
+# or choosing nothing readable (malformed); a skill whose SKILL.md would not fit the
+# model's context window (too_long).
 SelectionOutcome = Literal["selected", "none", "unknown", "malformed", "too_long"]
 DecidedBy = Literal["ranker", "model"]  # the shortlist's best match, or the model among several
 CallOutcome = Literal["ok", "cancelled", "error"] | ModelFault  # error: a bug in Lily
