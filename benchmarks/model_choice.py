@@ -33,7 +33,7 @@ from lily_kernel.prompting.selection import (  # noqa: E402
     parse_selection,
     selection_schema,
 )
-from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot  # noqa: E402
+from lily_kernel.skills import Host, LoadRules, SkillRanker, SkillRoot, load_snapshot  # noqa: E402
 from lily_kernel.skills.embedding import find_encoder_files  # noqa: E402
 from lily_kernel.skills.vectors import SkillVectors  # noqa: E402
 
@@ -55,11 +55,12 @@ async def main_async(split: str, first: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = link_skills(Path(tmp) / "skills")
         snap = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
+        ranker = SkillRanker(snap.skills)
         if find_encoder_files() is not None:  # as Lily ranks: by words and meaning
-            snap.ranker.use_meaning(SkillVectors(Path(tmp) / "cache"))
+            ranker.use_meaning(SkillVectors(Path(tmp) / "cache"))
         by_model = by_ranker = 0
         for request in asked:
-            listed = [r.name for r in snap.ranker.rank(request["query"], limit=first)]
+            listed = [r.name for r in ranker.rank(request["query"], limit=first)]
             chosen: str | None = None
             if listed:
                 skills = [s for s in map(snap.get, listed) if s is not None]
@@ -70,11 +71,11 @@ async def main_async(split: str, first: int) -> None:
                     ChatRequest(messages, json_schema=selection_schema(tuple(listed)),
                                 max_tokens=64), lambda _text: None)
                 chosen = parse_selection(response.text, tuple(listed)).name
-            best = snap.ranker.best(request["query"])
+            best = ranker.best(request["query"])
             by_model += chosen in accepted(request)
             by_ranker += (best.name if best else None) in accepted(request)
     print(f"{split}: {len(asked)} requests; the model choosing among the first {first}: "
-          f"{by_model} right; the ranker's best match ({snap.ranker.ranked_by}): "
+          f"{by_model} right; the ranker's best match ({ranker.ranked_by}): "
           f"{by_ranker} right")
 
 

@@ -134,7 +134,7 @@ def lily_score(requests: list[Request], ranker: SkillRanker) -> dict[str, float]
 
 def quality(snap: SkillSnapshot, requests: list[Request], split: str, misses: bool,
             cache: Path) -> None:
-    rankers = {"words alone": snap.ranker}
+    rankers = {"words alone": SkillRanker(snap.skills)}
     if (hybrid := with_meaning(snap, cache)) is not None:
         rankers["words+meaning"] = hybrid
     plain = PlainBM25(snap)
@@ -186,7 +186,7 @@ def speed(requests: list[Request], cache: Path) -> None:
         began = time.perf_counter()
         snap = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
         build = time.perf_counter() - began
-        ranker = snap.ranker
+        ranker = SkillRanker(snap.skills)
         began = time.perf_counter()
         ranker.rank("warm up")  # builds the index
         index = time.perf_counter() - began

@@ -2,8 +2,11 @@
 
 Each kind of event is declared once below, as a frozen dataclass whose fields are the
 event's data (names and types): `EventLog.emit` writes one, and replay reads them back
-through the same declaration (`read_event`). A field a kind does not declare cannot be
-emitted (the dataclass refuses it, and mypy sees every emit site).
+through the same declaration (`validation.build`, which checks every field's type). A
+field a kind does not declare cannot be emitted (the dataclass refuses it, and mypy sees
+every emit site). What a field may say is a type too: a `Literal` (the outcomes below) or
+the enum of the layer that decides it (`ModelFault`, `DiagnosticKind`), written as its
+value.
 """
 
 from __future__ import annotations
@@ -17,20 +20,32 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, ClassVar, TypeVar
+from typing import IO, Any, ClassVar, Literal
+
+from lily_kernel.errors import ModelFault
+from lily_kernel.skills.models import DiagnosticKind
 
 __all__ = [
     "EVENT_KINDS",
     "KINDS",
+    "Answer",
     "Approval",
+    "CallOutcome",
+    "Caller",
     "Cell",
     "CellFinished",
+    "CellStatus",
     "Command",
+    "DecidedBy",
     "Event",
     "EventData",
     "EventLog",
+    "InvokedBy",
+    "LoadOutcome",
     "ModelCall",
     "ModelLoad",
+    "ScriptOutcome",
+    "SelectionOutcome",
     "SessionStarted",
     "SkillCatalogUpdated",
     "SkillFileRead",
@@ -42,13 +57,29 @@ __all__ = [
     "ToolCalled",
     "TrustChecked",
     "TrustDecided",
+    "TrustedBy",
     "keep_out_of_git",
-    "read_event",
     "session_log_path",
 ]
 
-Data = TypeVar("Data", bound="EventData")
 KINDS: dict[str, type[EventData]] = {}  # every declared kind by name, filled as declared
+
+# What the fields below may say (the enums of other layers aside).
+CellStatus = Literal["ok", "error", "interrupted"]
+# The person's answer to a question (a tool call's, or the trust question): yes, no, no
+# one to ask (nbclient, papermill), or the stop button while it waited.
+Answer = Literal["approved", "declined", "unanswerable", "interrupted"]
+TrustedBy = Literal["store", "environment", "none"]  # `environment`: LILY_TRUST
+InvokedBy = Literal["manual", "auto"]  # the person, or the model
+Caller = Literal["model", "owner"]  # who called a tool: the model, or a tool_dispatch command
+ScriptOutcome = Literal["ran", "timeout", "interrupted"]
+# What came of a skill selection: a skill; none; a reply naming no listed skill (unknown)
+# or choosing nothing readable (malformed); a skill whose SKILL.md would not fit the
+# model's context window (too_long).
+SelectionOutcome = Literal["selected", "none", "unknown", "malformed", "too_long"]
+DecidedBy = Literal["ranker", "model"]  # the shortlist's best match, or the model among several
+CallOutcome = Literal["ok", "cancelled", "error"] | ModelFault  # error: a bug in Lily
+LoadOutcome = ModelFault | Literal["interrupted"]  # a load that gave the cell no model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +123,7 @@ class TrustChecked(EventData):
     """The workspace's trust as the session starts (replay starts from it)."""
 
     event: ClassVar[str] = "trust_checked"
-    by: str  # store, environment (LILY_TRUST), none
+    by: TrustedBy
     trusted_skills: dict[str, str]  # skill folder (in the workspace) -> trusted digest
     config_trusted: bool  # lily.yaml (if any) applies whole
     held_skills: list[str]  # "name (folder, new|changed)"
@@ -105,7 +136,7 @@ class TrustDecided(EventData):
     """The person's answer to the trust question, and what it trusted."""
 
     event: ClassVar[str] = "trust_decided"
-    outcome: str  # approved, declined, unanswerable, interrupted
+    outcome: Answer
     skills: list[str]
     settings: list[str]
 
@@ -115,7 +146,7 @@ class SkillWarning(EventData):
     """One diagnostic of a snapshot, with the keys `lily skills --json` gives it."""
 
     event: ClassVar[str] = "skill_warning"
-    kind: str  # malformed, ineligible, shadowed, policy, warning, untrusted
+    kind: DiagnosticKind
     skill: str
     source: str
     path: str
@@ -131,7 +162,7 @@ class Cell(EventData):
 @dataclass(frozen=True, kw_only=True)
 class CellFinished(EventData):
     event: ClassVar[str] = "cell_finished"
-    status: str  # ok, error, interrupted
+    status: CellStatus
     error: str | None = None
 
 
@@ -152,7 +183,7 @@ class Command(EventData):
 class SkillInvoked(EventData):
     event: ClassVar[str] = "skill_invoked"
     name: str
-    mode: str  # manual (the person) or auto (the model)
+    mode: InvokedBy
     command: str | None = None
 
 
@@ -171,12 +202,12 @@ class SkillSelection(EventData):
     matches) and why, and what came of it."""
 
     event: ClassVar[str] = "skill_selection"
-    outcome: str  # selected, none, unknown, malformed, too_long
+    outcome: SelectionOutcome
     name: str | None = None
     detail: str | None = None
     reply: str = ""  # the model's declaration, when it was asked
     shortlist: list[dict[str, Any]] | None = None
-    decided_by: str | None = None  # ranker, or model
+    decided_by: DecidedBy | None = None
     reason: str | None = None
 
 
@@ -186,7 +217,7 @@ class ModelLoad(EventData):
 
     event: ClassVar[str] = "model_load"
     model: str | None
-    outcome: str  # a ModelFault, or interrupted
+    outcome: LoadOutcome
     error: dict[str, str] | None = None
 
 
@@ -195,7 +226,7 @@ class ModelCall(EventData):
     event: ClassVar[str] = "model_call"
     model: str
     step: int | str
-    outcome: str  # ok, a ModelFault, cancelled, error (a bug)
+    outcome: CallOutcome
     latency_ms: float
     context_window: int | None
     supports_tools: bool
@@ -211,7 +242,7 @@ class ModelCall(EventData):
 class ToolCalled(EventData):
     event: ClassVar[str] = "tool_call"
     name: str
-    caller: str  # model, or owner (a tool_dispatch command)
+    caller: Caller
     allowed: bool
     step: int | None = None
     arguments: dict[str, Any] | None = None
@@ -224,7 +255,7 @@ class Approval(EventData):
     event: ClassVar[str] = "approval"
     tool: str
     question: str
-    outcome: str  # approved, declined, unanswerable, interrupted
+    outcome: Answer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,7 +275,7 @@ class SkillScriptRun(EventData):
     sha256: str
     arguments: list[str]
     sandboxed: bool
-    outcome: str  # ran, timeout, interrupted
+    outcome: ScriptOutcome
     exit_code: int | None = None
     duration_ms: float | None = None
     output_bytes: int | None = None
@@ -252,13 +283,6 @@ class SkillScriptRun(EventData):
 
 
 EVENT_KINDS: tuple[str, ...] = tuple(KINDS)  # Lily's own kinds, declared above
-
-
-def read_event(cls: type[Data], data: dict[str, Any]) -> Data:
-    """The event a log line's data holds, as its declaration (replay reads it so);
-    fields the declaration does not know are ignored, missing ones take their default."""
-    known = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,16 @@ strict, as YAML types are (a quoted `'3'` is not an integer); text from environm
 variables is converted first by `parse_text`.
 
 Supported field types: str, int, float (an int is accepted), bool, Path (from a string),
-None, Literal[...], tuple[str, ...] (from a list), dict[str, Any] (string keys), Any,
-a nested dataclass (from a mapping), and unions of these.
+None, Literal[...], an Enum of strings (a StrEnum, from its value), tuple[str, ...] and
+list[str] (from a list), list[dict[str, Any]], dict[str, Any] (string keys),
+dict[str, str], Any, a nested dataclass (from a mapping), and unions of these. The
+event log's kinds (events.py) are read back with it too, by replay.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import types
 import typing
@@ -22,7 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-__all__ = ["ShapeError", "build", "field_keys", "field_spec", "parse_text", "spec"]
+__all__ = ["ShapeError", "build", "check_fields", "field_keys", "field_spec", "parse_text",
+           "spec"]
 
 T = TypeVar("T")
 
@@ -132,6 +136,12 @@ def _strings(value: Any, key: str) -> Any:
     raise ShapeError(key, "a list of strings", value)
 
 
+def _string_list(value: Any, key: str) -> Any:
+    if type(value) is list:
+        return list(_strings(value, key))
+    raise ShapeError(key, "a list of strings", value)
+
+
 def _mapping(value: Any, key: str) -> Any:
     if type(value) is dict:
         for item in value:
@@ -139,6 +149,23 @@ def _mapping(value: Any, key: str) -> Any:
                 raise ShapeError(f"{key}.{item}", "a string key", item)
         return value
     raise ShapeError(key, "a mapping", value)
+
+
+def _mappings(value: Any, key: str) -> Any:
+    if type(value) is list:
+        for index, item in enumerate(value):
+            _mapping(item, f"{key}.{index}")
+        return value
+    raise ShapeError(key, "a list of mappings", value)
+
+
+def _string_mapping(value: Any, key: str) -> Any:
+    if type(value) is dict:
+        for name, item in _mapping(value, key).items():
+            if type(item) is not str:
+                raise ShapeError(f"{key}.{name}", "a string", item)
+        return value
+    raise ShapeError(key, "a mapping of strings", value)
 
 
 def _anything(value: Any, key: str) -> Any:
@@ -152,16 +179,29 @@ _SCALARS: dict[Any, tuple[Check, str]] = {
     float: (_number, "a number"),
     Path: (_path, "a path"),
     tuple[str, ...]: (_strings, "a list of strings"),
+    list[str]: (_string_list, "a list of strings"),
+    list[dict[str, Any]]: (_mappings, "a list of mappings"),
     dict[str, Any]: (_mapping, "a mapping"),
+    dict[str, str]: (_string_mapping, "a mapping of strings"),
     Any: (_anything, "anything"),
 }
+
+
+def _choices(hint: Any) -> tuple[str, ...] | None:
+    """The strings a Literal or an Enum of strings accepts (None: it is neither)."""
+    if typing.get_origin(hint) is Literal:
+        return typing.get_args(hint)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return tuple(member.value for member in hint)
+    return None
 
 
 def _describe(hint: Any) -> str:
     if hint in _SCALARS:
         return _SCALARS[hint][1]
-    if typing.get_origin(hint) is Literal:
-        return "one of " + ", ".join(repr(v) for v in typing.get_args(hint))
+    choices = _choices(hint)
+    if choices is not None:
+        return "one of " + ", ".join(repr(v) for v in choices)
     if dataclasses.is_dataclass(hint):
         return "a mapping"
     return str(hint)
@@ -171,20 +211,24 @@ def _check_for(hint: Any) -> Check:
     if hint in _SCALARS:
         return _SCALARS[hint][0]
     origin = typing.get_origin(hint)
-    if origin is Literal:
-        choices = typing.get_args(hint)
+    choices = _choices(hint)
+    if choices is not None:
+        # An Enum's value is read as its member; a Literal's as the string.
+        read = hint if isinstance(hint, type) else str
         expected = _describe(hint)
 
-        def literal(value: Any, key: str) -> Any:
+        def choice(value: Any, key: str) -> Any:
             if isinstance(value, str) and value in choices:
-                return value
+                return read(value)
             raise ShapeError(key, expected, value)
-        return literal
+        return choice
     if origin in (typing.Union, types.UnionType):
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         optional = len(options) < len(typing.get_args(hint))
         checks = [_check_for(a) for a in options]
-        expected = " or ".join(_describe(a) for a in options)
+        named = [_choices(a) for a in options]
+        expected = (" or ".join(_describe(a) for a in options) if None in named else
+                    "one of " + ", ".join(repr(v) for c in named if c for v in c))
 
         def union(value: Any, key: str) -> Any:
             if value is None and optional:
@@ -264,22 +308,35 @@ def build(cls: type[T], data: Mapping[str, Any], *, forbid_unknown: bool = False
     """An instance of the dataclass `cls` from `data`; raises ShapeError on the first
     problem. Absent keys take the field's default; unknown keys are ignored, or refused
     with `forbid_unknown`."""
-    description: Any = cls  # the caches key on it
+    return cls(**_values(cls, data, forbid_unknown, prefix, complete=True))
+
+
+def check_fields(cls: type, data: Mapping[str, Any]) -> None:
+    """Check the keys of `data` the dataclass `cls` declares, as `build` would, where a
+    missing key is no problem (a recorded event's reader decides about those); raises
+    ShapeError on the first problem."""
+    _values(cls, data, False, "", complete=False)
+
+
+def _values(cls: Any, data: Mapping[str, Any], forbid_unknown: bool, prefix: str, *,
+            complete: bool) -> dict[str, Any]:
+    """The values of `data` by attribute, checked and converted; with `complete`, a
+    required key missing is a problem too."""
     if forbid_unknown:
-        known = _known(description)
+        known = _known(cls)
         for key in data:
             if key not in known:
                 raise ShapeError(f"{prefix}{key}", "", data[key], unknown=True)
     values: dict[str, Any] = {}
-    for f in _fields(description):
+    for f in _fields(cls):
         if f.flat is not None:
             values[f.attr] = build(f.flat, {k: v for k, v in data.items()
                                             if k in _known(f.flat)}, prefix=prefix)
         elif f.key in data:
             values[f.attr] = f.check(data[f.key], prefix + f.key)
-        elif f.required:
+        elif f.required and complete:
             raise ShapeError(prefix + f.key, "", None, missing=True)
-    return cls(**values)
+    return values
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -69,14 +69,14 @@ def _html(report: Any) -> str:
 
 
 async def _evaluate(args: argparse.Namespace) -> Any:
-    from lily_kernel.runtime.evaluation import (
+    from lily_kernel.evals import (
         load_eval_items,
         ranker_choice,
         run_eval,
+        selected_skill,
         trigger_eval_files,
     )
     from lily_kernel.runtime.runtime import LilyRuntime
-    from lily_kernel.runtime.sink import SilentSink
 
     workspace = Path(args.workspace)
     if not workspace.is_dir():
@@ -101,12 +101,13 @@ async def _evaluate(args: argparse.Namespace) -> Any:
         session = LilyRuntime.start(workspace, environ)  # a fresh session per run
         session.model = model  # the same model, loaded once
         try:
-            return await session.select_skill(query, SilentSink())
+            return await selected_skill(session, query)
         finally:
             session.close()
 
-    return await run_eval(items, select, lambda q: ranker_choice(snapshot, q), args.runs,
-                          model.name, _progress, lambda: snapshot.ranker.ranked_by)
+    ranker = first.session.ranker()
+    return await run_eval(items, select, lambda q: ranker_choice(snapshot, ranker, q),
+                          args.runs, model.name, _progress, lambda: ranker.ranked_by)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ __all__ = ["add_replay_parser"]
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from lily_kernel.runtime.replay import replay_session
+    from lily_kernel.replay import replay_session
 
     report = replay_session(Path(args.log))
     print(report.describe())

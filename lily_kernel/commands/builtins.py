@@ -57,8 +57,9 @@ def _no_argument(name: str, argument: str) -> None:
 
 def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     snap = ctx.session.skill_snapshot
-    return CommandOutcome(ranked_result(snap, argument, ctx.stop) if argument
-                          else skills_result(snap))
+    return CommandOutcome(ranked_result(snap, ctx.session.ranker(), argument, ctx.stop,
+                                        ctx.session.held_ranker())
+                          if argument else skills_result(snap))
 
 
 # --- /skill and its forms (commands/invocation.py) -------------------------------

@@ -15,7 +15,14 @@ import threading
 
 from lily_kernel.commands.results import CommandResult
 from lily_kernel.display import Block, Details, Table, Text
-from lily_kernel.skills import RELEVANT_SCORE, DiagnosticKind, Ranked, Skill, SkillSnapshot
+from lily_kernel.skills import (
+    RELEVANT_SCORE,
+    DiagnosticKind,
+    Ranked,
+    Skill,
+    SkillRanker,
+    SkillSnapshot,
+)
 
 __all__ = ["HELD_LINE", "NEAREST_SHOWN", "RANKED_SHOWN", "held_why", "ranked_result",
            "skills_result"]
@@ -90,15 +97,16 @@ def _scores(ranked: list[Ranked]) -> str:
     return ", ".join(f"{r.name} ({r.score:.2f})" for r in ranked)
 
 
-def ranked_result(snap: SkillSnapshot, words: str,
-                  stop: threading.Event | None = None) -> CommandResult:
+def ranked_result(snap: SkillSnapshot, ranker: SkillRanker, words: str,
+                  stop: threading.Event | None = None,
+                  held: SkillRanker | None = None) -> CommandResult:
     """`/skills <words>`: the snapshot's skills ranked against the words (the ranker
     that gives the model its shortlist; no model involved), with their scores: those
     scoring RELEVANT_SCORE or more match; when none does, the nearest are named as such.
     The held skills are ranked apart, and those that would match are named. Raises
     EncodingStopped when `stop` is set while the snapshot's skills are encoded."""
-    looked_up = snap.ranker.words(words)
-    ranked = snap.ranker.rank(words, stop=stop) if looked_up else []
+    looked_up = ranker.words(words)
+    ranked = ranker.rank(words, stop=stop) if looked_up else []
     matching = [r for r in ranked if r.score >= RELEVANT_SCORE]
     below = ranked[len(matching):]  # best first: the rest score under the threshold
     title = (f"Skills for \"{' '.join(words.split())}\": {len(matching)} of "
@@ -108,7 +116,7 @@ def ranked_result(snap: SkillSnapshot, words: str,
             "These are all everyday words; none of them is looked up. Name what the "
             "skill is about."),))
     blocks: list[Block] = [Text(f"Looked up: {', '.join(looked_up)}. "
-                                f"Ranked by {snap.ranker.ranked_by}.")]
+                                f"Ranked by {ranker.ranked_by}.")]
     if not matching:
         blocks.append(Text(
             f"No skill matches these words (none scores {RELEVANT_SCORE:.2f}, the relevance "
@@ -127,8 +135,8 @@ def ranked_result(snap: SkillSnapshot, words: str,
         if below:
             blocks.append(Text(f"{len(below)} more score under {RELEVANT_SCORE:.2f}, the "
                                "relevance threshold: no match."))
-    if snap.held:
-        would = [r.name for r in snap.held_ranker.rank(words, stop=stop)
+    if snap.held and held is not None:
+        would = [r.name for r in held.rank(words, stop=stop)
                  if r.score >= RELEVANT_SCORE]
         if would:
             blocks.append(Text(f"{HELD_LINE[0].upper()}{HELD_LINE[1:]}: "

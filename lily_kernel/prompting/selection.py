@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.prompting.system import cut_entry
-from lily_kernel.skills import RELEVANT_SCORE, Ranked, Skill, SkillSnapshot
+from lily_kernel.skills import RELEVANT_SCORE, Ranked, Skill, SkillRanker, SkillSnapshot
+
+if TYPE_CHECKING:
+    from lily_kernel.events import SelectionOutcome
 
 __all__ = [
     "MARGIN",
@@ -78,13 +81,13 @@ def shortlist(ranked: list[Ranked], visible: set[str]) -> Shortlist:
     return Shortlist(best, candidates)
 
 
-def request_shortlist(snapshot: SkillSnapshot, text: str,
+def request_shortlist(snapshot: SkillSnapshot, ranker: SkillRanker, text: str,
                       stop: threading.Event | None = None) -> Shortlist:
     """The shortlist of a request: its ranking by the snapshot's ranker, among the
     skills the model may select (not those only the person may invoke). Raises
     EncodingStopped when `stop` is set while the snapshot's skills are encoded."""
     visible = {s.name for s in snapshot.skills if s.model_visible}
-    return shortlist(snapshot.ranker.rank(text, stop=stop), visible)
+    return shortlist(ranker.rank(text, stop=stop), visible)
 
 
 def candidates_message(skills: list[Skill]) -> dict[str, Any]:
@@ -112,7 +115,7 @@ class Selection:
 
     # too_long: a listed skill whose SKILL.md would overflow the context window (decided
     # by the conversation, which knows the window).
-    outcome: Literal["selected", "none", "unknown", "malformed", "too_long"]
+    outcome: SelectionOutcome
     name: str | None = None
     detail: str = ""
 

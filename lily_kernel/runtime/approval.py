@@ -10,15 +10,21 @@ from __future__ import annotations
 import asyncio
 
 from lily_kernel.errors import ToolRefusedError
-from lily_kernel.events import Approval, EventLog
+from lily_kernel.events import Answer, Approval, EventLog
 from lily_kernel.prompting import unanswerable_reason
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.tools import AskReason, Question
 from lily_kernel.tools.context import Ask
 
-__all__ = ["YES", "asker"]
+__all__ = ["YES", "answer_of", "asker"]
 
 YES = frozenset({"y", "yes"})
+
+
+def answer_of(reply: str | None) -> Answer:
+    """A reply to a yes/no question as its `approval` outcome (None: no one to ask)."""
+    return ("unanswerable" if reply is None else
+            "approved" if reply.strip().lower() in YES else "declined")
 
 
 def asker(sink: CellSink, log: EventLog, tool: str, why: AskReason | None = None) -> Ask:
@@ -33,8 +39,7 @@ def asker(sink: CellSink, log: EventLog, tool: str, why: AskReason | None = None
             # with a later cell's answer.
             log.emit(Approval(tool=tool, question=question.text, outcome="interrupted"))
             raise
-        outcome = ("unanswerable" if answer is None else
-                   "approved" if answer.strip().lower() in YES else "declined")
+        outcome = answer_of(answer)
         log.emit(Approval(tool=tool, question=question.text, outcome=outcome))
         if answer is None:
             raise ToolRefusedError(unanswerable_reason(question.action, tool, why))

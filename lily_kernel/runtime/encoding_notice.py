@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from lily_kernel.runtime.sink import CellSink
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import SkillRanker
 
 __all__ = ["ENCODING_NOTICE_AT", "ENCODING_SECONDS", "announce_encoding"]
 
@@ -14,14 +14,15 @@ __all__ = ["ENCODING_NOTICE_AT", "ENCODING_SECONDS", "announce_encoding"]
 ENCODING_NOTICE_AT, ENCODING_SECONDS = 50, 0.1
 
 
-async def announce_encoding(snapshot: SkillSnapshot, sink: CellSink,
-                            held: bool = False) -> None:
+async def announce_encoding(ranker: SkillRanker, sink: CellSink,
+                            held: SkillRanker | None = None) -> None:
     """Before a ranking of the snapshot (a declaration's shortlist, `/skills <words>`, a
     catalog over its budget): say so when it will encode ENCODING_NOTICE_AT skills or
     more, once a machine (counted off the event loop: it reads the cache). `held`: the
-    ranking reads the held skills too (`/skills <words>` says which would match)."""
+    held skills' ranker, when the ranking reads them too (`/skills <words>` says which
+    would match)."""
     def unencoded() -> int:
-        return snapshot.ranker.unencoded() + (snapshot.held_ranker.unencoded() if held else 0)
+        return ranker.unencoded() + (held.unencoded() if held is not None else 0)
 
     count = await asyncio.to_thread(unencoded)
     if count >= ENCODING_NOTICE_AT:

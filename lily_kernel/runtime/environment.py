@@ -28,6 +28,7 @@ from lily_kernel.skills import (
     ARRIVING_SOURCES,
     Host,
     LoadRules,
+    SkillIndex,
     SkillRoot,
     SkillSnapshot,
     bundled_dir,
@@ -190,17 +191,16 @@ class LilyEnvironment:
 
     def load_snapshot(self, version: int) -> SkillSnapshot:
         """Build a snapshot from disk (raises SkillRootError for an unreadable root),
-        workspace skills the person has not trusted held. Its ranker reads the skills'
-        meaning too, when the encoder is installed."""
+        workspace skills the person has not trusted held."""
         snapshot = load_snapshot(self.skill_roots, self.snapshot_rules(), self.host, version)
         snapshot, _, _ = self.trust.hold(snapshot)  # workspace skills wait for trust
-        snapshot.ranker.use_meaning(self.skill_vectors)
-        snapshot.held_ranker.use_meaning(self.skill_vectors)
         return snapshot
 
     @cached_property
     def skill_vectors(self) -> SkillVectors:
-        """The skills' sentence vectors, kept under the Lily home for every session."""
+        """The skills' sentence vectors, kept under the Lily home for every session: the
+        session's rankers read the skills' meaning with them, when the encoder is
+        installed."""
         return SkillVectors(lily_home(self.config) / "cache")
 
     @cached_property
@@ -249,4 +249,5 @@ class LilyEnvironment:
             skill_snapshot=self.load_snapshot(1),
             model_config=model,
             embedded_default=model is not self.config.llm,
+            skill_index=SkillIndex(self.skill_vectors),
         )

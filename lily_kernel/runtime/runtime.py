@@ -30,11 +30,12 @@ from lily_kernel.commands import (
     parse_command,
     run_command,
 )
-from lily_kernel.display import Told, render_plain
+from lily_kernel.display import Told
 from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
 from lily_kernel.events import (
     Cell,
     CellFinished,
+    CellStatus,
     Command,
     Event,
     EventLog,
@@ -47,7 +48,9 @@ from lily_kernel.events import (
     session_log_path,
 )
 from lily_kernel.llm.base import ChatModel
+from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
+from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.environment import (
     EMBEDDED_NOTICE,
@@ -55,7 +58,6 @@ from lily_kernel.runtime.environment import (
     LilyEnvironment,
     recorded_settings,
 )
-from lily_kernel.runtime.replay_records import error_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
     ask_trust,
@@ -66,7 +68,7 @@ from lily_kernel.runtime.trust_flow import (
     trusted_elsewhere,
 )
 from lily_kernel.session import Session
-from lily_kernel.skills import Skill, SkillSnapshot, lily_home
+from lily_kernel.skills import DiagnosticKind, Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ScriptHost, ToolRegistry
 from lily_kernel.tools.sandbox import Sandbox
 from lily_kernel.trust import TrustStore
@@ -75,7 +77,8 @@ if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.runtime.turn import Turn
 
-__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "LilyRuntime"]
+__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "Collaborators", "LilyRuntime"]
+
 
 @dataclass
 class LilyRuntime:
@@ -88,13 +91,12 @@ class LilyRuntime:
     told: Told = field(default_factory=Told)  # the notices said once a session
     trust_answered: bool = False  # the trust question was put (runtime/trust_flow.py)
     _model_loading: asyncio.Future[ChatModel] | None = None
-    # Makes the session's model (in a worker thread); replay swaps in the recorded loads.
-    model_loader: Callable[[], ChatModel] | None = None
-    # How skill scripts run here; replay swaps its `run` for the recorded results.
-    scripts: ScriptHost = field(init=False)
+    collaborators: Collaborators = field(default_factory=Collaborators)
+    scripts: ScriptHost = field(init=False)  # how skill scripts run here
 
     def __post_init__(self) -> None:
         self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
+                                  run=self.collaborators.run_script,
                                   allowed_env=self.env.config.script_env)
 
     def sandbox(self) -> Sandbox:
@@ -114,8 +116,9 @@ class LilyRuntime:
     def use_environment(self, env: LilyEnvironment) -> None:
         """Go on with `env`, the same workspace read again (once it was trusted): its
         model from the next chat cell, its policy and script settings from the next
-        tool call."""
+        tool call, its skill vectors from the next snapshot's ranker."""
         self.env = env
+        self.session.skill_index.use_meaning(env.skill_vectors)
         model = env.session_model()
         if model != self.session.model_config:
             self.session.model_config, self.model, self._model_loading = model, None, None
@@ -130,12 +133,13 @@ class LilyRuntime:
         if self.model is not None:
             return self.model
         if self._model_loading is None:
-            self._model_loading = asyncio.ensure_future(
-                asyncio.to_thread(self.model_loader or self._create_model))
+            cache = lily_home(self.env.config) / "cache" / "local-model"
+            self._model_loading = asyncio.ensure_future(asyncio.to_thread(
+                self.collaborators.make_model, self.session.model_config, cache))
         loading = self._model_loading
         try:
             model = await asyncio.shield(loading)
-        # Logged, so that replay ends this cell the same way (runtime/replay.py).
+        # Logged, so that replay ends this cell the same way (replay/recorded.py).
         except ModelError as exc:
             self.log.emit(ModelLoad(model=self.session.model_config.model, outcome=exc.kind,
                                     error=error_record(exc)))
@@ -150,12 +154,6 @@ class LilyRuntime:
         if self.model is None:  # a test may have put its own model in meanwhile
             self.model = model
         return self.model
-
-    def _create_model(self) -> ChatModel:
-        from lily_kernel.llm import create_model
-
-        cache = lily_home(self.env.config) / "cache" / "local-model"
-        return create_model(self.session.model_config, cache)
 
     def wants_warm_up(self) -> bool:
         """Whether the model path is worth importing ahead of the first chat cell: a
@@ -182,11 +180,14 @@ class LilyRuntime:
         listener: Callable[[Event], None] | None = None,
         write_log: bool = True,
         trust_store: TrustStore | None = None,
+        collaborators: Collaborators | None = None,
     ) -> LilyRuntime:
         """Load config, skills and persona; open the log. Raises ConfigError/SkillRootError.
         `registry` and `commands`: the session's tools and commands (the built-in ones
         unless given); `listener` sees every event; `write_log` False keeps the log off
-        disk (replay), which also keeps its trust in memory (`trust_store`)."""
+        disk (replay), which also keeps its trust in memory (`trust_store`);
+        `collaborators` make the model, run scripts and read what commands show (Lily's
+        own unless given)."""
         env = LilyEnvironment.load(workspace, environ, registry=registry,
                                    trust_store=trust_store, commands=commands)
         session_id = session_id or uuid.uuid4().hex
@@ -198,7 +199,8 @@ class LilyRuntime:
         secrets = secret_values(os.environ) + secret_values(environ or {})
         log = EventLog(path, session_id, redact=Redactor(secrets).data, listener=listener,
                        inside=env.workspace)
-        runtime = cls(env=env, session=session, log=log)
+        runtime = cls(env=env, session=session, log=log,
+                      collaborators=collaborators or Collaborators())
         runtime.log.emit(SessionStarted(
             workspace=str(env.workspace),
             agent=session.active_agent,
@@ -218,10 +220,10 @@ class LilyRuntime:
             count=len(snap.skills),
             roots=[{"source": r.source, "path": r.path, "exists": r.exists} for r in snap.roots],
             digest=snap.digest,
-            shadowed=[d.skill for d in snap.diagnostics if d.kind.value == "shadowed"],
+            shadowed=[d.skill for d in snap.diagnostics if d.kind is DiagnosticKind.SHADOWED],
         ))
         for diag in snap.diagnostics:
-            self.log.emit(SkillWarning(kind=diag.kind.value, skill=diag.skill,
+            self.log.emit(SkillWarning(kind=diag.kind, skill=diag.skill,
                                        source=diag.source, path=diag.path, reason=diag.reason))
 
     # --- commands --------------------------------------------------------------
@@ -256,17 +258,13 @@ class LilyRuntime:
             raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
         return self._finish_command(parsed, outcome)
 
-    def presented(self, result: CommandResult) -> CommandResult:
-        """A command's result as the person is shown it (replay shows the recorded
-        workspace's paths, runtime/replay.py)."""
-        return result
-
     def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
         """Log a command's outcome and apply its state change (only when it succeeded)."""
-        result = self.presented(outcome.result)
+        result = outcome.result
         # What the person was shown, as a digest: replay compares it without the log
         # holding every listing.
-        shown = render_plain(result) if result.ok and result.invocation is None else ""
+        shown = (self.collaborators.shown(result) if result.ok and result.invocation is None
+                 else "")
         self.log.emit(Command(
             name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
             output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
@@ -291,7 +289,8 @@ class LilyRuntime:
     async def run_cell(self, code: str, sink: CellSink) -> None:
         """Run a cell; user errors raise LilyError subclasses with the exact message."""
         self.log.emit(Cell(code=code))
-        status, error = "error", None
+        status: CellStatus = "error"
+        error: str | None = None
         # Set when the cell is stopped: its worker threads go on, so a ranking that
         # encodes skills is told to stop after the chunk in progress.
         stop = threading.Event()
@@ -330,7 +329,7 @@ class LilyRuntime:
             return
         command = self.env.commands.get(parsed.name)
         if command is not None and command.ranks and parsed.argument:
-            await announce_encoding(self.session.skill_snapshot, sink, held=True)
+            await announce_encoding(self.session.ranker(), sink, self.session.held_ranker())
         # A handler doing file-system work runs off the event loop (a reload can read
         # thousands of files), so an interrupt can cancel this await; its state change
         # is applied here afterwards, never by a cancelled cell.
@@ -354,7 +353,7 @@ class LilyRuntime:
         """Run one turn (with `forced` when the person invoked a skill); append it to the
         history once it has completed, or, stopped by the person, what they saw of it
         (marked as stopped). A turn that failed leaves the history as it was."""
-        turn = await self._turn(text, forced, sink, stop)
+        turn = await self.turn(text, forced, sink, stop)
         try:
             messages = await turn.run()
         except asyncio.CancelledError:
@@ -362,18 +361,11 @@ class LilyRuntime:
             raise
         self.session.conversation_state.messages.extend(messages)
 
-    async def select_skill(self, text: str, sink: CellSink) -> str | None:
-        """The skill a chat message selects, through the real selection path, without
-        answering it (`lily eval`); the history is untouched."""
-        turn = await self._turn(text, None, sink)
-        selected = await turn.select()
-        return selected.name if selected is not None else None
-
-    async def _turn(self, text: str, forced: Skill | None, sink: CellSink,
-                    stop: threading.Event | None = None) -> Turn:
-        """A turn for `text`: the session's model, its request sized to the model, the
-        notices the person is owed (the model, once; a first ranking's time beforehand;
-        left-out skills and turns)."""
+    async def turn(self, text: str, forced: Skill | None, sink: CellSink,
+                   stop: threading.Event | None = None) -> Turn:
+        """A turn for `text`, not yet run: the session's model, its request sized to the
+        model, the notices the person is owed (the model, once; a first ranking's time
+        beforehand; left-out skills and turns). The history is the caller's to extend."""
         # The turn engine (and prompting) load with the first chat cell, not at start.
         from lily_kernel.prompting.budget import skill_body_budget
         from lily_kernel.runtime.skill_choice import SkillChoice
@@ -389,7 +381,7 @@ class LilyRuntime:
         draft = await asyncio.to_thread(draft_turn_request, session,
                                         self.env.config.catalog_max_chars, model, text, forced)
         if draft.ranks:  # a catalog over its budget lists the request's best matches
-            await announce_encoding(session.skill_snapshot, sink)
+            await announce_encoding(session.ranker(), sink)
         request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
         if catalog_notice is not None:
             sink.notice(catalog_notice)
@@ -407,7 +399,8 @@ class LilyRuntime:
                              digests=self.env.trust.digests,
                              body_max_chars=skill_body_budget(model.context_window))
         return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
-                    settings=session.model_config, request=request, choice=choice, stop=stop)
+                    settings=session.model_config, request=request, choice=choice,
+                    ranker=session.ranker(), stop=stop)
 
     # --- completion and inspection -----------------------------------------------
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from lily_kernel.commands import CommandOutcome, dispatched
 from lily_kernel.errors import ToolError, ToolRefusedError
-from lily_kernel.events import EventLog, ToolCalled
+from lily_kernel.events import Caller, EventLog, ToolCalled
 from lily_kernel.prompting import (
     declined_reason,
     not_json_reason,
@@ -28,7 +28,6 @@ from lily_kernel.runtime.sink import CellSink
 from lily_kernel.tools import (
     ActiveSkill,
     AskReason,
-    Caller,
     PolicyRefusal,
     Question,
     SkillSelector,

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.commands import CommandResult, ParsedCommand, resolve
 from lily_kernel.display import Text
-from lily_kernel.events import Approval, EventLog, TrustChecked, TrustDecided
-from lily_kernel.runtime.approval import YES
+from lily_kernel.events import Approval, EventLog, TrustChecked, TrustDecided, TrustedBy
+from lily_kernel.runtime.approval import answer_of
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import DiagnosticKind, SkillSnapshot, load_snapshot
 from lily_kernel.trust import TRUST_VARIABLE, TrustStore, WorkspaceTrust, hold_untrusted
@@ -143,8 +143,7 @@ async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> str:
     except asyncio.CancelledError:
         runtime.log.emit(Approval(tool="trust", question=question, outcome="interrupted"))
         raise
-    outcome = ("unanswerable" if answer is None else
-               "approved" if answer.strip().lower() in YES else "declined")
+    outcome = answer_of(answer)
     runtime.log.emit(Approval(tool="trust", question=question, outcome=outcome))
     runtime.log.emit(TrustDecided(outcome=outcome, skills=skills, settings=settings))
     runtime.trust_answered = True
@@ -196,7 +195,8 @@ def log_trust_checked(runtime: LilyRuntime) -> None:
     trust = env.trust
     entry = None if trust.by_environment else trust.entry()
     held = trust.held  # what the session's first snapshot held: no second build
-    by = "environment" if trust.by_environment else "store" if entry is not None else "none"
+    by: TrustedBy = ("environment" if trust.by_environment else
+                     "store" if entry is not None else "none")
     runtime.log.emit(TrustChecked(
         by=by, trusted_skills=dict(entry.skills) if entry else {},
         config_trusted=not trust.held_settings, held_skills=[h.line() for h in held],

@@ -20,8 +20,9 @@ from typing import Any
 
 from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ModelError, StepLimitError
-from lily_kernel.events import EventLog, ModelCall, SkillSelection
+from lily_kernel.events import CallOutcome, DecidedBy, EventLog, ModelCall, SkillSelection
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
+from lily_kernel.llm.records import error_record, response_record
 from lily_kernel.prompting import ModelRequest, declared_skill_message
 from lily_kernel.prompting.budget import answer_reserve, estimate_tokens, skill_body_budget
 from lily_kernel.prompting.selection import (
@@ -35,11 +36,10 @@ from lily_kernel.prompting.selection import (
 )
 from lily_kernel.prompting.skill_text import bounded_body, skill_body
 from lily_kernel.runtime.encoding_notice import announce_encoding
-from lily_kernel.runtime.replay_records import error_record, response_record
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
 from lily_kernel.runtime.tool_gate import ToolGate
-from lily_kernel.skills import Skill, SkillSnapshot
+from lily_kernel.skills import Skill, SkillRanker
 from lily_kernel.tools import Tool
 
 __all__ = ["STREAM_INTERVAL", "Turn"]
@@ -84,9 +84,10 @@ class Turn:
 
     def __init__(self, *, model: ChatModel, gate: ToolGate, log: EventLog, sink: CellSink,
                  settings: ModelConfig, request: ModelRequest, choice: SkillChoice,
-                 stop: threading.Event | None = None) -> None:
+                 ranker: SkillRanker, stop: threading.Event | None = None) -> None:
         self.model, self.gate, self.log, self.sink = model, gate, log, sink
         self.settings, self.request, self.choice = settings, request, choice
+        self.ranker = ranker  # the ranker of the choice's snapshot (the shortlist)
         self.stop = stop  # set when the cell is stopped: a ranking stops encoding
         self.messages: list[dict[str, Any]] = []  # what this turn adds after the request
         self.texts: list[str] = []
@@ -185,7 +186,7 @@ class Turn:
         loaded = self.choice.loaded
         short = None
         if self.request.catalog is not None and self.request.catalog.omitted:
-            short = request_shortlist(self.choice.snapshot,
+            short = request_shortlist(self.choice.snapshot, self.ranker,
                                       str(self.request.user_message["content"]))
         listed = ("the request's shortlist and what else fit the catalog's budget"
                   if short is not None else "the whole catalog")
@@ -211,8 +212,8 @@ class Turn:
                     step: int | str) -> ChatResponse:
         """One model call, logged as a `model_call` event, counted for the footer."""
         started = time.perf_counter()
-        outcome = "error"  # a bug in Lily, unless one of the cases below
-        # What replay feeds back instead of a model (runtime/replay_records.py).
+        outcome: CallOutcome = "error"  # a bug in Lily, unless one of the cases below
+        # What replay feeds back instead of a model (llm/records.py).
         recorded: dict[str, Any] = {}
         try:
             response = await self.model.complete(request, on_text)
@@ -247,7 +248,7 @@ class Turn:
             return
         snapshot = self.choice.snapshot
         messages = self.request.messages
-        short = await self._shortlist(snapshot)
+        short = await self._shortlist()
         selection, reply = await self._decide(short)
         skill = snapshot.get(selection.name or "")
         # A long SKILL.md: its opening only, for a small window (said so, `left`).
@@ -262,7 +263,7 @@ class Turn:
                 selection, outcome="too_long",
                 detail=f"the SKILL.md of '{selection.name}' does not fit the model's "
                        f"{self.model.context_window:,}-token context window")
-        decided_by = "model" if len(short.candidates) > 1 else "ranker"
+        decided_by: DecidedBy = "model" if len(short.candidates) > 1 else "ranker"
         self.log.emit(SkillSelection(outcome=selection.outcome, name=selection.name,
                                      detail=selection.detail or None, reply=reply[:200],
                                      shortlist=short.record(), decided_by=decided_by,
@@ -280,13 +281,13 @@ class Turn:
             self.sink.notice(f"Skill selection refused: {selection.detail}; answering "
                              "without a skill.")
 
-    async def _shortlist(self, snapshot: SkillSnapshot) -> Shortlist:
+    async def _shortlist(self) -> Shortlist:
         """The request's shortlist, ranked off the event loop (the stop button stays
         live, and stops the encoding with `stop`): the first ranking of a snapshot by
         meaning may encode its skills, once a machine, which for many skills takes a
         while, and says so first."""
-        await announce_encoding(snapshot, self.sink)
-        return await asyncio.to_thread(request_shortlist, snapshot,
+        await announce_encoding(self.ranker, self.sink)
+        return await asyncio.to_thread(request_shortlist, self.choice.snapshot, self.ranker,
                                        str(self.request.user_message["content"]), self.stop)
 
     async def _decide(self, short: Shortlist) -> tuple[Selection, str]:

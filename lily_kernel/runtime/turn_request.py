@@ -87,7 +87,8 @@ class DraftRequest:
         if not self.ranks:
             return self.request, None
         # Over budget: the request's shortlist is listed whatever it costs.
-        short = request_shortlist(self.session.skill_snapshot, self.text, stop)
+        short = request_shortlist(self.session.skill_snapshot, self.session.ranker(),
+                                  self.text, stop)
         kept = tuple(r.name for r in short.ranked)
         request = _request(self.session, self.model, self.text, self.forced, self.budget,
                            frozenset(kept))

@@ -7,7 +7,7 @@ from typing import Any
 
 from lily_kernel.config import ModelConfig
 from lily_kernel.persona import Persona
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.skills import SkillIndex, SkillRanker, SkillSnapshot
 
 __all__ = ["ConversationState", "Session"]
 
@@ -25,7 +25,8 @@ class Session:
 
     `model_config` is the configuration's own `ModelConfig` (not a copy of its keys),
     with `model` set to the embedded model when nothing is configured and it is
-    installed; `embedded_default` then says so.
+    installed; `embedded_default` then says so. `skill_index` keeps the ranker of the
+    snapshot beside it (the snapshot is a plain value).
     """
 
     session_id: str
@@ -36,3 +37,12 @@ class Session:
     model_config: ModelConfig
     conversation_state: ConversationState = field(default_factory=ConversationState)
     embedded_default: bool = False
+    skill_index: SkillIndex = field(default_factory=SkillIndex, compare=False, repr=False)
+
+    def ranker(self) -> SkillRanker:
+        """The ranker of the session's snapshot (indexed on its first ranking)."""
+        return self.skill_index.ranker(self.skill_snapshot)
+
+    def held_ranker(self) -> SkillRanker:
+        """The ranker of the snapshot's held skills (for `/skills <words>` only)."""
+        return self.skill_index.held_ranker(self.skill_snapshot)

@@ -21,7 +21,13 @@ from lily_kernel.skills.models import (
     SnapshotDiff,
     diff_snapshots,
 )
-from lily_kernel.skills.ranker import RELEVANT_SCORE, Ranked, SkillRanker, query_words
+from lily_kernel.skills.ranker import (
+    RELEVANT_SCORE,
+    Ranked,
+    SkillIndex,
+    SkillRanker,
+    query_words,
+)
 from lily_kernel.skills.roots import (
     ARRIVING_SOURCES,
     bundled_dir,
@@ -42,6 +48,7 @@ __all__ = [
     "Ranked",
     "Skill",
     "SkillFormatError",
+    "SkillIndex",
     "SkillRanker",
     "SkillRoot",
     "SkillSnapshot",

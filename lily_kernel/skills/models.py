@@ -18,7 +18,6 @@ from lily_kernel.skills.fields import (
     parse_allowed_tools,
     tool_names_of_entries,
 )
-from lily_kernel.skills.ranker import SkillRanker
 
 __all__ = [
     "AliasChange",
@@ -198,12 +197,13 @@ class SnapshotDiff:
 
 @dataclass(frozen=True)
 class SkillSnapshot:
-    """The session's frozen view of its skills: ordered, versioned, digested.
+    """The session's frozen view of its skills: ordered, versioned, digested. A value:
+    its rankers (indexed on first use) are kept beside it, by its owner (`SkillIndex`).
 
     `held`: the skills waiting for the person's trust (trust/review.py), each also an
     `untrusted` diagnostic. Only `/skills` reads them (to say which would match, ranked
-    by `held_ranker`): they are never in `skills`, `get` or `by_command`, so never in
-    the catalog, invoked, or given to a tool."""
+    apart: `SkillIndex.held_ranker`): they are never in `skills`, `get` or `by_command`,
+    so never in the catalog, invoked, or given to a tool."""
 
     version: int
     digest: str
@@ -213,20 +213,12 @@ class SkillSnapshot:
     held: tuple[Skill, ...] = ()
     _by_name: dict[str, Skill] = field(init=False, repr=False, compare=False)
     _by_command: dict[str, Skill] = field(init=False, repr=False, compare=False)
-    # Its skills ranked against a request (`/skills <words>`, the model's shortlist):
-    # indexed on first use, kept until the next snapshot.
-    ranker: SkillRanker = field(init=False, repr=False, compare=False)
-    # The held skills ranked apart (their own index: nothing held weighs in the model's
-    # shortlist), for `/skills <words>` only.
-    held_ranker: SkillRanker = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {s.name: s for s in self.skills})
         object.__setattr__(
             self, "_by_command", {s.command: s for s in self.skills if s.command}
         )
-        object.__setattr__(self, "ranker", SkillRanker(self.skills))
-        object.__setattr__(self, "held_ranker", SkillRanker(self.held))
 
     def get(self, name: str) -> Skill | None:
         return self._by_name.get(name)

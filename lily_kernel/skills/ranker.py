@@ -32,10 +32,13 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from lily_kernel.skills.models import SkillSnapshot
 
 __all__ = ["RELEVANT_SCORE", "SEMANTIC_WEIGHT", "STOP_WORDS", "EncodingStopped", "Meaning",
-           "Rankable", "Ranked", "SkillRanker", "query_words"]
+           "Rankable", "Ranked", "SkillIndex", "SkillRanker", "query_words"]
 
 
 # Column weights of bm25(): the name counts most, then the summary and when_to_use, the
@@ -133,8 +136,8 @@ def _name_text(name: str) -> str:
 
 class SkillRanker:
     """The skills of one snapshot; indexed (and, with vectors, encoded) on the first
-    `rank`, never at kernel start, and kept with the snapshot until the next
-    `/reload_skills`."""
+    `rank`, never at kernel start, and kept beside the snapshot (`SkillIndex`) until the
+    next `/reload_skills`."""
 
     def __init__(self, skills: Sequence[Rankable]) -> None:
         self._skills = skills
@@ -145,15 +148,6 @@ class SkillRanker:
         self._meaning: Meaning | None = None
         self._vectors: Any = None  # the skills' vectors, one row each, on first use
         self.lexical_only: str | None = "no sentence vectors were given"
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> SkillRanker:
-        """A copy of the snapshot ranks as it does (indexed anew on first use)."""
-        import copy
-
-        ranker = SkillRanker(copy.deepcopy(self._skills, memo))
-        if self._meaning is not None:
-            ranker.use_meaning(self._meaning)
-        return ranker
 
     @property
     def ranked_by(self) -> str:
@@ -301,6 +295,46 @@ class SkillRanker:
         is taken to need none)."""
         ranked = self.rank(text, limit=1)
         return ranked[0] if ranked and ranked[0].score >= RELEVANT_SCORE else None
+
+
+class SkillIndex:
+    """The ranker of the snapshot in use, kept beside it by the snapshot's owner (the
+    session): one per snapshot, made (and indexed) by the first ranking of that snapshot
+    and kept until a ranking of the next one replaces it. The snapshot stays a plain
+    value. Each ranker made ranks by `meaning` too, when given (the environment gives the
+    skills' sentence vectors)."""
+
+    def __init__(self, meaning: Meaning | None = None) -> None:
+        self._meaning = meaning
+        self._lock = threading.Lock()  # rankings run in worker threads
+        self._kept: tuple[SkillSnapshot, SkillRanker] | None = None
+        self._held: tuple[SkillSnapshot, SkillRanker] | None = None
+
+    def use_meaning(self, meaning: Meaning) -> None:
+        """The rankers made from now on (the next snapshot's) rank by this meaning too."""
+        with self._lock:
+            self._meaning = meaning
+
+    def ranker(self, snapshot: SkillSnapshot) -> SkillRanker:
+        """The ranker of this very snapshot (made now if the one kept is another's)."""
+        with self._lock:
+            if self._kept is None or self._kept[0] is not snapshot:
+                self._kept = (snapshot, self._made(snapshot.skills))
+            return self._kept[1]
+
+    def held_ranker(self, snapshot: SkillSnapshot) -> SkillRanker:
+        """The ranker of this snapshot's held skills, an index of their own (nothing held
+        weighs in the ranking the model's shortlist comes from): `/skills <words>`."""
+        with self._lock:
+            if self._held is None or self._held[0] is not snapshot:
+                self._held = (snapshot, self._made(snapshot.held))
+            return self._held[1]
+
+    def _made(self, skills: Sequence[Rankable]) -> SkillRanker:
+        ranker = SkillRanker(skills)
+        if self._meaning is not None:
+            ranker.use_meaning(self._meaning)
+        return ranker
 
 
 def _about(skill: Rankable) -> str:

@@ -5,7 +5,6 @@ from lily_kernel.tools.files import file_tools, resolve_in_workspace
 from lily_kernel.tools.load_skill import skill_selection_tool
 from lily_kernel.tools.policy import (
     AskReason,
-    Caller,
     PolicyRefusal,
     Refusal,
     ToolPolicy,
@@ -19,7 +18,6 @@ from lily_kernel.tools.skill_files import read_skill_file_tool
 __all__ = [
     "ActiveSkill",
     "AskReason",
-    "Caller",
     "PolicyRefusal",
     "Question",
     "Refusal",

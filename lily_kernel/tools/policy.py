@@ -14,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry
 from lily_kernel.validation import ShapeError
 
-__all__ = ["AskReason", "Caller", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy",
-           "check_call"]
+if TYPE_CHECKING:  # (the event log stays off `lily skills`' import path)
+    from lily_kernel.events import Caller
 
-Caller = Literal["model", "owner"]
+__all__ = ["AskReason", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy", "check_call"]
+
 Decision = Literal["allow", "ask", "deny"]
 # Why a call is put to the person: the policy says `ask`; the person does not trust the
 # folder; or the call itself (it would overwrite a notebook, or make a file that runs

@@ -303,8 +303,8 @@ async def run_script(plan: ScriptPlan, timeout: float,
 @dataclass
 class ScriptHost:
     """How this session runs skill scripts: the host's environment, bubblewrap (looked
-    for once, on first use), the time limit in seconds, and the runner (replay swaps in
-    the recorded results)."""
+    for once, on first use), the time limit in seconds, and the runner (the runtime's
+    collaborators give it: replay's gives the recorded results)."""
 
     environ: Mapping[str, str]
     timeout: float

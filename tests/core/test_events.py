@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from lily_kernel import events
-from lily_kernel.events import KINDS, Command, EventLog, ToolCalled, read_event
+from lily_kernel.errors import ModelFault
+from lily_kernel.events import KINDS, Command, EventLog, ModelCall, ToolCalled
+from lily_kernel.validation import ShapeError, build
 
 PACKAGE = Path(events.__file__).resolve().parent
 
@@ -62,7 +64,35 @@ def test_replay_reads_an_event_back_through_its_declaration(tmp_path: Path) -> N
     log.close()
     line = json.loads((tmp_path / "s.jsonl").read_text())
     assert line["event"] == "tool_call"
-    assert read_event(ToolCalled, line["data"]) == call
+    assert build(ToolCalled, line["data"]) == call
+
+
+def test_an_outcome_is_read_back_as_its_type(tmp_path: Path) -> None:
+    """Outcomes are typed (a Literal, or the deciding layer's enum): written as their
+    value, read back as the same type, and a value no Lily writes is refused."""
+    log = EventLog(tmp_path / "s.jsonl", "s")
+    call = ModelCall(model="m", step=1, outcome=ModelFault.RATE_LIMIT, latency_ms=1.0,
+                     context_window=None, supports_tools=True,
+                     error={"kind": "rate_limit", "message": "slow down"})
+    log.emit(call)
+    log.close()
+    data = json.loads((tmp_path / "s.jsonl").read_text())["data"]
+    assert data["outcome"] == "rate_limit"
+    read = build(ModelCall, data)
+    assert read == call and read.outcome is ModelFault.RATE_LIMIT
+    assert build(ModelCall, {**data, "outcome": "cancelled"}).outcome == "cancelled"
+    with pytest.raises(ShapeError, match="expected one of 'ok', 'cancelled', 'error', 'auth'"):
+        build(ModelCall, {**data, "outcome": "sort of"})
+
+
+def test_every_declared_field_can_be_checked() -> None:
+    """The one checker of untrusted mappings (validation.py) knows the type of every
+    field an event kind declares: replay checks every event with it."""
+    import lily_kernel.runtime.runtime  # noqa: F401  (declares no kind; imports those that do)
+    from lily_kernel.validation import check_fields
+
+    for kind in KINDS.values():
+        check_fields(kind, {})  # raises TypeError for a type it cannot check
 
 
 def test_every_kind_has_a_unique_name() -> None:

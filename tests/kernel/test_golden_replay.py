@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from lily_kernel.runtime.replay import replay_session
+from lily_kernel.replay import replay_session
 from tests.kernel.conftest import REPO, kernel_env
 from tests.support.openai_server import OpenAIServer, Reply
 

@@ -316,7 +316,7 @@ def test_a_first_ranking_that_encodes_many_skills_says_so_and_leaves_the_loop_fr
     write_skill(workspace / "skills", "haiku", skill_text("Write a haiku"))
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "scripted/no-tools"})
     meaning = SlowMeaning()
-    runtime.session.skill_snapshot.ranker.use_meaning(meaning)
+    runtime.session.ranker().use_meaning(meaning)
     runtime.model = ScriptedModel(name="tiny", supports_tools=False, context_window=8192)
     runtime.model.replies.extend([reply("an old pond"), reply("again")])
 

@@ -149,7 +149,7 @@ def test_no_model_and_no_files_are_said_plainly(skills: Path) -> None:
 
 
 def test_a_query_passes_by_skill_creators_rule() -> None:
-    from lily_kernel.runtime.evaluation import EvalItem, ItemResult
+    from lily_kernel.evals import EvalItem, ItemResult
 
     should = EvalItem("q", "f", skill="haiku", should_trigger=True)
     should_not = EvalItem("q", "f", skill="haiku", should_trigger=False)

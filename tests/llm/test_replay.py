@@ -15,7 +15,8 @@ import pytest
 from lily_kernel.cli.main import main
 from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm import ScriptedModel
-from lily_kernel.runtime.replay import ReplayError, replay_session
+from lily_kernel.replay import ReplayError, replay_session
+from lily_kernel.runtime.collaborators import Collaborators
 from tests.conftest import write_skill
 from tests.llm.test_skill_tools import LOAD, SCRIPT_CALL, Sink, call, reply, run, start
 
@@ -186,17 +187,16 @@ def test_a_model_that_failed_to_load_replays_as_failed(workspace, environ) -> No
     """The first chat cell's model could not be loaded (a missing GGUF, say); the next
     loaded it. The failure is logged, and replay fails that cell the same way instead of
     answering it with the next cell's recorded answer."""
-    runtime = start(workspace, environ)
     model = ScriptedModel(reply("Hello."))
     tries: list[int] = []
 
-    def loader() -> ScriptedModel:
+    def loader(*_: object) -> ScriptedModel:
         tries.append(1)
         if len(tries) == 1:
             raise ModelError(ModelFault.LOCAL_MODEL, "the local model could not be loaded.")
         return model
 
-    runtime.model_loader = loader
+    runtime = start(workspace, environ, collaborators=Collaborators(make_model=loader))
     with pytest.raises(ModelError):
         asyncio.run(runtime.run_cell("hello", Sink()))
     asyncio.run(runtime.run_cell("hello again", Sink()))
@@ -217,16 +217,15 @@ def test_a_cell_stopped_while_the_model_loads_replays_as_stopped(workspace, envi
     it the next cell's answer."""
     import threading
 
-    runtime = start(workspace, environ)
     model = ScriptedModel(reply("Hello."))
     loading, release = threading.Event(), threading.Event()
 
-    def slow_loader() -> ScriptedModel:
+    def slow_loader(*_: object) -> ScriptedModel:
         loading.set()
         release.wait(30)
         return model
 
-    runtime.model_loader = slow_loader
+    runtime = start(workspace, environ, collaborators=Collaborators(make_model=slow_loader))
 
     async def stopped_then_answered() -> None:
         task = asyncio.ensure_future(runtime.run_cell("hello", Sink()))

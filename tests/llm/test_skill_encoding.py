@@ -39,7 +39,7 @@ def test_skills_with_words_says_first_when_its_ranking_encodes_many_skills(
     many_skills(workspace)
     runtime = LilyRuntime.start(workspace, environ)
     meaning = SlowMeaning()
-    runtime.session.skill_snapshot.ranker.use_meaning(meaning)
+    runtime.session.ranker().use_meaning(meaning)
     assert cell(runtime, "/skills").notices == []  # the listing ranks nothing
     sink = cell(runtime, "/skills haiku")
     assert sink.notices == [reading(61)]
@@ -56,7 +56,7 @@ def test_a_tool_calling_model_whose_catalog_is_over_budget_says_first_when_it_en
         runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y",
                                                 "LILY_CATALOG_MAX_CHARS": str(catalog_max_chars)})
         meaning = SlowMeaning()
-        runtime.session.skill_snapshot.ranker.use_meaning(meaning)
+        runtime.session.ranker().use_meaning(meaning)
         runtime.model = ScriptedModel(ChatResponse(text="an old pond", usage=Usage(5, 3)))
         assert runtime.model.supports_tools
         sink = cell(runtime, "write a haiku about a pond")
@@ -77,7 +77,7 @@ def test_a_stopped_cell_stops_encoding_after_the_chunk_in_progress_and_the_next_
     runtime = LilyRuntime.start(workspace, environ)
     encoder = GatedEncoder()
     cache = tmp_path / "vectors"
-    runtime.session.skill_snapshot.ranker.use_meaning(
+    runtime.session.ranker().use_meaning(
         SkillVectors(cache, encoder=lambda: encoder))  # type: ignore[arg-type,return-value]
 
     async def stopped() -> Sink:

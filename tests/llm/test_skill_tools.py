@@ -16,6 +16,7 @@ import pytest
 from lily_kernel.commands import CommandResult
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.runtime import LilyRuntime
+from lily_kernel.runtime.collaborators import Collaborators
 from tests.conftest import FIXTURES
 
 SECRET = "sk-skill-tools-SECRET-1234567890"
@@ -54,13 +55,14 @@ def reply(text: str = "", *calls: ToolCall) -> ChatResponse:
     return ChatResponse(text=text, tool_calls=calls, usage=Usage(5, 3))
 
 
-def start(workspace: Path, environ: dict[str, str], **settings: str) -> LilyRuntime:
+def start(workspace: Path, environ: dict[str, str],
+          collaborators: Collaborators | None = None, **settings: str) -> LilyRuntime:
     """A session whose skill lives in the *user* root, not the workspace."""
     user_skills = Path(environ["LILY_HOME"]) / "skills"
     shutil.copytree(FORMFILL, user_skills / "formfill")
     env = {**environ, "LILY_MODEL": "scripted/test", "OPENAI_API_KEY": SECRET,
            "LILY_EVENT_LOG": "1", **settings}
-    return LilyRuntime.start(workspace, env, session_id="s1")
+    return LilyRuntime.start(workspace, env, session_id="s1", collaborators=collaborators)
 
 
 def run(runtime: LilyRuntime, code: str, sink: Sink,

@@ -7,11 +7,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from lily_kernel.events import EventLog
+from lily_kernel.events import Caller, EventLog
 from lily_kernel.prompting import tool_result_text
 from lily_kernel.runtime.sink import SilentSink
 from lily_kernel.runtime.tool_gate import ToolGate
-from lily_kernel.tools import Caller, ToolContext, ToolPolicy, ToolRegistry
+from lily_kernel.tools import ToolContext, ToolPolicy, ToolRegistry
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,17 @@
-"""How a model's answer is written into the event log, and read back for replay.
+"""A model's answer, or its fault, as the `model_call` event records it, and read back.
 
 Plain JSON, the same whichever ChatModel answered (litellm, the local model, a
 scripted one): the text, the tool calls as the model sent them, the finish reason and
-the token counts; or the fault's kind and message.
+the token counts; or the fault's kind and message. The turn writes it (runtime/turn.py);
+replay reads it to answer as the model did (replay/recorded.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lily_kernel.errors import ModelError, ModelFault
-from lily_kernel.events import ModelCall
 from lily_kernel.llm.base import ChatResponse, ToolCall, Usage
 
 _CALL_KEYS = ("id", "name", "arguments")  # a tool call as response_record writes it
@@ -48,16 +49,17 @@ def response_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
-def response_from_record(call: ModelCall) -> ChatResponse:
-    """The answer a `model_call` event recorded (see response_record)."""
-    record = call.response or {}
+def response_from_record(fields: Mapping[str, Any]) -> ChatResponse:
+    """The answer a `model_call` event's fields recorded (see response_record)."""
+    record = fields.get("response") or {}
     return ChatResponse(
         text=str(record.get("text") or ""),
         tool_calls=tuple(ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"]))
                          for c in record.get("tool_calls") or ()),
-        usage=Usage(int(call.prompt_tokens or 0), int(call.completion_tokens or 0)),
-        finish_reason=call.finish_reason,
-        cost=call.cost,
+        usage=Usage(int(fields.get("prompt_tokens") or 0),
+                    int(fields.get("completion_tokens") or 0)),
+        finish_reason=fields.get("finish_reason"),
+        cost=fields.get("cost"),
     )
 
 

@@ -3,25 +3,24 @@
 A log is whatever file a person points `lily replay` at, crafted or not: it is refused
 before it is opened when it is no regular file (a FIFO would block, `/dev/zero` never
 ends), read up to a bound, and each event of a kind Lily declares is checked against
-that declaration (`events.py`), field by field, so that replay never meets a value of
-the wrong type (a list for `settings`, "abc" for `context_window`). Every refusal is a
-ReplayError with one line saying why.
+that declaration (`events.py`), field by field, by the one checker of untrusted
+mappings (`validation.py`), so that replay never meets a value of the wrong type (a
+list for `settings`, "abc" for `context_window`, an outcome no Lily writes). Every
+refusal is a ReplayError with one line saying why.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import stat
-import types
-import typing
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from lily_kernel.errors import ReplayError
 from lily_kernel.events import KINDS
-from lily_kernel.runtime.replay_records import response_problem
+from lily_kernel.llm.records import response_problem
+from lily_kernel.validation import ShapeError, check_fields
 
 __all__ = ["MAX_LINE_BYTES", "MAX_LOG_BYTES", "MAX_NESTING", "printable", "read_session_log"]
 
@@ -136,64 +135,13 @@ def _problem(kind: str, data: dict[str, Any]) -> str | None:
     wrong type (a missing one is the reader's business: old logs lack some)."""
     if kind not in KINDS:
         return None  # a kind this Lily does not know: compared, never read
-    for name, hint in _fields(kind).items():
-        if name in data and not _conforms(data[name], hint):
-            return f"{name} is {_kind_of(data[name])}, not {_described(hint)}"
+    try:
+        check_fields(KINDS[kind], data)
+    except ShapeError as exc:
+        return f"{printable(_cut(exc.key, 80))} is {_kind_of(exc.value)}, not {exc.expected}"
     if kind == "model_call" and isinstance(data.get("response"), dict):
         return response_problem(data["response"])
     return None
-
-
-@functools.cache
-def _fields(kind: str) -> dict[str, Any]:
-    """A kind's fields and their types (the declarations' annotations, evaluated)."""
-    hints = typing.get_type_hints(KINDS[kind])
-    return {name: hint for name, hint in hints.items()
-            if typing.get_origin(hint) is not typing.ClassVar}
-
-
-def _conforms(value: Any, hint: Any) -> bool:
-    """Whether a JSON value has the declared type (the types events are declared with)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Any:
-        return True
-    if origin in (Union, types.UnionType):
-        return any(_conforms(value, arg) for arg in args)
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:  # JSON writes 3.0 as 3 as well
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin is list:
-        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(_conforms(v, args[1]) for v in value.values())
-    raise TypeError(f"events are not declared with {hint!r}")  # a new type: teach it here
-
-
-def _described(hint: Any) -> str:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return " or ".join(_described(arg) for arg in args)
-    if origin is list:
-        return "a list" if args[0] is Any else f"a list of {_plural(args[0])}"
-    if origin is dict:
-        return "an object" if args[1] is Any else f"an object of {_plural(args[1])}"
-    return {type(None): "null", bool: "true or false", int: "an integer", float: "a number",
-            str: "a string"}.get(hint, str(hint))
-
-
-def _plural(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if origin in (list, dict):
-        return "lists" if origin is list else "objects"
-    return {str: "strings", int: "integers", float: "numbers", bool: "true or false values"
-            }.get(hint) or _described(hint)
 
 
 def _kind_of(value: Any) -> str:

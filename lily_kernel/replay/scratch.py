@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lily_kernel.errors import ReplayError
-from lily_kernel.runtime.replay_log import printable
+from lily_kernel.replay.log import printable
 
 __all__ = ["MAX_BYTES", "MAX_ENTRIES", "PathMap", "scratch_copy"]
 

@@ -1,0 +1,112 @@
+"""The recording's stand-ins: the model, its loads, the person and skill scripts answer
+as they did when the session was recorded (replay never asks a model or a person, and
+never runs a script)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from lily_kernel.config import ModelConfig
+from lily_kernel.errors import ReplayError
+from lily_kernel.events import Approval, ModelCall, ModelLoad, SkillScriptRun
+from lily_kernel.llm.base import ChatRequest, ChatResponse
+from lily_kernel.llm.records import error_from_record, response_from_record
+from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult
+
+__all__ = ["RecordedLoads", "RecordedScripts", "ReplayModel", "ReplaySink"]
+
+
+class ReplayModel:
+    """A ChatModel that answers with the recorded model calls, in order."""
+
+    def __init__(self, calls: list[ModelCall]) -> None:
+        self.calls = deque(calls)
+        self.name = calls[0].model if calls else "replay"
+        # As the recorded model: whether it called tools (else a selection step runs),
+        # and its context window (the catalog budget and history trimming follow it).
+        self.supports_tools = calls[0].supports_tools if calls else True
+        windows = [c.context_window for c in calls if c.context_window]
+        self._context_window: int | None = int(windows[0]) if windows else None
+
+    @property
+    def context_window(self) -> int | None:
+        return self._context_window
+
+    async def complete(self, request: ChatRequest,
+                       on_text: Callable[[str], None]) -> ChatResponse:
+        if not self.calls:
+            raise ReplayError("the replay asked the model for more answers than were recorded.")
+        call = self.calls.popleft()
+        self.name = call.model
+        self.supports_tools = call.supports_tools
+        if call.response is not None:
+            response = response_from_record(call.as_data())
+            if response.text:
+                on_text(response.text)
+            return response
+        if call.error is not None:
+            raise error_from_record(call.error)
+        if call.outcome == "cancelled":
+            raise asyncio.CancelledError  # the recorded call was interrupted
+        raise ReplayError(f"the recorded model call ended with '{call.outcome}'.")
+
+
+class RecordedLoads:
+    """Stands in for making the model: the loads that did not end with a model (failed,
+    or a cell stopped while waiting), in order, then the recorded answers (a session's
+    model, once made, is kept, so those come first)."""
+
+    def __init__(self, unfinished: list[ModelLoad], model: ReplayModel) -> None:
+        self.unfinished = deque(unfinished)
+        self.model = model
+
+    def __call__(self, settings: ModelConfig, cache: Path) -> ReplayModel:
+        if self.unfinished:
+            load = self.unfinished.popleft()
+            if load.outcome == "interrupted" or load.error is None:
+                raise asyncio.CancelledError  # (the waiting cell ends interrupted)
+            raise error_from_record(load.error)
+        return self.model
+
+
+class ReplaySink:
+    """Shows nothing; answers questions as the person answered them."""
+
+    def __init__(self, approvals: list[Approval]) -> None:
+        self.approvals = deque(approvals)
+
+    def show(self, result: object) -> None: ...
+
+    def stream(self, markdown: str) -> None: ...
+
+    def reply(self, markdown: str, footer: str | None = None) -> None: ...
+
+    def notice(self, text: str) -> None: ...
+
+    async def ask(self, prompt: str) -> str | None:
+        if not self.approvals:
+            raise asyncio.CancelledError  # the recording was interrupted at this question
+        outcome = self.approvals.popleft().outcome
+        if outcome == "interrupted":
+            raise asyncio.CancelledError  # the person pressed stop at this question
+        return {"approved": "y", "declined": "n"}.get(outcome)
+
+
+class RecordedScripts:
+    """Stands in for running skill scripts: the recorded results, in order."""
+
+    def __init__(self, runs: list[SkillScriptRun]) -> None:
+        self.runs = deque(runs)
+
+    async def __call__(self, plan: ScriptPlan, timeout: float) -> ScriptResult:
+        if not self.runs:
+            raise ReplayError("the replay ran more skill scripts than were recorded.")
+        run = self.runs.popleft()
+        if run.outcome == "interrupted":
+            raise asyncio.CancelledError
+        return ScriptResult(
+            exit_code=run.exit_code, duration_ms=0.0, output=run.output or "",
+            output_bytes=run.output_bytes or 0, timed_out=run.outcome == "timeout")

@@ -1,0 +1,34 @@
+"""Who does for the runtime what it does not do itself: one value, given at start."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lily_kernel.commands import CommandResult
+from lily_kernel.config import ModelConfig
+from lily_kernel.display import render_plain
+from lily_kernel.llm.base import ChatModel
+from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult, run_script
+
+__all__ = ["Collaborators"]
+
+
+def _create_model(settings: ModelConfig, cache: Path) -> ChatModel:
+    from lily_kernel.llm import create_model  # litellm or llama.cpp: with the first chat cell
+
+    return create_model(settings, cache)
+
+
+@dataclass(frozen=True)
+class Collaborators:
+    """Who does what the runtime does not do itself, given at start: makes the session's
+    model (its settings; a folder for the local model's cache), runs a skill script, and
+    reads what a command showed as plain text, digested into its `command` event. Replay
+    gives its own: the recorded loads and answers, the recorded script results, the
+    recorded workspace's paths (replay/run.py)."""
+
+    make_model: Callable[[ModelConfig, Path], ChatModel] = _create_model
+    run_script: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] = run_script
+    shown: Callable[[CommandResult], str] = render_plain
