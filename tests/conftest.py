@@ -73,7 +73,7 @@ def _embedded_model_hidden(request: pytest.FixtureRequest,
     skills are ranked by their words alone (no sentence encoder).
     (Kernel processes are not affected; tests/support/hide_local_model does that.)"""
     if request.node.get_closest_marker("embedded") is None:
-        monkeypatch.setattr("lily_kernel.runtime.environment.find_embedded_model",
+        monkeypatch.setattr("lily_kernel.environment.find_embedded_model",
                             lambda: None)
         monkeypatch.setattr("lily_kernel.skills.embedding.find_encoder_files", lambda: None)
 

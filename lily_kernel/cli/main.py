@@ -19,8 +19,8 @@ from lily_kernel.cli.replay import add_replay_parser
 from lily_kernel.cli.trust import add_trust_parser
 from lily_kernel.commands import skills_result
 from lily_kernel.display import render_plain
+from lily_kernel.environment import LilyEnvironment
 from lily_kernel.errors import LilyError, UsageError
-from lily_kernel.runtime import LilyEnvironment
 from lily_kernel.skills import (
     Diagnostic,
     SkillRoot,

@@ -22,9 +22,9 @@ __all__ = ["add_trust_parser"]
 
 
 def _cmd_trust(args: argparse.Namespace) -> int:
-    from lily_kernel.runtime import LilyEnvironment
-    from lily_kernel.runtime.trust_flow import pending_trust, trust_question
+    from lily_kernel.environment import LilyEnvironment
     from lily_kernel.trust import TRUST_VARIABLE
+    from lily_kernel.trust.question import trust_question
 
     workspace = Path(args.workspace)
     if not workspace.is_dir():
@@ -32,7 +32,7 @@ def _cmd_trust(args: argparse.Namespace) -> int:
     # The store's view, whatever this terminal's LILY_TRUST says.
     environ = {k: v for k, v in os.environ.items() if k != TRUST_VARIABLE}
     env = LilyEnvironment.load(workspace, environ)
-    digests, skills, settings = pending_trust(env)
+    digests, skills, settings = env.pending_trust()
     if env.trust.problem:
         raise UsageError(env.trust.problem)
     if not skills and not settings and env.trust.entry() is not None:

@@ -10,20 +10,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lily_kernel.runtime.environment import LilyEnvironment
     from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
     from lily_kernel.runtime.runtime import LilyRuntime
     from lily_kernel.runtime.sink import CellSink
 
-__all__ = ["BackgroundRuntime", "CellSink", "LilyEnvironment", "LilyRuntime",
-           "workspace_from_environment"]
+__all__ = ["BackgroundRuntime", "CellSink", "LilyRuntime", "workspace_from_environment"]
 
 _HOMES = {
     "BackgroundRuntime": "lifecycle",
     "workspace_from_environment": "lifecycle",
     "CellSink": "sink",
     "LilyRuntime": "runtime",
-    "LilyEnvironment": "environment",
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from lily_kernel.display.messages import encoding_notice
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import SkillRanker
 
@@ -26,7 +27,4 @@ async def announce_encoding(ranker: SkillRanker, sink: CellSink,
 
     count = await asyncio.to_thread(unencoded)
     if count >= ENCODING_NOTICE_AT:
-        sink.notice(
-            f"Reading what {count:,} skills are about, once for this machine "
-            f"(about {max(1, round(count * ENCODING_SECONDS))} s; kept in Lily's "
-            "cache for every session).")
+        sink.notice(encoding_notice(count, count * ENCODING_SECONDS))

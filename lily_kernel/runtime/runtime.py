@@ -31,6 +31,8 @@ from lily_kernel.commands import (
     run_command,
 )
 from lily_kernel.display import Told
+from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE
+from lily_kernel.environment import LilyEnvironment
 from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
 from lily_kernel.events import (
     Cell,
@@ -41,10 +43,10 @@ from lily_kernel.events import (
     EventLog,
     ModelLoad,
     SessionStarted,
-    SkillCatalogUpdated,
     SkillInvoked,
     SkillLoaded,
-    SkillWarning,
+    catalog_events,
+    recorded_settings,
     session_log_path,
 )
 from lily_kernel.llm.base import ChatModel
@@ -52,12 +54,6 @@ from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.runtime.encoding_notice import announce_encoding
-from lily_kernel.runtime.environment import (
-    EMBEDDED_NOTICE,
-    NO_MODEL_MESSAGE,
-    LilyEnvironment,
-    recorded_settings,
-)
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
     ask_trust,
@@ -68,16 +64,15 @@ from lily_kernel.runtime.trust_flow import (
     trusted_elsewhere,
 )
 from lily_kernel.session import Session
-from lily_kernel.skills import DiagnosticKind, Skill, SkillSnapshot, lily_home
+from lily_kernel.skills import Skill, SkillSnapshot, lily_home
 from lily_kernel.tools import ScriptHost, ToolRegistry
-from lily_kernel.tools.sandbox import Sandbox
 from lily_kernel.trust import TrustStore
 
 if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.runtime.turn import Turn
 
-__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "CellSink", "Collaborators", "LilyRuntime"]
+__all__ = ["CellSink", "Collaborators", "LilyRuntime"]
 
 
 @dataclass
@@ -98,10 +93,6 @@ class LilyRuntime:
         self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
                                   run=self.collaborators.run_script,
                                   allowed_env=self.env.config.script_env)
-
-    def sandbox(self) -> Sandbox:
-        """bubblewrap as this machine offers it (looked for once per session)."""
-        return self.scripts.sandbox()
 
     @cached_property
     def gate(self) -> ToolGate:
@@ -215,16 +206,8 @@ class LilyRuntime:
     # --- events ----------------------------------------------------------------
 
     def log_catalog(self, snap: SkillSnapshot) -> None:
-        self.log.emit(SkillCatalogUpdated(
-            version=snap.version,
-            count=len(snap.skills),
-            roots=[{"source": r.source, "path": r.path, "exists": r.exists} for r in snap.roots],
-            digest=snap.digest,
-            shadowed=[d.skill for d in snap.diagnostics if d.kind is DiagnosticKind.SHADOWED],
-        ))
-        for diag in snap.diagnostics:
-            self.log.emit(SkillWarning(kind=diag.kind, skill=diag.skill,
-                                       source=diag.source, path=diag.path, reason=diag.reason))
+        for event in catalog_events(snap):
+            self.log.emit(event)
 
     # --- commands --------------------------------------------------------------
 

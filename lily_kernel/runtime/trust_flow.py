@@ -1,10 +1,10 @@
 """Asking the person to trust the workspace: once a session, in the first cell that
 needs what is held (a chat cell, or a command invoking a held skill).
 
-The question lists what would be trusted: the lily.yaml settings not applied and a
-held persona folder, then the held skills with where they come from (at most
-MAX_LISTED, then how many more). Yes: the store records the workspace (its
-lily.yaml and each skill at its digest) and the session takes it all up at once. No:
+The question (trust/question.py) lists what would be trusted: the lily.yaml settings not
+applied and a held persona folder, then the held skills with where they come from. Yes:
+the store records the workspace (its lily.yaml and each skill at its digest) and the
+session takes it all up at once. No:
 held for this session. No one to answer (nbclient, papermill): held, and the cell says
 how to trust. Every answer is an `approval` event (tool `trust`, so replay answers it
 as the person did) and a `trust_decided` event saying what it covered.
@@ -13,20 +13,19 @@ as the person did) and a `trust_decided` event saying what it covered.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.commands import CommandResult, ParsedCommand, resolve
 from lily_kernel.display import Text
+from lily_kernel.environment import LilyEnvironment
 from lily_kernel.events import Approval, EventLog, TrustChecked, TrustDecided, TrustedBy
 from lily_kernel.runtime.approval import answer_of
 from lily_kernel.runtime.sink import CellSink
-from lily_kernel.skills import DiagnosticKind, SkillSnapshot, load_snapshot
-from lily_kernel.trust import TRUST_VARIABLE, TrustStore, WorkspaceTrust, hold_untrusted
-from lily_kernel.visible import visible
+from lily_kernel.skills import DiagnosticKind, SkillSnapshot
+from lily_kernel.trust import TRUST_VARIABLE
+from lily_kernel.trust.question import trust_question
 
 if TYPE_CHECKING:
-    from lily_kernel.runtime.environment import LilyEnvironment
     from lily_kernel.session import Session
 
 
@@ -42,8 +41,8 @@ class LilyRuntime(Protocol):
 
     def use_environment(self, env: LilyEnvironment) -> None: ...
 
-__all__ = ["ask_trust", "held_skills", "log_trust_checked", "needs_trust", "pending_trust",
-           "settle_trust", "take_up_trust", "trust_help", "trust_question", "trusted_elsewhere"]
+__all__ = ["ask_trust", "held_skills", "log_trust_checked", "needs_trust",
+           "settle_trust", "take_up_trust", "trust_help", "trusted_elsewhere"]
 
 
 def held_skills(snapshot: SkillSnapshot) -> dict[str, str]:
@@ -79,63 +78,11 @@ def trust_help(runtime: LilyRuntime) -> str:
             f"terminal, or set `{TRUST_VARIABLE}=workspace` for a runner without input")
 
 
-def pending_trust(env: LilyEnvironment) -> tuple[dict[str, str], list[str], list[str]]:
-    """What trusting the workspace now would record (every workspace skill's digest),
-    and what it would let take effect: the held skills, and the lily.yaml settings and
-    the persona folder, a line each (the same lines in the notebook's question and in
-    `lily trust`)."""
-    from lily_kernel.runtime.environment import LilyEnvironment
-
-    trust = env.trust
-    # The skills as they would be with the lily.yaml and persona trusted: the roots the
-    # file names are among them, so their skills are listed and recorded too.
-    entry = trust.entry()
-    trusting = TrustStore(None, {str(env.workspace): WorkspaceTrust(
-        trust.config_digest, entry.skills if entry else {}, trust.persona_digest)})
-    full = LilyEnvironment.load(env.workspace, env.host.environ, registry=env.registry,
-                                host=env.host, trust_store=trusting, commands=env.commands)
-    raw = load_snapshot(full.skill_roots, full.snapshot_rules(), full.host)
-    _, digests, held = hold_untrusted(raw, env.workspace, entry,
-                                      person_roots=trust.person_roots, cache=trust.digests)
-    persona = trust.persona_line()
-    settings = [f"lily.yaml {line}" for line in trust.held_settings]
-    return digests, [h.line() for h in held], settings + (
-        [f"persona {persona}"] if persona else [])
-
-
-MAX_LISTED = 20  # skills a trust question names; the rest are counted
-
-
-def trust_question(workspace: Path, skills: list[str], settings: list[str],
-                   trusted: bool = False) -> str:
-    """The question that lists what would be trusted: the settings (what they would
-    change) first, then the skills, at most MAX_LISTED of them; every line as it is,
-    nothing in it invisible or moving the cursor. `trusted`: the store trusts the
-    workspace, and what is held was added or changed since (the question says so, not
-    that the workspace is untrusted)."""
-    shown = visible(str(workspace))
-    if trusted:
-        lines = [f"Things changed in this trusted workspace since you trusted it: {shown}",
-                 "Trusting them lets them take effect:"]
-    else:
-        lines = [f"This workspace is not trusted: {shown}",
-                 "Trusting it lets what came with the folder take effect:" if skills or settings
-                 else "Nothing that came with it is held; trusting it lets the model write "
-                      "files here without asking each time."]
-    lines += [f"  {visible(line)}" for line in settings]
-    lines += [f"  skill {visible(line)}" for line in skills[:MAX_LISTED]]
-    if len(skills) > MAX_LISTED:
-        lines.append(f"  and {len(skills) - MAX_LISTED:,} more skills (`/skills` lists "
-                     "them)")
-    lines.append("Trust what changed? [y/N]" if trusted else "Trust this workspace? [y/N]")
-    return "\n".join(lines)
-
-
 async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> str:
     """Ask; on yes, record the trust and take up the workspace's skills, persona and
     settings. What came of it, as the notice the person is shown."""
     env = runtime.env
-    digests, skills, settings = pending_trust(env)
+    digests, skills, settings = env.pending_trust()
     trusted = env.trust.entry() is not None  # only what changed since is held
     question = trust_question(env.workspace, skills, settings, trusted)
     try:
@@ -207,8 +154,6 @@ def log_trust_checked(runtime: LilyRuntime) -> None:
 def take_up_trust(runtime: LilyRuntime) -> None:
     """After the person trusted the workspace: the configuration with its lily.yaml whole,
     the skills no longer held, the policy, model and script time limit as it says."""
-    from lily_kernel.runtime.environment import LilyEnvironment
-
     old = runtime.env
     env = LilyEnvironment.load(old.workspace, old.host.environ, registry=old.registry,
                                host=old.host, trust_store=old.trust.store,

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lily_kernel.config import ModelConfig
+from lily_kernel.display.messages import footer, reading_notice
 from lily_kernel.errors import ModelError, StepLimitError
 from lily_kernel.events import CallOutcome, DecidedBy, EventLog, ModelCall, SkillSelection
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
@@ -141,10 +142,8 @@ class Turn:
         if tokens < READING_NOTICE_AT:
             return
         active = self.choice.active
-        what = (f"the SKILL.md of '{active.name}' and the conversation" if active is not None
-                else "the conversation")
-        self.sink.notice(f"Reading {what} first: {tokens:,} tokens, about "
-                         f"{max(1, round(tokens / READ_PER_SECOND))} s on this machine.")
+        self.sink.notice(reading_notice(active.name if active is not None else None,
+                                        tokens, tokens / READ_PER_SECOND))
 
     def stopped(self) -> list[dict[str, Any]]:
         """What a turn the person stopped leaves in the history: their message, and the
@@ -312,19 +311,5 @@ class Turn:
         return estimate_tokens(messages) <= window - reserve
 
     def footer(self) -> str:
-        """Model, tokens in and out, share of the context window, cost where known. With
-        several model calls (a skill's declaration, tool steps) the tokens are their sum,
-        said so, and the share is the last call's: each call reads the window anew."""
-        calls = f" over {self.calls} model calls" if self.calls > 1 else ""
-        parts = [self.model.name,
-                 f"{self.tokens_in:,} tokens in, {self.tokens_out:,} out{calls}"]
-        window = self.model.context_window
-        if window:
-            last = " (the last call)" if self.calls > 1 else ""
-            parts.append(f"{100 * self.last_context / window:.0f}% of the {window:,}-token "
-                         f"context{last}")
-        if self.cost == 0.0:
-            parts.append("no cost")
-        elif self.cost is not None:
-            parts.append(f"${self.cost:.4f}")
-        return " · ".join(parts)
+        return footer(self.model.name, self.tokens_in, self.tokens_out, self.calls,
+                      self.model.context_window, self.last_context, self.cost)

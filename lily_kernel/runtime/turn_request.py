@@ -7,6 +7,7 @@ import dataclasses
 import threading
 from dataclasses import dataclass
 
+from lily_kernel.display.messages import catalog_notice, trimmed_notice
 from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.prompting import (
@@ -28,18 +29,6 @@ from lily_kernel.skills import Skill
 __all__ = ["DraftRequest", "draft_turn_request", "fit_request"]
 
 
-def _catalog_notice(omitted: tuple[str, ...], kept: tuple[str, ...], budget: int,
-                    configured: int, window: int | None) -> str:
-    shown = ", ".join(omitted[:10]) + (f" and {len(omitted) - 10} more"
-                                       if len(omitted) > 10 else "")
-    limit = (f"catalog_max_chars = {configured:,}" if budget == configured else
-             f"{budget:,} characters, what the model's {window:,}-token "
-             "context window leaves for it")
-    best = (f" The request's best matches are listed: {', '.join(kept)}." if kept else "")
-    return (f"{len(omitted)} skill(s) left out of the model's catalog (over {limit}): "
-            f"{shown}. They still work with /skill.{best}")
-
-
 def fit_request(session: Session, model: ChatModel, request: ModelRequest
                 ) -> tuple[ModelRequest, str | None]:
     """The request with the oldest complete turns left out when the history would
@@ -55,8 +44,7 @@ def fit_request(session: Session, model: ChatModel, request: ModelRequest
             f"this message does not fit the model's {window:,}-token context window "
             f"(about {fitted.estimated_tokens:,} tokens with the system context). Shorten "
             "it, or use a model with a larger context.")
-    notice = (f"{fitted.dropped_turns} earlier turn(s) left out of what the model reads, "
-              f"to fit its {window:,}-token context window." if fitted.dropped_turns else None)
+    notice = trimmed_notice(fitted.dropped_turns, window) if fitted.dropped_turns else None
     return dataclasses.replace(request, messages=fitted.messages), notice
 
 
@@ -93,7 +81,7 @@ class DraftRequest:
         request = _request(self.session, self.model, self.text, self.forced, self.budget,
                            frozenset(kept))
         assert request.catalog is not None
-        return request, _catalog_notice(request.catalog.omitted, kept, self.budget,
+        return request, catalog_notice(request.catalog.omitted, kept, self.budget,
                                         self.configured, self.model.context_window)
 
 

@@ -16,13 +16,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
+from lily_kernel.config import ToolsConfig
+from lily_kernel.errors import ConfigError
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry
 from lily_kernel.validation import ShapeError
 
 if TYPE_CHECKING:  # (the event log stays off `lily skills`' import path)
     from lily_kernel.events import Caller
 
-__all__ = ["AskReason", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy", "check_call"]
+__all__ = ["AskReason", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy", "check_call",
+           "configured_policy"]
 
 Decision = Literal["allow", "ask", "deny"]
 # Why a call is put to the person: the policy says `ask`; the person does not trust the
@@ -166,3 +169,26 @@ def check_call(
         return tool, tool.parse_arguments(arguments)
     except ShapeError as exc:
         return ToolOutcome(name, "failed", f"bad arguments: {exc.key}: {exc.problem}.")
+
+
+def configured_policy(config: ToolsConfig, registry: ToolRegistry) -> ToolPolicy:
+    """The configured policy with tool names matched case-insensitively to the tools it
+    governs; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
+    by_lower = {t.name.lower(): t.name for t in registry if t.governed}
+
+    def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
+        found = []
+        for name in names:
+            if name.lower() not in by_lower:
+                raise ConfigError(
+                    f"key 'tools.{key}' (lily.yaml or LILY_TOOLS_{key.upper()}): unknown "
+                    f"tool '{name}'; the tools are: {', '.join(sorted(by_lower.values()))}.")
+            found.append(by_lower[name.lower()])
+        return tuple(found)
+
+    tools = config
+    allow: tuple[str, ...] | Literal["*"] = (
+        "*" if tools.allow == "*" else resolve("allow", tools.allow))
+    return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny),
+                      ask=resolve("ask", tools.ask),
+                      explicit=frozenset(t.name for t in registry if t.explicit))

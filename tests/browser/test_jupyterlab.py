@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from lily_kernel.runtime.runtime import EMBEDDED_NOTICE
+from lily_kernel.display.messages import EMBEDDED_NOTICE
 from tests.browser.conftest import (
     CHAT_STEP_MS,
     KERNEL_START_MS,

@@ -93,7 +93,7 @@ def test_unknown_agent_in_config_is_a_clear_error(workspace: Path, environ: dict
 
 def test_policy_names_match_tools_case_insensitively(workspace: Path,
                                                      environ: dict[str, str]) -> None:
-    from lily_kernel.runtime import LilyEnvironment
+    from lily_kernel.environment import LilyEnvironment
 
     (workspace / "lily.yaml").write_text("tools:\n  allow: [Read, LIST]\n  deny: [Write]\n")
     env = LilyEnvironment.load(workspace, environ)
@@ -103,7 +103,7 @@ def test_policy_names_match_tools_case_insensitively(workspace: Path,
 
 def test_an_unknown_tool_in_the_policy_is_a_clear_error(workspace: Path,
                                                         environ: dict[str, str]) -> None:
-    from lily_kernel.runtime import LilyEnvironment
+    from lily_kernel.environment import LilyEnvironment
 
     (workspace / "lily.yaml").write_text("tools:\n  deny: [wirte]\n")
     with pytest.raises(ConfigError) as err:

@@ -86,7 +86,7 @@ def test_the_package_is_found_by_its_spec_without_importing_it(tmp_path: Path) -
 
 def test_importing_the_ranker_and_the_encoder_loads_none_of_their_libraries() -> None:
     code = ("import sys, lily_kernel.skills.embedding, lily_kernel.skills.vectors, "
-            "lily_kernel.runtime.environment; "
+            "lily_kernel.environment; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
             "{'numpy', 'tokenizers', 'threadpoolctl', 'sqlite3'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

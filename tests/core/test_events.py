@@ -14,7 +14,7 @@ from lily_kernel.errors import ModelFault
 from lily_kernel.events import KINDS, Command, EventLog, ModelCall, ToolCalled
 from lily_kernel.validation import ShapeError, build
 
-PACKAGE = Path(events.__file__).resolve().parent
+PACKAGE = Path(events.__file__).resolve().parents[1]
 
 
 def _sites() -> tuple[list[tuple[str, int, str, set[str]]], list[str]]:

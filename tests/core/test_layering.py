@@ -12,7 +12,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
 CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "display", "config.py",
-        "errors.py", "events.py", "redaction.py", "validation.py", "visible.py"]
+        "errors.py", "events", "redaction.py", "validation.py", "visible.py"]
 
 # What each part of lily_kernel may import from lily_kernel (besides itself). No sideways
 # edges: the kernel goes through the runtime only, commands hand the runtime an intent
@@ -20,10 +20,10 @@ CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "displ
 ALLOWED = {
     "errors": set(),
     "validation": set(),
-    "events": {"errors", "skills"},  # the enums its fields are typed with
+    "events": {"errors", "redaction", "skills"},  # field enums; secrets kept out of settings
     "redaction": set(),
     "visible": set(),
-    "display": {"visible"},
+    "display": {"config", "visible"},
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
@@ -33,15 +33,18 @@ ALLOWED = {
     "llm": {"config", "errors", "redaction"},
     "commands": {"config", "display", "errors", "persona", "session", "skills", "tools",
                  "visible"},
-    "trust": {"config", "errors", "skills", "tools", "validation"},
-    "runtime": {"commands", "config", "errors", "events", "llm", "persona", "prompting",
-                "redaction", "session", "skills", "tools", "trust", "visible", "display"},
+    "trust": {"config", "errors", "skills", "tools", "validation", "visible"},
+    # What a session is built from, one workspace's files read (environment.py).
+    "environment": {"commands", "config", "errors", "llm", "persona", "session", "skills",
+                    "tools", "trust"},
+    "runtime": {"commands", "config", "environment", "errors", "events", "llm", "persona",
+                "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "display", "errors", "events", "llm", "runtime",
                "skills", "tools", "trust", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
     "kernel": {"__init__", "display", "errors", "redaction", "runtime", "visible"},
-    "cli": {"commands", "display", "errors", "evals", "replay", "runtime", "skills", "trust",
+    "cli": {"commands", "display", "environment", "errors", "evals", "replay", "runtime", "skills", "trust",
             "visible"},
     "__main__": {"kernel"},
     "__init__": set(),

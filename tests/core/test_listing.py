@@ -12,7 +12,7 @@ import pytest
 
 from lily_kernel.commands.listing import ranked_result, skills_result
 from lily_kernel.display import Details, Table, Text, render_html, render_plain
-from lily_kernel.runtime import LilyEnvironment
+from lily_kernel.environment import LilyEnvironment
 from lily_kernel.skills import (
     RELEVANT_SCORE,
     LoadRules,

@@ -263,7 +263,7 @@ def test_an_encoder_that_is_refused_leaves_the_words_alone_and_says_why(
 
 def test_without_the_encoder_installed_a_session_ranks_by_words(
         workspace: Path, environ: dict[str, str]) -> None:
-    from lily_kernel.runtime.environment import LilyEnvironment
+    from lily_kernel.environment import LilyEnvironment
 
     write_skill(workspace / "skills", "weather",
                 "---\ndescription: Current weather and forecasts for a city\n---\nWeather.\n")
@@ -282,8 +282,8 @@ def test_with_the_encoder_a_request_sharing_no_word_finds_its_skill(
         workspace: Path, environ: dict[str, str]) -> None:
     from lily_kernel.commands.listing import ranked_result
     from lily_kernel.display import Text
+    from lily_kernel.environment import LilyEnvironment
     from lily_kernel.prompting.selection import request_shortlist
-    from lily_kernel.runtime.environment import LilyEnvironment
 
     for doc in WORKSPACE:
         write_skill(workspace / "skills", doc.name, f"---\ndescription: {doc.summary}\n---\n")

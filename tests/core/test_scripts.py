@@ -371,7 +371,7 @@ def _home_in_workspace(tmp_path: Path, workspace_is: str) -> tuple[Path, Path]:
 
 
 def _lilys_paths(workspace: Path, home: Path, lily: Path) -> tuple[Path, ...]:
-    """What the kernel protects (runtime/environment.py, `tool_context`) with the Lily
+    """What the kernel protects (environment.py, `tool_context`) with the Lily
     home at `lily`: configuration, every skills root, the persona folders."""
     return (workspace / "lily.yaml", workspace / ".lily", lily, workspace / "skills",
             workspace / ".agents" / "skills", workspace / ".claude" / "skills",
@@ -477,7 +477,7 @@ def test_a_scripts_environment_is_an_allowlist() -> None:
 
 def test_script_env_is_read_from_config_and_held_when_untrusted(tmp_path: Path,
                                                                 monkeypatch) -> None:
-    from lily_kernel.runtime import LilyEnvironment
+    from lily_kernel.environment import LilyEnvironment
 
     (tmp_path / "lily.yaml").write_text("script_env: [MY_TOOL_HOME]\n")
     trusted = LilyEnvironment.load(tmp_path, {"LILY_TRUST": "workspace", "HOME": str(tmp_path)})

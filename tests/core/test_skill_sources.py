@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from lily_kernel.runtime import LilyEnvironment
+from lily_kernel.environment import LilyEnvironment
 from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot
 from lily_kernel.skills.discovery import MAX_DEPTH
 from tests.conftest import SHARED, skill_text, write_skill

@@ -144,7 +144,7 @@ def test_a_link_to_a_hidden_file_is_refused(workspace: Path) -> None:
 
 
 def test_lily_own_files_cannot_be_written(workspace: Path, environ: dict[str, str]) -> None:
-    from lily_kernel.runtime import LilyEnvironment
+    from lily_kernel.environment import LilyEnvironment
 
     (workspace / "lily.yaml").write_text("tools:\n  deny: [write]\n")
     env = LilyEnvironment.load(workspace, environ)
@@ -164,7 +164,7 @@ def test_lily_own_files_cannot_be_written(workspace: Path, environ: dict[str, st
 def test_every_configured_root_persona_and_home_is_protected(workspace: Path) -> None:
     """Roots and the Lily home configured inside the workspace (as the golden chat
     workspace does with `home:`) are Lily's own too, also when reached through a link."""
-    from lily_kernel.runtime import LilyEnvironment
+    from lily_kernel.environment import LilyEnvironment
 
     (workspace / "lily.yaml").write_text(
         "home: no-user-home\nskills_bundled_dir: shipped/skills\n"
@@ -194,7 +194,7 @@ def test_every_configured_root_persona_and_home_is_protected(workspace: Path) ->
 
 
 def test_hidden_lily_folder_is_protected_even_when_configured_elsewhere(tmp_path: Path) -> None:
-    from lily_kernel.runtime import LilyEnvironment
+    from lily_kernel.environment import LilyEnvironment
 
     workspace = tmp_path / "ws"
     (workspace / "persona-link").parent.mkdir(parents=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lily_kernel.runtime import LilyEnvironment
+from lily_kernel.environment import LilyEnvironment
 from tests.conftest import skill_text, write_skill
 
 LILY = [sys.executable, "-m", "lily_kernel.cli.main"]
@@ -104,13 +104,13 @@ def test_the_trust_question_stays_short_whatever_lily_yaml_holds(
         workspace: Path, person: dict[str, str]) -> None:
     """A 200 KB `model:` or 5,000 skills roots make a line each of a few hundred
     characters, their length stated: the question is not buried under them."""
-    from lily_kernel.runtime.trust_flow import pending_trust, trust_question
+    from lily_kernel.trust.question import trust_question
 
     roots = "".join(f"\n  - root{i}" for i in range(5000))
     (workspace / "lily.yaml").write_text(
         f"model: openai/{'A' * 200_000}\nskills_extra_dirs:{roots}\n")
     env = LilyEnvironment.load(workspace, person)
-    _, skills, settings = pending_trust(env)
+    _, skills, settings = env.pending_trust()
     question = trust_question(env.workspace, skills, settings)
     assert len(question) < 2_000, len(question)
     assert "(200,007 characters)" in question and "root4999" in question
@@ -252,9 +252,9 @@ def test_a_skills_root_an_untrusted_lily_yaml_adds_brings_nothing(
     assert doc["skills"] == []
     env = LilyEnvironment.load(workspace, person)
     assert any(line.startswith(roots.split(":")[0]) for line in env.trust.held_settings)
-    from lily_kernel.runtime.trust_flow import pending_trust, trust_question
+    from lily_kernel.trust.question import trust_question
 
-    _, skills, settings = pending_trust(env)
+    _, skills, settings = env.pending_trust()
     question = trust_question(env.workspace, skills, settings)
     assert f"lily.yaml {roots.split(':')[0]}" in question
 
@@ -264,7 +264,6 @@ def test_a_root_a_trusted_lily_yaml_names_outside_the_workspace_holds_what_comes
     """`skills_extra_dirs: [../shared-skills]` (a sibling from the same download, or
     ~/Downloads): its skills are listed in the question and recorded at their digests;
     one added or changed there later waits for trust like a workspace skill."""
-    from lily_kernel.runtime.trust_flow import pending_trust
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -272,7 +271,7 @@ def test_a_root_a_trusted_lily_yaml_names_outside_the_workspace_holds_what_comes
     write_skill(shared, "helper", skill_text("Help"))
     (workspace / "lily.yaml").write_text("skills_extra_dirs: [../shared-skills]\n")
     env = LilyEnvironment.load(workspace, person)
-    digests, skills, _ = pending_trust(env)
+    digests, skills, _ = env.pending_trust()
     assert skills == ["helper (../shared-skills/helper, new)"]
     env.trust.trust(digests)
     snap = LilyEnvironment.load(workspace, person).load_snapshot(1)
@@ -429,9 +428,8 @@ def test_an_untrusted_persona_is_held_and_listed(workspace: Path,
     assert all(f.source != "workspace" for f in session.persona.files)
     assert "planted" not in env.list_agents()
     assert any(line.startswith("agent: planted") for line in env.trust.held_settings)
-    from lily_kernel.runtime.trust_flow import pending_trust
 
-    _, _, settings = pending_trust(env)
+    _, _, settings = env.pending_trust()
     assert "persona persona/ (new)" in settings
     assert lily("trust", str(workspace), "--yes", env=person).returncode == 0
     trusted = LilyEnvironment.load(workspace, person)
@@ -570,12 +568,11 @@ def test_editing_a_trusted_skill_holds_it_as_changed_not_removed(
     from lily_kernel.display import render_plain
     from lily_kernel.errors import CommandError
     from lily_kernel.runtime import LilyRuntime
-    from lily_kernel.runtime.trust_flow import pending_trust
 
     write_skill(workspace / "skills", "mine", skill_text("My own skill"))
     write_skill(workspace / "skills", "other", skill_text("Another"))
     env = LilyEnvironment.load(workspace, person)
-    env.trust.trust(pending_trust(env)[0])
+    env.trust.trust(env.pending_trust()[0])
     runtime = LilyRuntime.start(workspace, person)
     assert runtime.session.skill_snapshot.get("mine") is not None
     (workspace / "skills" / "mine" / "SKILL.md").write_text(skill_text("My own, edited"))

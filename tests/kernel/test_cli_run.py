@@ -67,7 +67,7 @@ def test_bad_arguments_are_one_line_and_exit_2_before_any_cell_runs(tmp_path: Pa
 
 def test_a_failing_cell_is_reported_whole_however_many_lines(tmp_path: Path) -> None:
     """A Lily error of several lines (no model configured) is said whole, not its last line."""
-    from lily_kernel.runtime.runtime import NO_MODEL_MESSAGE
+    from lily_kernel.display.messages import NO_MODEL_MESSAGE
 
     path = tmp_path / "chat.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("hello")]), path)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lily_kernel import __version__
-from lily_kernel.runtime.runtime import NO_MODEL_MESSAGE
+from lily_kernel.display.messages import NO_MODEL_MESSAGE
 from tests.kernel.conftest import HOSTILE, LilyProcess, lily_kernel
 
 MIMETYPES = {"text/html", "text/markdown", "text/plain"}

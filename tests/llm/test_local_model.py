@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from lily_kernel.display.messages import EMBEDDED_NOTICE
 from lily_kernel.llm.local_files import find_embedded_model
-from lily_kernel.runtime.runtime import EMBEDDED_NOTICE
 from tests.kernel.conftest import REPO, Execution, LilyProcess, lily_kernel
 
 EMBEDDED = find_embedded_model()

@@ -93,14 +93,13 @@ def test_some_writes_are_asked_even_in_a_trusted_folder(workspace, environ, path
 
 def _trusted_workspace_skill(workspace: Path, environ: dict[str, str]) -> dict[str, str]:
     """The formfill skill in the workspace's skills/, trusted by the store."""
-    from lily_kernel.runtime import LilyEnvironment
+    from lily_kernel.environment import LilyEnvironment
 
     shutil.copytree(FIXTURES / "skill_files" / "formfill", workspace / "skills" / "formfill")
     person = {k: v for k, v in environ.items() if k != "LILY_TRUST"}
     env = LilyEnvironment.load(workspace, person)
-    from lily_kernel.runtime.trust_flow import pending_trust
 
-    digests, _, _ = pending_trust(env)
+    digests, _, _ = env.pending_trust()
     env.trust.trust(digests)
     return person
 

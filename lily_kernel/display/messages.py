@@ -1,0 +1,76 @@
+"""What Lily tells the person in the runtime's own words, worded once: the model it
+answers with (or that none is configured), what a request's catalog left out, an
+answer's footer, a long read or a first ranking announced. Pure: facts in, text out."""
+
+from __future__ import annotations
+
+from lily_kernel.config import EMBEDDED_MODEL
+
+__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "catalog_notice", "encoding_notice",
+           "footer", "reading_notice", "trimmed_notice"]
+
+# A short first line and a short list: one long line wrapped mid-word in JupyterLab.
+NO_MODEL_MESSAGE = (
+    "no model configured.\n"
+    "The embedded local model is not installed. Do one of these:\n"
+    "- install the local model: ./setup.sh, or pip install 'lily-kernel[local]';\n"
+    "- set LILY_MODEL (e.g. openai/gpt-4o-mini) and the provider's key variable\n"
+    "  (e.g. OPENAI_API_KEY) before starting Jupyter;\n"
+    "- or add `model: openai/gpt-4o-mini` to lily.yaml beside the notebook.\n"
+    "Then restart the kernel. Commands such as /help work without a model."
+)
+EMBEDDED_NOTICE = (
+    f"Answering with the embedded model, {EMBEDDED_MODEL}: small (135M parameters), "
+    "local and offline, so expect simple answers. For a real model, set LILY_MODEL (e.g. "
+    "openai/gpt-4o-mini) and the provider's key, or `model:` in lily.yaml, and restart "
+    "the kernel."
+)
+
+
+def catalog_notice(omitted: tuple[str, ...], kept: tuple[str, ...], budget: int,
+                   configured: int, window: int | None) -> str:
+    """The skills a catalog over its budget left out, and the request's best matches it
+    listed whatever they cost."""
+    shown = ", ".join(omitted[:10]) + (f" and {len(omitted) - 10} more"
+                                       if len(omitted) > 10 else "")
+    limit = (f"catalog_max_chars = {configured:,}" if budget == configured else
+             f"{budget:,} characters, what the model's {window:,}-token "
+             "context window leaves for it")
+    best = (f" The request's best matches are listed: {', '.join(kept)}." if kept else "")
+    return (f"{len(omitted)} skill(s) left out of the model's catalog (over {limit}): "
+            f"{shown}. They still work with /skill.{best}")
+
+
+def trimmed_notice(turns: int, window: int) -> str:
+    return (f"{turns} earlier turn(s) left out of what the model reads, to fit its "
+            f"{window:,}-token context window.")
+
+
+def encoding_notice(count: int, seconds: float) -> str:
+    return (f"Reading what {count:,} skills are about, once for this machine (about "
+            f"{max(1, round(seconds))} s; kept in Lily's cache for every session).")
+
+
+def reading_notice(skill: str | None, tokens: int, seconds: float) -> str:
+    what = (f"the SKILL.md of '{skill}' and the conversation" if skill is not None
+            else "the conversation")
+    return (f"Reading {what} first: {tokens:,} tokens, about {max(1, round(seconds))} s "
+            "on this machine.")
+
+
+def footer(model: str, tokens_in: int, tokens_out: int, calls: int, window: int | None,
+           last_context: int, cost: float | None) -> str:
+    """Model, tokens in and out, share of the context window, cost where known. With
+    several model calls (a skill's declaration, tool steps) the tokens are their sum,
+    said so, and the share is the last call's: each call reads the window anew."""
+    several = f" over {calls} model calls" if calls > 1 else ""
+    parts = [model, f"{tokens_in:,} tokens in, {tokens_out:,} out{several}"]
+    if window:
+        last = " (the last call)" if calls > 1 else ""
+        parts.append(f"{100 * last_context / window:.0f}% of the {window:,}-token "
+                     f"context{last}")
+    if cost == 0.0:
+        parts.append("no cost")
+    elif cost is not None:
+        parts.append(f"${cost:.4f}")
+    return " · ".join(parts)
