@@ -12,9 +12,9 @@ from pathlib import Path
 from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ReplayError
 from lily_kernel.events import Approval, ModelCall, ModelLoad, SkillScriptRun
+from lily_kernel.execution.runner import ScriptPlan, ScriptResult
 from lily_kernel.llm.base import ChatRequest, ChatResponse
 from lily_kernel.llm.records import error_from_record, response_from_record
-from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult
 
 __all__ = ["RecordedLoads", "RecordedScripts", "ReplayModel", "ReplaySink"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from lily_kernel.commands import CommandResult
 from lily_kernel.config import ModelConfig
 from lily_kernel.display import render_plain
+from lily_kernel.execution.runner import ScriptPlan, ScriptResult, run_script
 from lily_kernel.llm.base import ChatModel
-from lily_kernel.tools.sandbox import ScriptPlan, ScriptResult, run_script
 
 __all__ = ["Collaborators"]
 

@@ -1,5 +1,6 @@
 """Tools: the registry, the policy gate every call passes, and the built-in tools."""
 
+from lily_kernel.execution.runner import ScriptHost
 from lily_kernel.tools.context import ActiveSkill, Question, SkillSelector, ToolContext
 from lily_kernel.tools.files import file_tools, resolve_in_workspace
 from lily_kernel.tools.load_skill import skill_selection_tool
@@ -11,7 +12,6 @@ from lily_kernel.tools.policy import (
     check_call,
 )
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry, blocking
-from lily_kernel.tools.sandbox import ScriptHost
 from lily_kernel.tools.scripts import run_skill_script_tool
 from lily_kernel.tools.skill_files import read_skill_file_tool
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.errors import ToolRefusedError
-from lily_kernel.tools.sandbox import ScriptHost
+from lily_kernel.execution.runner import ScriptHost
 
 if TYPE_CHECKING:  # events load with the first tool call, not with `lily skills`
     from lily_kernel.events import EventData

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lily_kernel.execution.runner import ScriptPlan
 from lily_kernel.tools.context import Question
-from lily_kernel.tools.sandbox import ScriptPlan
 from lily_kernel.visible import MAX_SHOWN, shown
 
 __all__ = ["MAX_SHOWN", "call_question", "script_question", "shown"]

@@ -2,9 +2,9 @@
 
 `plan_script` decides everything before anything runs (which file, which interpreter,
 the environment without secrets, the bubblewrap sandbox when the machine has a working
-one, its file system planned by tools/mounts.py); the person is asked about that plan
+one, its file system planned by execution/mounts.py); the person is asked about that plan
 where the policy says `ask`; the run itself is the session's `ScriptHost`
-(tools/sandbox.py), and each run is a `skill_script_run` event.
+(execution/runner.py), and each run is a `skill_script_run` event.
 """
 
 from __future__ import annotations
@@ -19,20 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lily_kernel.errors import ToolError, ToolRefusedError
-from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
-from lily_kernel.tools.files import short_path
-from lily_kernel.tools.mounts import plan_mounts
-from lily_kernel.tools.questions import script_question
-from lily_kernel.tools.registry import ARGS_CONFIG, Tool
-from lily_kernel.tools.sandbox import (
+from lily_kernel.execution.mounts import plan_mounts
+from lily_kernel.execution.runner import ScriptHost, ScriptPlan
+from lily_kernel.execution.sandbox import (
     Sandbox,
-    ScriptHost,
-    ScriptPlan,
     sandboxed,
     script_environment,
     search_path,
     unsandboxed,
 )
+from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
+from lily_kernel.tools.files import short_path
+from lily_kernel.tools.questions import script_question
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool
 from lily_kernel.tools.skill_files import active_skill, resolve_in_skill
 
 __all__ = ["RUN_SKILL_SCRIPT", "plan_script", "run_skill_script_tool"]

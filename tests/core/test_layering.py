@@ -27,7 +27,10 @@ ALLOWED = {
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
-    "tools": {"config", "errors", "events", "redaction", "validation", "visible"},
+    # Where and how code runs (bubblewrap, the reaper, the runner, the subkernel).
+    "execution": {"errors", "redaction"},
+    "tools": {"config", "errors", "events", "execution", "redaction", "validation",
+              "visible"},
     "session": {"config", "persona", "skills"},
     "prompting": {"events", "persona", "skills"},
     "llm": {"config", "errors", "redaction"},
@@ -37,10 +40,12 @@ ALLOWED = {
     # What a session is built from, one workspace's files read (environment.py).
     "environment": {"commands", "config", "errors", "llm", "persona", "session", "skills",
                     "tools", "trust"},
-    "runtime": {"commands", "config", "environment", "errors", "events", "llm", "persona",
+    "runtime": {"commands", "config", "environment", "errors", "events", "execution", "llm",
+                "persona",
                 "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
-    "replay": {"commands", "config", "display", "errors", "events", "llm", "runtime",
+    "replay": {"commands", "config", "display", "errors", "events", "execution", "llm",
+               "runtime",
                "skills", "tools", "trust", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
     "kernel": {"__init__", "display", "errors", "redaction", "runtime", "visible"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lily_kernel.tools.mounts import MountPlan, Shows, cover, plan_mounts
+from lily_kernel.execution.mounts import MountPlan, Shows, cover, plan_mounts
 
 
 def _home(tmp_path: Path) -> Path:

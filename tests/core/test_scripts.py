@@ -13,16 +13,9 @@ from pathlib import Path
 import pytest
 
 from lily_kernel.errors import ToolError
+from lily_kernel.execution.runner import ScriptPlan, ScriptResult, run_script
+from lily_kernel.execution.sandbox import REAPER, Sandbox, find_sandbox, script_environment
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
-from lily_kernel.tools.sandbox import (
-    REAPER,
-    Sandbox,
-    ScriptPlan,
-    ScriptResult,
-    find_sandbox,
-    run_script,
-    script_environment,
-)
 from lily_kernel.tools.scripts import plan_script
 from tests.conftest import FIXTURES
 

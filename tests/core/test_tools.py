@@ -263,8 +263,8 @@ def test_read_never_loads_more_than_it_returns(workspace: Path) -> None:
 def test_an_approval_question_shows_what_happens_first_and_whole() -> None:
     """The path comes first, however long the content; hostile text is made visible;
     a huge value is shortened in the middle with its length; a few lines at most."""
+    from lily_kernel.execution.runner import ScriptPlan
     from lily_kernel.tools.questions import call_question, script_question
-    from lily_kernel.tools.sandbox import ScriptPlan
 
     question = call_question("write", {"content": "x" * 600, "path": "important/config.py"})
     lines = question.text.splitlines()

@@ -1,6 +1,6 @@
 """Run a command; when it ends, or on SIGTERM, kill every process it left behind.
 
-Skill scripts run without bubblewrap start through this (tools/sandbox.py's
+Skill scripts run without bubblewrap start through this (execution/sandbox.py's
 `unsandboxed`): Linux's child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`) makes every
 process the script detaches (`setsid`, a double fork, its output closed) a child of
 this one instead of init's, so none outlives the run. In bubblewrap, the sandbox's own

@@ -1,146 +1,30 @@
-"""How a skill script runs on this host: bubblewrap, the environment, the run itself.
+"""Running a planned process: its own process group, a time limit, an output cap, and
+nothing left behind when it ends, times out or the cell is stopped.
 
-`find_sandbox` looks for a working bubblewrap; `sandboxed` wraps a command in it (no
-network, no capabilities, the file system planned by tools/mounts.py);
-`script_environment` is the environment without secrets; `run_script` runs a
-`ScriptPlan` in its own process group, with a time limit and an output cap, and kills
-the whole group when the cell is interrupted (cancelled). `ScriptHost` holds these for
-one session.
+`run_script` runs a `ScriptPlan`; `ScriptHost` holds how one session runs them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import sys
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lily_kernel.errors import ToolError
-from lily_kernel.redaction import Redactor, is_secret_name, secret_values
-from lily_kernel.tools.mounts import MountPlan, remove_placeholders
+from lily_kernel.execution.mounts import remove_placeholders
+from lily_kernel.execution.sandbox import Sandbox, find_sandbox
 
 if TYPE_CHECKING:  # asyncio comes with the first run: `lily skills` builds no run
     import asyncio
 
-__all__ = [
-    "MAX_OUTPUT_CHARS",
-    "SCRIPT_ENV",
-    "Sandbox",
-    "ScriptHost",
-    "ScriptPlan",
-    "ScriptResult",
-    "find_sandbox",
-    "run_script",
-    "sandboxed",
-    "script_environment",
-    "search_path",
-    "unsandboxed",
-]
+__all__ = ["MAX_OUTPUT_CHARS", "ScriptHost", "ScriptPlan", "ScriptResult", "run_script"]
 
 MAX_OUTPUT_CHARS = 20_000
-
-
-@dataclass(frozen=True)
-class Sandbox:
-    """bubblewrap as found on this machine: usable, or why not."""
-
-    bwrap: str | None
-    reason: str  # why there is no sandbox ("" when there is one)
-
-    @property
-    def available(self) -> bool:
-        return self.bwrap is not None
-
-
-# Its own network, process and IPC namespaces, killed with the kernel; and, where the
-# kernel runs as root (bubblewrap then keeps every capability for the script), no
-# capabilities: CAP_SYS_ADMIN would let a script unmount the read-only binds
-# (tools/mounts.py), or remount / writable.
-_NAMESPACES = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent",
-               *(("--cap-drop", "ALL") if os.geteuid() == 0 else ()))
-
-
-def _probe(bwrap: str) -> str:
-    """"" when bwrap can build the sandbox here; else why not (it may lack permission
-    for namespaces inside a container)."""
-    import subprocess  # once a session, with the first script
-
-    try:
-        done = subprocess.run(
-            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", *_NAMESPACES, "true"],
-            capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"bwrap cannot run here ({exc})"
-    if done.returncode != 0:
-        said = " ".join(done.stderr.split())[:200] or f"exit status {done.returncode}"
-        return f"bwrap cannot build a sandbox here ({said})"
-    return ""
-
-
-def search_path(environ: Mapping[str, str]) -> str:
-    """The PATH of `environ` without empty or relative entries: those name the working
-    folder (the downloaded workspace), whose own `sh` or `python` must not stand in for
-    the system's."""
-    parts = environ.get("PATH", os.defpath).split(os.pathsep)
-    return os.pathsep.join(p for p in parts if os.path.isabs(p))
-
-
-def find_sandbox(environ: Mapping[str, str]) -> Sandbox:
-    """bubblewrap on the PATH of `environ`, if it works on this machine."""
-    bwrap = shutil.which("bwrap", path=search_path(environ))
-    if bwrap is None:
-        return Sandbox(None, "bubblewrap (bwrap) is not installed")
-    problem = _probe(bwrap)
-    return Sandbox(bwrap, "") if not problem else Sandbox(None, problem)
-
-
-# What a script's environment holds (an allowlist, not a list of names to drop): what a
-# program needs to run, and the variables the person names in `script_env`.
-SCRIPT_ENV = frozenset({"PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "USER",
-                        "LOGNAME", "SHELL", "PYTHONIOENCODING", "NO_COLOR"})
-
-
-def script_environment(environ: Mapping[str, str], allowed: Collection[str] = ()
-                       ) -> dict[str, str]:
-    """The variables of `environ` a script sees: SCRIPT_ENV and the locale (`LC_*`),
-    none holding a secret or any part of one the redactor would hide (an 8-character
-    run, a URL credential, a key-shaped string); and those the person names in
-    `allowed` (lily.yaml's `script_env`), whatever they hold."""
-    redact = Redactor(secret_values(environ))
-    env = {
-        key: value for key, value in environ.items()
-        if key in allowed or ((key in SCRIPT_ENV or key.startswith("LC_"))
-                              and not is_secret_name(key) and redact(value) == value)
-    }
-    if "PATH" in env:
-        env["PATH"] = search_path(env)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the skill folder is read-only in the sandbox
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def sandboxed(bwrap: str, command: list[str], workspace: Path, mounts: MountPlan) -> list[str]:
-    """`command` inside bubblewrap: the file system of `mounts` (tools/mounts.py), its
-    own namespaces, no capabilities, in `workspace`."""
-    return [bwrap, *mounts.argv, *_NAMESPACES, "--new-session", "--chdir", str(workspace),
-            "--", *command]
-
-
-REAPER = Path(__file__).with_name("reaper.py")
-
-
-def unsandboxed(command: list[str]) -> list[str]:
-    """`command` run through tools/reaper.py (Linux), so that no process it detaches
-    (setsid, a double fork) outlives the run; elsewhere the command alone."""
-    if not sys.platform.startswith("linux"):
-        return command
-    return [sys.executable, "-I", "-S", str(REAPER), *command]
 
 
 @dataclass(frozen=True)
@@ -190,7 +74,7 @@ STOP_GRACE = 2.0
 
 async def _stop(process: asyncio.subprocess.Process) -> None:
     """End a run early (time limit, stop button): SIGTERM to the process started, which
-    ends everything the script started (tools/reaper.py; bubblewrap's PID namespace),
+    ends everything the script started (execution/reaper.py; bubblewrap's PID namespace),
     then SIGKILL to its process group."""
     import asyncio
 
