@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lily_kernel.runtime.turn import STOPPED_MARK
 from tests.conftest import skill_text, write_skill
 from tests.kernel.conftest import WITHOUT_LOCAL_MODEL, LilyProcess, lily_kernel
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
@@ -129,8 +130,13 @@ def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServ
     chat_kernel.drain_iopub()
     after = chat_kernel.execute("Are you still there?")
     assert after.status == "ok"
+    # The stopped answer stays in the history as far as it was shown, marked as stopped.
     sent = server.requests[-1]["messages"]
-    assert all("very long story" not in str(m.get("content")) for m in sent)
+    stopped = [m["content"] for m in sent if m["role"] == "assistant"]
+    assert [m["content"] for m in sent if m["role"] == "user"][-2:] == [
+        "Tell me a very long story", "Are you still there?"]
+    assert len(stopped) == 1 and stopped[0].startswith("slow slow")
+    assert stopped[0].endswith(STOPPED_MARK)
 
 
 def test_golden_style_stream_off(tmp_path: Path, server: OpenAIServer) -> None:
