@@ -119,7 +119,11 @@ def test_partial_key_echoes_never_reach_the_notebook_or_the_log(
 def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServer) -> None:
     server.script(Reply(text="slow " * 60, pieces=60, chunk_delay=0.2), Reply(text="Back."))
     msg_id = chat_kernel.kc.execute("Tell me a very long story")
-    time.sleep(1.5)  # the first cell imported litellm long ago; chunks are flowing now
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the answer is streaming: it shows in the cell
+        msg = chat_kernel.kc.get_iopub_msg(timeout=30)
+        if "slow slow" in str(msg["content"].get("data", {}).get("text/plain", "")):
+            break
     began = time.monotonic()
     chat_kernel.km.interrupt_kernel()
     reply = chat_kernel.kc.get_shell_msg(timeout=30)
