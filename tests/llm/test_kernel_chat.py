@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lily_kernel.runtime.turn import STOPPED_MARK
 from tests.conftest import skill_text, write_skill
 from tests.kernel.conftest import WITHOUT_LOCAL_MODEL, LilyProcess, lily_kernel
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
@@ -118,7 +119,11 @@ def test_partial_key_echoes_never_reach_the_notebook_or_the_log(
 def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServer) -> None:
     server.script(Reply(text="slow " * 60, pieces=60, chunk_delay=0.2), Reply(text="Back."))
     msg_id = chat_kernel.kc.execute("Tell me a very long story")
-    time.sleep(1.5)  # the first cell imported litellm long ago; chunks are flowing now
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the answer is streaming: it shows in the cell
+        msg = chat_kernel.kc.get_iopub_msg(timeout=30)
+        if "slow slow" in str(msg["content"].get("data", {}).get("text/plain", "")):
+            break
     began = time.monotonic()
     chat_kernel.km.interrupt_kernel()
     reply = chat_kernel.kc.get_shell_msg(timeout=30)
@@ -129,8 +134,13 @@ def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServ
     chat_kernel.drain_iopub()
     after = chat_kernel.execute("Are you still there?")
     assert after.status == "ok"
+    # The stopped answer stays in the history as far as it was shown, marked as stopped.
     sent = server.requests[-1]["messages"]
-    assert all("very long story" not in str(m.get("content")) for m in sent)
+    stopped = [m["content"] for m in sent if m["role"] == "assistant"]
+    assert [m["content"] for m in sent if m["role"] == "user"][-2:] == [
+        "Tell me a very long story", "Are you still there?"]
+    assert len(stopped) == 1 and stopped[0].startswith("slow slow")
+    assert stopped[0].endswith(STOPPED_MARK)
 
 
 def test_golden_style_stream_off(tmp_path: Path, server: OpenAIServer) -> None:

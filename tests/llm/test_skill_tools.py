@@ -17,6 +17,7 @@ from lily_kernel.commands import CommandResult
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.runtime.collaborators import Collaborators
+from lily_kernel.runtime.turn import STOPPED_BEFORE
 from tests.conftest import FIXTURES
 
 SECRET = "sk-skill-tools-SECRET-1234567890"
@@ -233,7 +234,11 @@ def test_an_interrupt_kills_the_script_and_keeps_the_history(workspace, environ)
     asyncio.run(interrupt())
     assert [e["outcome"] for e in events(runtime, "skill_script_run")] == ["interrupted"]
     assert events(runtime, "cell_finished")[-1] == {"status": "interrupted", "error": None}
-    assert runtime.session.conversation_state.messages == []
+    # The stopped turn stays, marked as stopped: the person's message, and an answer
+    # that had not begun (tools/results are not kept).
+    assert runtime.session.conversation_state.messages == [
+        {"role": "user", "content": "be slow"},
+        {"role": "assistant", "content": STOPPED_BEFORE}]
 
 
 def test_the_time_limit_is_reported_to_the_model(workspace, environ) -> None:
