@@ -27,6 +27,7 @@ __all__ = [
     "Cell",
     "CellFinished",
     "CellStatus",
+    "CodeRun",
     "Command",
     "DecidedBy",
     "EventData",
@@ -34,6 +35,7 @@ __all__ = [
     "LoadOutcome",
     "ModelCall",
     "ModelLoad",
+    "RunStatus",
     "ScriptOutcome",
     "SelectionOutcome",
     "SessionStarted",
@@ -62,6 +64,9 @@ TrustedBy = Literal["store", "environment", "none"]  # `environment`: LILY_TRUST
 InvokedBy = Literal["manual", "auto"]  # the person, or the model
 Caller = Literal["model", "owner"]  # who called a tool: the model, or a tool_dispatch command
 ScriptOutcome = Literal["ran", "timeout", "interrupted"]
+# How a run of code ended: as it should, raising or exiting non-zero, past its time limit,
+# stopped by the person.
+RunStatus = Literal["ok", "error", "timeout", "interrupted"]
 # What came of a skill selection: a skill; none; a reply naming no listed skill (unknown)
 # or choosing nothing readable (malformed); a skill whose SKILL.md would not fit the
 # model's context window (too_long).
@@ -279,6 +284,25 @@ class SkillScriptRun(EventData):
     duration_ms: float | None = None
     output_bytes: int | None = None
     output: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeRun(EventData):
+    """One run of code in the sandbox: a `python` cell of the subkernel, a `shell`
+    command line. `sha256` is the code's, `output_sha256` that of everything it showed
+    (replay compares it), `status` how it ended ("error": it raised, or exited non-zero)."""
+
+    event: ClassVar[str] = "code_run"
+    tool: str  # python, shell
+    caller: Caller
+    code: str
+    sha256: str
+    status: RunStatus
+    exit_code: int | None = None  # shell: the command's; python: None
+    error: str | None = None  # python: the exception's name and value
+    duration_ms: float | None = None
+    output_sha256: str | None = None
+    output_bytes: int | None = None
 
 
 EVENT_KINDS: tuple[str, ...] = tuple(KINDS)  # Lily's own kinds, declared above
