@@ -28,6 +28,7 @@ __all__ = [
     "ConfigFile",
     "LilyConfig",
     "ModelConfig",
+    "Profile",
     "ToolsConfig",
     "is_local_model",
     "load_config",
@@ -46,6 +47,10 @@ def is_local_model(name: str | None) -> bool:
     return name is not None and (name == LOCAL_MODEL or name.startswith(LOCAL_MODEL + "/"))
 
 _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# The policy profile: `ask`, the tools asked by default (python, shell) ask before each
+# call; `auto` ("full auto"), they run without asking (tools/policy.py).
+Profile = Literal["ask", "auto"]
 
 
 @dataclass(frozen=True)
@@ -137,8 +142,13 @@ class LilyConfig:
     # Variables a skill script sees besides PATH, HOME, the locale and the like (names).
     script_env: tuple[str, ...] = field(default=(), metadata=spec(
         untrusted=FEWER, why="variables passed to skill scripts", env_list="names"))
-    # A skill script's time limit, in seconds.
+    # A skill script's or a shell command's time limit, in seconds.
     script_timeout: float = field(default=120.0, metadata=_limit(gt=0, le=86_400))
+    # The memory a sandboxed run may take, in MiB (docs/execution.md, Limits).
+    memory_limit_mb: int = field(default=4096, metadata=_limit(ge=64, le=1_048_576))
+    # `auto`: the tools asked by default run without asking. Only the person sets it.
+    policy: Profile = field(default="ask", metadata=spec(
+        untrusted=FIXED, why="would let the model run code without asking"))
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 

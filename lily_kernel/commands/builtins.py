@@ -17,6 +17,7 @@ from lily_kernel.commands.invocation import (
 )
 from lily_kernel.commands.listing import held_why, ranked_result, skills_result
 from lily_kernel.commands.parser import ParsedCommand
+from lily_kernel.commands.policy import policy_command, profile_line
 from lily_kernel.commands.registry import (
     CommandContext,
     CommandOutcome,
@@ -37,6 +38,7 @@ from lily_kernel.skills import (
     diff_snapshots,
     shown_fields,
 )
+from lily_kernel.tools import ToolPolicy
 
 __all__ = [
     "CommandOutcome",
@@ -100,6 +102,13 @@ def _json(value: object) -> str:
     return "".join(parts)
 
 
+def _allowed(policy: ToolPolicy, name: str) -> str:
+    decision = policy.decision(name)
+    if decision == "allow" and name in policy.approved:
+        return "yes (you said always, this session)"
+    return {"allow": "yes", "ask": "ask first", "deny": "no"}[decision]
+
+
 def _policy_blocks(ctx: CommandContext) -> list[Block]:
     policy = ctx.policy
     allow = "*" if policy.allow == "*" else ", ".join(policy.allow) or "(nothing)"
@@ -109,7 +118,7 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
     rows = tuple(
         (
             tool.name,
-            {"allow": "yes", "ask": "ask first", "deny": "no"}[policy.decision(tool.name)],
+            _allowed(policy, tool.name),
             "yes" if tool.name in offered else
             "while a skill is active" if tool.name in with_skill else "no",
             "yes" if tool.owner_only else "no",
@@ -118,6 +127,7 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
         for tool in ctx.registry if tool.governed
     )
     return [
+        Text(profile_line(policy, ctx.registry)),
         Fields((("allow", allow), ("ask", ", ".join(policy.ask) or "(nothing)"),
                 ("deny", ", ".join(policy.deny) or "(nothing)"))),
         Table(("tool", "allowed", "offered to the model", "owner-only", "description"), rows),
@@ -306,6 +316,7 @@ def default_commands() -> CommandTable:
         CommandSpec("reload_skills", "rebuild the skill snapshot from disk and show what "
                 "changed", blocking(_reload_skills)),
         trust_command(),
+        policy_command(),
     ])
 
 

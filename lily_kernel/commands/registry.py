@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lily_kernel.commands.results import CommandResult
+from lily_kernel.config import Profile
 from lily_kernel.persona import Persona
 from lily_kernel.session import Session
 from lily_kernel.skills import SkillSnapshot
@@ -127,11 +128,13 @@ class CommandContext:
 
 @dataclass(frozen=True)
 class StateChange:
-    """The session fields a successful command replaces (None = unchanged)."""
+    """The session fields a successful command replaces (None = unchanged); `policy`,
+    the profile the person chose (`/policy`: the runtime applies it)."""
 
     skill_snapshot: SkillSnapshot | None = None
     active_agent: str | None = None
     persona: Persona | None = None
+    policy: Profile | None = None
 
     def apply(self, session: Session) -> None:
         if self.skill_snapshot is not None:

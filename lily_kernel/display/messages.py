@@ -74,3 +74,7 @@ def footer(model: str, tokens_in: int, tokens_out: int, calls: int, window: int 
     elif cost is not None:
         parts.append(f"${cost:.4f}")
     return " · ".join(parts)
+
+
+# Under every answer while the profile `auto` is on (the footer setting off or not).
+FULL_AUTO_NOTE = "full auto: code runs without asking (/policy ask)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
 
+from lily_kernel.config import Profile
 from lily_kernel.errors import ModelFault
 from lily_kernel.skills.models import DiagnosticKind, SkillSnapshot
 
@@ -35,6 +36,8 @@ __all__ = [
     "LoadOutcome",
     "ModelCall",
     "ModelLoad",
+    "PolicyChanged",
+    "ProfileSetBy",
     "RunStatus",
     "ScriptOutcome",
     "SelectionOutcome",
@@ -57,9 +60,10 @@ KINDS: dict[str, type[EventData]] = {}  # every declared kind by name, filled as
 
 # What the fields below may say (the enums of other layers aside).
 CellStatus = Literal["ok", "error", "interrupted"]
-# The person's answer to a question (a tool call's, or the trust question): yes, no, no
-# one to ask (nbclient, papermill), or the stop button while it waited.
-Answer = Literal["approved", "declined", "unanswerable", "interrupted"]
+# The person's answer to a question (a tool call's, or the trust question): yes, yes for
+# the rest of the session (`a`, where offered), no, no one to ask (nbclient, papermill),
+# or the stop button while it waited.
+Answer = Literal["approved", "always", "declined", "unanswerable", "interrupted"]
 TrustedBy = Literal["store", "environment", "none"]  # `environment`: LILY_TRUST
 InvokedBy = Literal["manual", "auto"]  # the person, or the model
 Caller = Literal["model", "owner"]  # who called a tool: the model, or a tool_dispatch command
@@ -74,6 +78,9 @@ SelectionOutcome = Literal["selected", "none", "unknown", "malformed", "too_long
 DecidedBy = Literal["ranker", "model"]  # the shortlist's best match, or the model among several
 CallOutcome = Literal["ok", "cancelled", "error"] | ModelFault  # error: a bug in Lily
 LoadOutcome = ModelFault | Literal["interrupted"]  # a load that gave the cell no model
+# Who set the policy profile: the person's configuration (LILY_POLICY, a trusted
+# lily.yaml), or `/policy` in the notebook.
+ProfileSetBy = Literal["configuration", "command"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -260,6 +267,16 @@ class Approval(EventData):
     tool: str
     question: str
     outcome: Answer
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyChanged(EventData):
+    """The policy profile in force: logged when the session starts with `auto`, and at
+    each change (`/policy`, a lily.yaml taken up once trusted)."""
+
+    event: ClassVar[str] = "policy_profile"
+    profile: Profile
+    by: ProfileSetBy
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,7 @@ def own_user_namespace() -> bool:
 
 
 def _lower(which: int, value: int) -> None:
-    soft, hard = resource.getrlimit(which)
+    hard = resource.getrlimit(which)[1]
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     resource.setrlimit(which, (value, value))

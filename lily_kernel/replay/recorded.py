@@ -92,7 +92,7 @@ class ReplaySink:
         outcome = self.approvals.popleft().outcome
         if outcome == "interrupted":
             raise asyncio.CancelledError  # the person pressed stop at this question
-        return {"approved": "y", "declined": "n"}.get(outcome)
+        return {"approved": "y", "always": "a", "declined": "n"}.get(outcome)
 
 
 class RecordedScripts:

@@ -7,7 +7,6 @@ writes the event log, and (for conversational turns) calls the model.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import threading
 import uuid
@@ -20,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from lily_kernel.commands import (
     CommandContext,
-    CommandOutcome,
     CommandResult,
     CommandTable,
     Completion,
@@ -30,6 +28,7 @@ from lily_kernel.commands import (
     parse_command,
     run_command,
 )
+from lily_kernel.config import Profile
 from lily_kernel.display import Told
 from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE
 from lily_kernel.environment import LilyEnvironment
@@ -38,21 +37,22 @@ from lily_kernel.events import (
     Cell,
     CellFinished,
     CellStatus,
-    Command,
     Event,
     EventLog,
     ModelLoad,
+    PolicyChanged,
+    ProfileSetBy,
     SessionStarted,
-    SkillInvoked,
-    SkillLoaded,
     catalog_events,
     recorded_settings,
     session_log_path,
 )
+from lily_kernel.execution.limits import Limits
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.collaborators import Collaborators
+from lily_kernel.runtime.command_flow import finish_command
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
@@ -65,7 +65,7 @@ from lily_kernel.runtime.trust_flow import (
 )
 from lily_kernel.session import Session
 from lily_kernel.skills import Skill, SkillSnapshot, lily_home
-from lily_kernel.tools import ScriptHost, ToolRegistry
+from lily_kernel.tools import PolicyState, ScriptHost, ToolRegistry
 from lily_kernel.trust import TrustStore
 
 if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
@@ -87,12 +87,15 @@ class LilyRuntime:
     trust_answered: bool = False  # the trust question was put (runtime/trust_flow.py)
     _model_loading: asyncio.Future[ChatModel] | None = None
     collaborators: Collaborators = field(default_factory=Collaborators)
-    scripts: ScriptHost = field(init=False)  # how skill scripts run here
+    scripts: ScriptHost = field(init=False)  # how skill scripts and commands run here
+    policy_state: PolicyState = field(default_factory=PolicyState)  # the person's choices
 
     def __post_init__(self) -> None:
-        self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
+        config = self.env.config
+        self.scripts = ScriptHost(self.env.host.environ, config.script_timeout,
                                   run=self.collaborators.run_script,
-                                  allowed_env=self.env.config.script_env)
+                                  allowed_env=config.script_env,
+                                  limits=Limits(memory_mb=config.memory_limit_mb))
 
     @cached_property
     def gate(self) -> ToolGate:
@@ -102,7 +105,7 @@ class LilyRuntime:
         secrets = secret_values(os.environ) + secret_values(self.env.host.environ)
         return ToolGate(self.env.registry, self.env.policy,
                         replace(self.env.tool_context, scripts=self.scripts), self.log,
-                        redact=Redactor(secrets))
+                        redact=Redactor(secrets), state=self.policy_state)
 
     def use_environment(self, env: LilyEnvironment) -> None:
         """Go on with `env`, the same workspace read again (once it was trusted): its
@@ -115,7 +118,15 @@ class LilyRuntime:
             self.session.model_config, self.model, self._model_loading = model, None, None
         self.scripts.timeout = env.config.script_timeout
         self.scripts.allowed_env = env.config.script_env
+        self.scripts.limits = Limits(memory_mb=env.config.memory_limit_mb)
+        self.update_profile("configuration", configured=env.config.policy)
         self.__dict__.pop("gate", None)  # the cached gate: built anew with env's policy
+
+    def update_profile(self, by: ProfileSetBy, **change: Profile) -> None:
+        """A new configured or chosen policy profile; the one in force, when it changes,
+        is a `policy_profile` event (replay runs into the same)."""
+        if self.policy_state.update(**change):
+            self.log.emit(PolicyChanged(profile=self.policy_state.profile, by=by))
 
     async def get_model(self) -> ChatModel:
         """The session's model, created (litellm imported, or a local model loaded) on
@@ -199,6 +210,7 @@ class LilyRuntime:
             persona_files=[f.name for f in session.persona.files],
             settings=recorded_settings(env.host.environ),
         ))
+        runtime.update_profile("configuration", configured=env.config.policy)
         log_trust_checked(runtime)
         runtime.log_catalog(session.skill_snapshot)
         return runtime
@@ -223,7 +235,7 @@ class LilyRuntime:
             session=self.session,
             commands=self.env.commands,
             registry=self.env.registry,
-            policy=self.env.policy,
+            policy=self.env.policy.under(self.policy_state),
             load_snapshot=self.env.load_snapshot,
             load_persona=self.env.load_persona,
             list_agents=self.env.list_agents,
@@ -239,33 +251,12 @@ class LilyRuntime:
         outcome = asyncio.run(run_command(self.command_context(), parsed))
         if outcome.result.dispatch is not None:
             raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
-        return self._finish_command(parsed, outcome)
+        return finish_command(self, parsed, outcome)
 
-    def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
-        """Log a command's outcome and apply its state change (only when it succeeded)."""
-        result = outcome.result
-        # What the person was shown, as a digest: replay compares it without the log
-        # holding every listing.
-        shown = (self.collaborators.shown(result) if result.ok and result.invocation is None
-                 else "")
-        self.log.emit(Command(
-            name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
-            output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
-            output_chars=len(shown) if shown else None))
-        if not result.ok:
-            return result
-        if outcome.change is not None:
-            outcome.change.apply(self.session)
-            if outcome.change.skill_snapshot is not None:
-                self.log_catalog(outcome.change.skill_snapshot)
-        if result.skill is not None:
-            skill = self.session.skill_snapshot.get(result.skill)
-            self.log.emit(SkillInvoked(name=result.skill, mode="manual",
-                                       command=result.command))
-            if skill is not None and skill.invocation_mode == "prompt_rewrite":
-                self.log.emit(SkillLoaded(name=skill.name, path=skill.path,
-                                          digest=skill.digest))
-        return result
+    @property
+    def shown(self) -> Callable[[CommandResult], str]:
+        """What a command showed, as plain text (its `command` event's digest)."""
+        return self.collaborators.shown
 
     # --- cells -----------------------------------------------------------------
 
@@ -319,7 +310,7 @@ class LilyRuntime:
         outcome = await run_command(self.command_context(stop, sink), parsed)
         if outcome.result.dispatch is not None:
             outcome = await self.gate.dispatch(sink, parsed.name, outcome)
-        result = self._finish_command(parsed, outcome)
+        result = finish_command(self, parsed, outcome)
         if result.error is not None:
             raise CommandError(result.error)
         if result.invocation is not None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lily_kernel.config import ModelConfig
-from lily_kernel.display.messages import footer, reading_notice
+from lily_kernel.display.messages import FULL_AUTO_NOTE, footer, reading_notice
 from lily_kernel.errors import ModelError, StepLimitError
 from lily_kernel.events import CallOutcome, DecidedBy, EventLog, ModelCall, SkillSelection
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
@@ -121,8 +121,7 @@ class Turn:
             if response.text:
                 self.texts.append(response.text)
             if not response.tool_calls:
-                self.sink.reply("\n\n".join(self.texts),
-                                self.footer() if self.settings.footer else None)
+                self.sink.reply("\n\n".join(self.texts), self.footer())
                 return [self.request.user_message, *self.messages]
             for call in response.tool_calls:
                 # Recomputed per call: a skill loaded earlier in this same message
@@ -310,6 +309,12 @@ class Turn:
         reserve = answer_reserve(window, self.settings.max_tokens)
         return estimate_tokens(messages) <= window - reserve
 
-    def footer(self) -> str:
-        return footer(self.model.name, self.tokens_in, self.tokens_out, self.calls,
-                      self.model.context_window, self.last_context, self.cost)
+    def footer(self) -> str | None:
+        """The answer's footer (the `footer` setting), and whatever it is, the note that
+        full auto is on."""
+        parts = [footer(self.model.name, self.tokens_in, self.tokens_out, self.calls,
+                        self.model.context_window, self.last_context, self.cost)
+                 ] if self.settings.footer else []
+        if self.gate.policy.auto:
+            parts.append(FULL_AUTO_NOTE)
+        return " · ".join(parts) or None

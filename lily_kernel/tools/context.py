@@ -16,7 +16,7 @@ from lily_kernel.errors import ToolRefusedError
 from lily_kernel.execution.runner import ScriptHost
 
 if TYPE_CHECKING:  # events load with the first tool call, not with `lily skills`
-    from lily_kernel.events import EventData
+    from lily_kernel.events import Caller, EventData
 
 __all__ = ["ActiveSkill", "Ask", "Question", "SkillSelector", "ToolContext"]
 
@@ -27,13 +27,16 @@ def _unchanged() -> str | None:
 
 @dataclass(frozen=True)
 class ActiveSkill:
-    """The skill active in the current request: the folder its own tools work in, and
+    """The skill active in the current request: the folder its own tools work in;
     `changed`: why its files may no longer be used (a workspace skill changed on disk
-    since the person trusted it), or None; asked before any of them is read or run."""
+    since the person trusted it), or None; asked before any of them is read or run; and
+    `commands`: the command patterns its `allowed-tools` narrows the shell to (None:
+    any; tools/command_rules.py)."""
 
     name: str
     folder: Path
     changed: Callable[[], str | None] = _unchanged
+    commands: tuple[str, ...] | None = None
 
     def check(self) -> None:
         """Raise ToolRefusedError when the skill's files changed since it was trusted."""
@@ -88,7 +91,7 @@ class ToolContext:
     here (None: they cannot); `skills`: the request's skill selection (None: no
     selection is open, e.g. a command's tool call); `prepared`: the call as it was made
     ready (`Tool.prepare`) and, where someone was asked, approved: its subject is what
-    the handler does."""
+    the handler does; `caller`: who made the call (the model, or the person's command)."""
 
     workspace: Path
     protected: tuple[Path, ...] = ()
@@ -98,3 +101,4 @@ class ToolContext:
     scripts: ScriptHost | None = None
     skills: SkillSelector | None = None
     prepared: Question | None = None
+    caller: Caller = "model"

@@ -3,20 +3,25 @@
 `allow` (a list or `*`), `ask` and `deny` come from config. Deny wins, then ask, then
 allow; an `explicit` tool (running a skill's script) is not covered by `allow: "*"`:
 only a list that names it allows it. A tool in `ask` runs only after the person said
-yes to that call. The model is offered only allowed (or asked) tools that are not
-`owner_only`, narrowed further by an active skill's `allowed-tools` and
-`disallowed-tools`; the person may also run allowed owner-only tools, through a
+yes to that call. A tool `asked` by default (python, shell: they run code) is covered
+by `allow: "*"` as asked: naming it in `allow` lets it run unasked, and so does the
+profile `auto` ("full auto"), which only the person sets (LILY_POLICY, a trusted
+lily.yaml, `/policy auto`). The person's answer `a` ("always") to a question the policy
+asks lets that tool run unasked for the rest of the session (`PolicyState`); never to a
+question of an untrusted folder or of the call itself. The model is offered only
+allowed (or asked) tools that are not `owner_only`, narrowed further by an active
+skill's `allowed-tools` and `disallowed-tools`; the person may also run allowed owner-only tools, through a
 `tool_dispatch` command. Anything else is refused and never run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
-from lily_kernel.config import ToolsConfig
+from lily_kernel.config import Profile, ToolsConfig
 from lily_kernel.errors import ConfigError
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry
 from lily_kernel.validation import ShapeError
@@ -24,14 +29,15 @@ from lily_kernel.validation import ShapeError
 if TYPE_CHECKING:  # (the event log stays off `lily skills`' import path)
     from lily_kernel.events import Caller
 
-__all__ = ["AskReason", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy", "check_call",
-           "configured_policy"]
+__all__ = ["AskReason", "Decision", "PolicyRefusal", "PolicyState", "Refusal", "ToolPolicy",
+           "check_call", "configured_policy"]
 
 Decision = Literal["allow", "ask", "deny"]
-# Why a call is put to the person: the policy says `ask`; the person does not trust the
-# folder; or the call itself (it would overwrite a notebook, or make a file that runs
-# later), whatever the policy says.
-AskReason = Literal["policy", "untrusted", "call"]
+# Why a call is put to the person: the policy says `ask` (tools.ask); the tool is asked
+# by default (python, shell); the person does not trust the folder; or the call itself
+# (it would overwrite a notebook, or make a file that runs later), whatever the policy
+# says.
+AskReason = Literal["policy", "default", "untrusted", "call"]
 
 
 class Refusal(StrEnum):
@@ -63,22 +69,45 @@ class ToolPolicy:
     # Allowed tools asked all the same because the person does not trust the folder
     # (trust/settings.py: the tools that change it).
     untrusted: frozenset[str] = frozenset()
+    # Tools asked by default (`Tool.asked`) that `allow` does not name.
+    asked: frozenset[str] = frozenset()
+    auto: bool = False  # the profile `auto`: the `asked` tools run unasked
+    approved: frozenset[str] = frozenset()  # answered "always" this session
 
     def decision(self, name: str) -> Decision:
         """deny > ask > allow; an explicit tool needs its name in `allow` or `ask`; an
-        allowed tool in `untrusted` is asked."""
+        allowed tool in `untrusted` is asked, whatever else; then one the person
+        approved for the session runs; one in `ask` is asked; one asked by default is
+        asked unless the profile is `auto`."""
         if name in self.deny:  # deny wins over everything, including "*"
             return "deny"
-        if name in self.ask:
+        if name not in self.ask and name not in self.allow and not (
+                self.allow == "*" and name not in self.explicit):
+            return "deny"
+        if name in self.untrusted:
             return "ask"
-        if name in self.allow or (self.allow == "*" and name not in self.explicit):
-            return "ask" if name in self.untrusted else "allow"
-        return "deny"
+        if name in self.approved:
+            return "allow"
+        if name in self.ask or (name in self.asked and not self.auto):
+            return "ask"
+        return "allow"
 
     def why_asked(self, name: str) -> AskReason:
-        """Why a tool the policy asks is asked: configured so (`tools.ask`), or the
-        folder is not trusted."""
-        return "policy" if name in self.ask else "untrusted"
+        """Why a tool the policy asks is asked: configured so (`tools.ask`), the folder
+        is not trusted, or the tool is asked by default."""
+        if name in self.ask:
+            return "policy"
+        return "untrusted" if name in self.untrusted else "default"
+
+    def offers_always(self, name: str) -> bool:
+        """Whether the person may answer "always" (for the rest of the session) when
+        the policy asks about `name`: for the policy's own questions (`tools.ask`, asked
+        by default), never while the folder is untrusted."""
+        return name not in self.untrusted
+
+    def under(self, state: PolicyState) -> ToolPolicy:
+        """This policy with the person's choices of this session applied."""
+        return replace(self, auto=state.profile == "auto", approved=frozenset(state.always))
 
     def allows(self, name: str) -> bool:
         """True when the tool may run (for `ask` tools: once the person agrees)."""
@@ -128,6 +157,29 @@ class ToolPolicy:
                 and tool.offered != "while_selecting":
             return Refusal.NEEDS_SKILL if tool.offered == "with_skill" else Refusal.NARROWED
         return None
+
+
+@dataclass
+class PolicyState:
+    """What the person decided in this session over the configured policy: the profile
+    (`configured` from LILY_POLICY or a trusted lily.yaml; `chosen` by `/policy`, which
+    wins) and the tools answered "always". One per session, kept by the runtime."""
+
+    configured: Profile = "ask"
+    chosen: Profile | None = None
+    always: set[str] = field(default_factory=set)
+
+    @property
+    def profile(self) -> Profile:
+        return self.chosen or self.configured
+
+    def update(self, configured: Profile | None = None, chosen: Profile | None = None
+               ) -> bool:
+        """Take a new configured or chosen profile; whether the one in force changed."""
+        before = self.profile
+        self.configured = configured or self.configured
+        self.chosen = chosen or self.chosen
+        return self.profile != before
 
 
 def _offered(tool: Tool, skill_active: bool, selecting: bool) -> bool:
@@ -191,4 +243,6 @@ def configured_policy(config: ToolsConfig, registry: ToolRegistry) -> ToolPolicy
         "*" if tools.allow == "*" else resolve("allow", tools.allow))
     return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny),
                       ask=resolve("ask", tools.ask),
-                      explicit=frozenset(t.name for t in registry if t.explicit))
+                      explicit=frozenset(t.name for t in registry if t.explicit),
+                      asked=frozenset(t.name for t in registry
+                                      if t.asked and (allow == "*" or t.name not in allow)))

@@ -82,7 +82,9 @@ class Tool:
     after a question), its `subject` is what the handler then does, and `always` asks
     the person about this very call whatever the policy says (a write over a notebook).
     `asks_untrusted`: the tool changes the workspace, so while the person does not trust
-    the folder each call is asked. `announce`: the notice a call leaves in the
+    the folder each call is asked. `asked`: the tool runs code (python, shell), so
+    `allow: "*"` lets it run only after the person's yes to each call; naming it in
+    `tools.allow`, or the profile `auto`, lets it run without asking. `announce`: the notice a call leaves in the
     notebook, from its arguments and outcome (None: `Tool <name>: ran`, or why not; a
     function returning None: no notice).
     """
@@ -99,6 +101,7 @@ class Tool:
     kept_by: frozenset[str] | None = frozenset()
     prepare: Callable[[Any, ToolContext], Awaitable[Question]] | None = None
     asks_untrusted: bool = False
+    asked: bool = False
     announce: Callable[[dict[str, Any], ToolOutcome], str | None] | None = None
 
     def parse_arguments(self, arguments: dict[str, Any]) -> Any:

@@ -110,7 +110,7 @@ def test_an_unknown_tool_in_the_policy_is_a_clear_error(workspace: Path,
         LilyEnvironment.load(workspace, environ)
     assert str(err.value) == ("key 'tools.deny' (lily.yaml or LILY_TOOLS_DENY): unknown tool "
                               "'wirte'; the tools are: list, read, read_skill_file, run_skill_script, "
-                              "write.")
+                              "shell, write.")
 
 
 @pytest.mark.parametrize(("make", "said"), [

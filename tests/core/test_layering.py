@@ -20,7 +20,7 @@ CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "displ
 ALLOWED = {
     "errors": set(),
     "validation": set(),
-    "events": {"errors", "redaction", "skills"},  # field enums; secrets kept out of settings
+    "events": {"config", "errors", "redaction", "skills"},  # field enums; secrets kept out
     "redaction": set(),
     "visible": set(),
     "display": {"config", "visible"},
