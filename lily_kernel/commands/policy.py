@@ -37,11 +37,12 @@ def profile_line(policy: ToolPolicy, registry: ToolRegistry) -> str:
     """The profile in force, in one line (`/help`, `/policy`)."""
     tools = _asked_tools(policy, registry)
     if policy.auto:
-        return (f"Policy: FULL AUTO. {tools} run without asking (in the sandbox); "
-                "`/policy ask` asks again. Still asked: tools.ask, and every call that "
-                "changes a folder you have not trusted.")
-    return (f"Policy: ask. {tools} ask before each run (answer `a` to stop asking for "
-            "one of them this session); `/policy auto` runs them without asking.")
+        return (f"Policy: FULL AUTO: the tools that run code ({tools}) run without asking, "
+                "in the sandbox; `/policy ask` asks again. Still asked: tools.ask, and "
+                "every call that changes a folder you have not trusted.")
+    return (f"Policy: ask: the tools that run code ({tools}) ask before each call (answer "
+            "`a` to stop asking about one for this session); `/policy auto` lets them run "
+            "without asking.")
 
 
 async def _policy(ctx: CommandContext, argument: str) -> CommandOutcome:

@@ -151,7 +151,7 @@ class ToolGate:
                         else call_question(tool.name, arguments))
             why = self._asks(tool, question, caller)
             ctx = replace(ctx, ask=asker(sink, self.log, tool.name, why))
-            if why in ("policy", "default") and self.policy.offers_always(tool.name):
+            if why == "default" and self.policy.offers_always(tool.name):
                 question = offering_always(question, tool.name)
                 ask = asker(sink, self.log, tool.name, why,
                             on_always=lambda: self.state.always.add(tool.name))

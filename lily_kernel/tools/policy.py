@@ -6,9 +6,9 @@ only a list that names it allows it. A tool in `ask` runs only after the person 
 yes to that call. A tool `asked` by default (python, shell: they run code) is covered
 by `allow: "*"` as asked: naming it in `allow` lets it run unasked, and so does the
 profile `auto` ("full auto"), which only the person sets (LILY_POLICY, a trusted
-lily.yaml, `/policy auto`). The person's answer `a` ("always") to a question the policy
-asks lets that tool run unasked for the rest of the session (`PolicyState`); never to a
-question of an untrusted folder or of the call itself. The model is offered only
+lily.yaml, `/policy auto`). The person's answer `a` ("always") to the question of a tool
+asked by default lets it run unasked for the rest of the session (`PolicyState`); never
+offered for `tools.ask`, an untrusted folder's question, or a call asked of itself. The model is offered only
 allowed (or asked) tools that are not `owner_only`, narrowed further by an active
 skill's `allowed-tools` and `disallowed-tools`; the person may also run allowed owner-only tools, through a
 `tool_dispatch` command. Anything else is refused and never run.
@@ -100,10 +100,10 @@ class ToolPolicy:
         return "untrusted" if name in self.untrusted else "default"
 
     def offers_always(self, name: str) -> bool:
-        """Whether the person may answer "always" (for the rest of the session) when
-        the policy asks about `name`: for the policy's own questions (`tools.ask`, asked
-        by default), never while the folder is untrusted."""
-        return name not in self.untrusted
+        """Whether the person may answer "always" (for the rest of the session) when the
+        policy asks about `name` because it is asked by default: never while the folder
+        is untrusted. (`tools.ask` is the person's own "ask me each time": kept.)"""
+        return name in self.asked and name not in self.untrusted
 
     def under(self, state: PolicyState) -> ToolPolicy:
         """This policy with the person's choices of this session applied."""

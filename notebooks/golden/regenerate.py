@@ -35,7 +35,7 @@ def golden_env() -> dict[str, str]:
     `local` extra, so a chat cell with no model configured shows the same error anywhere."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LILY_") or k == "LILY_API_BASE"}
-    env["PYTHONPATH"] = str(HIDE_LOCAL_MODEL)
+    env["PYTHONPATH"] = os.pathsep.join((str(HIDE_LOCAL_MODEL), str(HERE.parents[1])))
     env["LILY_TRUST"] = "workspace"  # as the test suite runs them (no one to ask)
     return env
 
