@@ -1,0 +1,48 @@
+"""The attack set against the shell tool, through the real gate in real bubblewrap: the
+network, Lily's files and `.git/hooks`, `.env` and the kernel's environment, the host's
+Unix sockets and processes, `/proc`, a fork bomb, a huge output, memory. 0 escapes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.environment import LilyEnvironment
+from lily_kernel.execution.limits import Limits
+from lily_kernel.execution.sandbox import find_sandbox
+from tests.support.attacks import ATTACKS, SECRET, Attack, Scene, scene, watching_processes
+from tests.support.shell_gate import run_shell
+
+
+@pytest.fixture
+def target(workspace: Path, environ: dict[str, str]) -> Iterator[tuple[Scene, dict[str, str]]]:
+    found = find_sandbox(os.environ)
+    if not found.available:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must test the sandbox: {found.reason}")
+        pytest.skip(found.reason)
+    # The Lily home inside the workspace: writable there unless the sandbox protects it
+    # (under the private home folder or /tmp a write would vanish anyway).
+    env = {**environ, "OPENAI_API_KEY": SECRET, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "LILY_HOME": str(workspace / "lily-home")}
+    with scene(workspace, Path(env["LILY_HOME"])) as made:
+        yield made, env
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
+def test_no_escape(attack: Attack, target: tuple[Scene, dict[str, str]]) -> None:
+    made, env = target
+    # Lily's own paths as a session protects them (every skills root, persona, home).
+    protected = LilyEnvironment.load(made.workspace, env).tool_context.protected
+    with watching_processes(made):
+        done = run_shell(attack.command(made), made.workspace, env, protected=protected,
+                         limits=Limits(memory_mb=256), timeout=60)
+    assert done.status == "ran", done.output
+    assert done.of("code_run")[0]["status"] in ("ok", "error"), done.output
+    escaped = attack.check(made, done.output)
+    assert escaped is None, escaped
+    # Nothing the run started is left on the host, and no placeholder in the workspace.
+    assert not [p for p in made.workspace.iterdir() if p.stat().st_size == 0 and p.is_file()]
