@@ -111,12 +111,12 @@ def test_the_time_limit_ends_the_command_and_all_it_started(workspace: Path) -> 
 def test_the_stop_button_ends_the_command(workspace: Path) -> None:
     """Cancelling the call (what the stop button does to the cell) kills the sandbox; the
     event says `interrupted`."""
-    from tests.support.shell_gate import Sink  # the gate, cancelled from outside
-    from lily_kernel.events import EventLog
+    from lily_kernel.events import Event, EventLog
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.tools import ToolContext, default_registry
+    from tests.support.shell_gate import Sink  # the gate, cancelled from outside
 
-    events: list = []
+    events: list[Event] = []
     token = f"lily-stop-{os.getpid()}-{time.monotonic_ns()}"
     gate = ToolGate(default_registry(), shell_policy(allow=("shell",)),
                     ToolContext(workspace, scripts=ScriptHost(ENVIRON, 60)),

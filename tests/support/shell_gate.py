@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lily_kernel.config import ToolsConfig
 from lily_kernel.events import Event, EventLog
 from lily_kernel.execution.limits import Limits
 from lily_kernel.execution.runner import ScriptHost
@@ -17,8 +18,6 @@ from lily_kernel.prompting import tool_result_text
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
 from lily_kernel.tools.policy import configured_policy
-
-from lily_kernel.config import ToolsConfig
 
 
 @dataclass
