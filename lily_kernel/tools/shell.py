@@ -111,10 +111,17 @@ def _status(result: RunResult) -> RunStatus:
     return "ok" if result.exit_code == 0 else "error"
 
 
-def output_digest(output: str, plan: ShellPlan) -> str:
-    """The sha256 of what the command printed, its workspace's path written as
-    `{workspace}`: replay runs it in a copy elsewhere (replay/scratch.py)."""
-    return hashlib.sha256(output.replace(str(plan.cwd), "{workspace}").encode()).hexdigest()
+WORKSPACE_MARK = "{workspace}"
+
+
+def output_record(result: RunResult, plan: ShellPlan) -> tuple[str, int]:
+    """The sha256 and size of what the command printed, its workspace's path written as
+    `{workspace}` (in what was kept of it): replay runs it in a copy elsewhere
+    (replay/scratch.py), and compares these."""
+    path = str(plan.cwd)
+    size = result.output_bytes + result.output.count(path) * (len(WORKSPACE_MARK) - len(path))
+    text = result.output.replace(path, WORKSPACE_MARK)
+    return hashlib.sha256(text.encode()).hexdigest(), size
 
 
 async def _run(args: ShellArgs, ctx: ToolContext) -> str:
@@ -134,11 +141,10 @@ async def _run(args: ShellArgs, ctx: ToolContext) -> str:
     except asyncio.CancelledError:
         ctx.emit(started)
         raise
+    digest, size = output_record(result, plan)
     ctx.emit(CodeRun(tool="shell", caller=ctx.caller, code=plan.command, sha256=plan.sha256,
                      status=_status(result), exit_code=result.exit_code,
-                     duration_ms=result.duration_ms,
-                     output_sha256=output_digest(result.output, plan),
-                     output_bytes=result.output_bytes))
+                     duration_ms=result.duration_ms, output_sha256=digest, output_bytes=size))
     return result.for_model(host.timeout)
 
 

@@ -46,7 +46,7 @@ def test_a_command_runs_in_the_workspace_and_reports_its_exit_status(workspace: 
     assert (run["status"], run["exit_code"]) == ("error", 3)
     # The output's digest names the workspace as {workspace}: a replay elsewhere matches.
     assert run["output_sha256"] == hashlib.sha256(b"2\n{workspace}\n").hexdigest()
-    assert run["output_bytes"] == len(f"2\n{workspace.resolve()}\n")
+    assert run["output_bytes"] == len("2\n{workspace}\n")
     assert run["duration_ms"] > 0
 
 
