@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from lily_kernel.errors import ToolRefusedError
+from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.runner import ScriptHost
 
 if TYPE_CHECKING:  # events load with the first tool call, not with `lily skills`
@@ -102,3 +102,10 @@ class ToolContext:
     skills: SkillSelector | None = None
     prepared: Question | None = None
     caller: Caller = "model"
+
+    def host(self) -> ScriptHost:
+        """How code runs here (skill scripts, commands); ToolError where it cannot: a
+        context outside a session."""
+        if self.scripts is None:
+            raise ToolError("code cannot run here (no session runs it).")
+        return self.scripts

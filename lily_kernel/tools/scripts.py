@@ -21,7 +21,7 @@ from pathlib import Path
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.limits import Limits
 from lily_kernel.execution.plan import plan_process
-from lily_kernel.execution.runner import ScriptHost, ScriptPlan
+from lily_kernel.execution.runner import ScriptPlan
 from lily_kernel.execution.sandbox import Sandbox, search_path
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
 from lily_kernel.tools.files import short_path
@@ -129,14 +129,8 @@ def _still_planned(plan: ScriptPlan, ctx: ToolContext) -> None:
                                f"{digest[:12]}…, planned {plan.sha256[:12]}…); not run")
 
 
-def _host(ctx: ToolContext) -> ScriptHost:
-    if ctx.scripts is None:
-        raise ToolError("skill scripts cannot run here.")
-    return ctx.scripts
-
-
 async def _plan(args: RunSkillScriptArgs, ctx: ToolContext) -> ScriptPlan:
-    host = _host(ctx)
+    host = ctx.host()
     # Off the event loop (hashing the script, probing bubblewrap once): the kernel
     # stays responsive and interruptible.
     import asyncio  # on the conversation path only (`lily skills` builds this tool too)
@@ -157,7 +151,7 @@ async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> str:
 
     from lily_kernel.events import SkillScriptRun
 
-    host = _host(ctx)
+    host = ctx.host()
     # The plan made before the call (its script's sha256 included), which the person
     # approved where they were asked.
     prepared = ctx.prepared.subject if ctx.prepared is not None else None

@@ -85,16 +85,10 @@ class ShellArgs:
     """One command line, run by /bin/sh -c in the workspace (sandboxed: no network)."""
 
 
-def _host(ctx: ToolContext) -> ScriptHost:
-    if ctx.scripts is None:
-        raise ToolError("commands cannot run here.")
-    return ctx.scripts
-
-
 async def _plan(args: ShellArgs, ctx: ToolContext) -> ShellPlan:
     import asyncio  # the conversation path only (`lily skills` builds this tool too)
 
-    host = _host(ctx)
+    host = ctx.host()
     # Off the event loop: bubblewrap is probed once, the workspace looked at.
     return await asyncio.to_thread(plan_shell, args.command, ctx, host)
 
@@ -130,7 +124,7 @@ async def _run(args: ShellArgs, ctx: ToolContext) -> str:
     from lily_kernel.events import CodeRun
     from lily_kernel.execution.runner import run_process
 
-    host = _host(ctx)
+    host = ctx.host()
     prepared = ctx.prepared.subject if ctx.prepared is not None else None
     plan = prepared if isinstance(prepared, ShellPlan) else await _plan(args, ctx)
     started = CodeRun(tool="shell", caller=ctx.caller, code=plan.command, sha256=plan.sha256,

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from lily_kernel.execution.runner import ScriptHost
-from lily_kernel.execution.sandbox import find_sandbox
 from lily_kernel.tools import ActiveSkill
 from lily_kernel.tools.command_rules import command_refusal
 from lily_kernel.tools.shell import MAX_COMMAND_CHARS
+from tests.core.test_scripts import sandbox_or_skip
 from tests.support.shell_gate import run_shell, shell_policy
 
 ENVIRON = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
@@ -26,11 +26,7 @@ ENVIRON = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
 
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
-    found = find_sandbox(os.environ)
-    if not found.available:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must test the sandbox: {found.reason}")
-        pytest.skip(found.reason)
+    sandbox_or_skip()
 
 
 def test_a_command_runs_in_the_workspace_and_reports_its_exit_status(workspace: Path) -> None:
@@ -114,7 +110,7 @@ def test_the_stop_button_ends_the_command(workspace: Path) -> None:
     from lily_kernel.events import Event, EventLog
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.tools import ToolContext, default_registry
-    from tests.support.shell_gate import Sink  # the gate, cancelled from outside
+    from tests.llm.test_skill_tools import Sink  # the gate, cancelled from outside
 
     events: list[Event] = []
     token = f"lily-stop-{os.getpid()}-{time.monotonic_ns()}"

@@ -12,18 +12,14 @@ import pytest
 
 from lily_kernel.environment import LilyEnvironment
 from lily_kernel.execution.limits import Limits
-from lily_kernel.execution.sandbox import find_sandbox
+from tests.core.test_scripts import sandbox_or_skip
 from tests.support.attacks import ATTACKS, SECRET, Attack, Scene, scene, watching_processes
 from tests.support.shell_gate import run_shell
 
 
 @pytest.fixture
 def target(workspace: Path, environ: dict[str, str]) -> Iterator[tuple[Scene, dict[str, str]]]:
-    found = find_sandbox(os.environ)
-    if not found.available:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must test the sandbox: {found.reason}")
-        pytest.skip(found.reason)
+    sandbox_or_skip()
     # The Lily home inside the workspace: writable there unless the sandbox protects it
     # (under the private home folder or /tmp a write would vanish anyway).
     env = {**environ, "OPENAI_API_KEY": SECRET, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

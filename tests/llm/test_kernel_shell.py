@@ -18,8 +18,8 @@ import pytest
 
 from lily_kernel.execution.cgroups import cgroup_folders, open_run_group
 from lily_kernel.execution.limits import Limits
-from lily_kernel.execution.sandbox import find_sandbox
 from tests.conftest import write_skill
+from tests.core.test_scripts import sandbox_or_skip
 from tests.kernel.conftest import LilyProcess, lily_kernel
 from tests.llm.test_kernel_skills import execute_answering, log_events, running_with
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
@@ -29,11 +29,7 @@ SECRET = "sk-kernel-shell-SECRET-1234567890"
 
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
-    found = find_sandbox(os.environ)
-    if not found.available:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must test the sandbox: {found.reason}")
-        pytest.skip(found.reason)
+    sandbox_or_skip()
 
 
 @pytest.fixture(scope="module")

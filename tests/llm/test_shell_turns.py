@@ -6,28 +6,23 @@ question, a skill's `Bash(...)` narrowing, and replay of a turn that ran a comma
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lily_kernel.display.messages import FULL_AUTO_NOTE
-from lily_kernel.execution.sandbox import find_sandbox
 from lily_kernel.llm import ChatResponse, ScriptedModel
 from lily_kernel.replay import replay_session
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import write_skill
+from tests.core.test_scripts import sandbox_or_skip
 from tests.llm.test_skill_tools import Sink, call, events, reply, tool_result
 
 
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
-    found = find_sandbox(os.environ)
-    if not found.available:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must test the sandbox: {found.reason}")
-        pytest.skip(found.reason)
+    sandbox_or_skip()
 
 
 class FooterSink(Sink):

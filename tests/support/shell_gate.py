@@ -4,9 +4,8 @@ a real sandbox: what the model reads, the events, the questions the person was a
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +17,7 @@ from lily_kernel.prompting import tool_result_text
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
 from lily_kernel.tools.policy import configured_policy
-
-
-@dataclass
-class Sink:
-    """Shows nothing; answers questions from a queue (None when it runs out: no one)."""
-
-    answers: deque[str] = field(default_factory=deque)
-    questions: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-
-    def show(self, result: object) -> None: ...
-
-    def stream(self, markdown: str) -> None: ...
-
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-
-    async def ask(self, prompt: str) -> str | None:
-        self.questions.append(prompt)
-        return self.answers.popleft() if self.answers else None
+from tests.llm.test_skill_tools import Sink
 
 
 @dataclass(frozen=True)
@@ -73,7 +51,7 @@ def run_shell(command: str, workspace: Path, environ: Mapping[str, str], *,
     context = ToolContext(workspace, protected=tuple(protected), scripts=host)
     gate = ToolGate(default_registry(), policy or shell_policy(allow=("shell",)), context,
                     EventLog(None, "test", listener=events.append))
-    sink = Sink(deque(answers))
+    sink = Sink(*answers)
     outcome = asyncio.run(gate.run(sink, "shell", {"command": command}, "model", skill=skill,
                                    offered=["shell"]))
     return ShellCall(outcome.status, tool_result_text(outcome.status, outcome.text), events,
