@@ -19,7 +19,6 @@ import contextlib
 import os
 import signal
 import sys
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,7 +160,7 @@ def open_run_group(limits: Limits) -> RunGroup | None:
         return None
     for place in places:
         _sweep(place.folder)
-        folder = place.folder / f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        folder = place.folder / f"{_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
         try:
             folder.mkdir()
         except OSError:

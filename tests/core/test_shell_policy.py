@@ -142,3 +142,15 @@ def test_narrowing_keeps_the_shell_for_bash_and_never_widens(environ, workspace)
     assert names == ["read", "shell"]
     names = [t.name for t in env.policy.model_tools(env.registry, frozenset({"read"}))]
     assert names == ["read"]
+
+
+def test_an_untrusted_lily_yaml_lowers_the_memory_limit_but_never_raises_it(
+        workspace: Path, person: dict[str, str]) -> None:
+    (workspace / "lily.yaml").write_text("memory_limit_mb: 512\n")
+    assert LilyEnvironment.load(workspace, person).config.memory_limit_mb == 512
+    (workspace / "lily.yaml").write_text("memory_limit_mb: 65536\n")
+    env = LilyEnvironment.load(workspace, person)
+    assert env.config.memory_limit_mb == 4096
+    assert any(line.startswith("memory_limit_mb: 65536") for line in env.trust.held_settings)
+    trusted = LilyEnvironment.load(workspace, {**person, "LILY_MEMORY_LIMIT_MB": "8192"})
+    assert trusted.config.memory_limit_mb == 8192  # the person's own variable
