@@ -186,3 +186,13 @@ def render(result: Any) -> str:
     from lily_kernel.display import render_plain
 
     return render_plain(result)
+
+
+def test_full_auto_from_a_lily_yaml_takes_effect_once_trusted(workspace, untrusted) -> None:
+    (workspace / "lily.yaml").write_text("policy: auto\n")
+    runtime = start(workspace, untrusted)
+    sink = FooterSink("y")  # the trust question: yes
+    turn(runtime, "hello", sink, reply("hi"))
+    assert "policy: auto (would let the model run code without asking" in sink.questions[0]
+    assert events(runtime, "policy_profile") == [{"profile": "auto", "by": "configuration"}]
+    assert sink.footers[-1] is not None and sink.footers[-1].endswith(FULL_AUTO_NOTE)
