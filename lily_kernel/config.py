@@ -139,6 +139,12 @@ class LilyConfig:
         untrusted=FEWER, why="variables passed to skill scripts", env_list="names"))
     # A skill script's time limit, in seconds.
     script_timeout: float = field(default=120.0, metadata=_limit(gt=0, le=86_400))
+    # The Jupyter kernel the `python` tool and `/python` run in (a kernelspec name, e.g.
+    # the person's data-science environment; None: a Python of Lily's own environment).
+    python_kernel: str | None = field(default=None, metadata=spec(
+        untrusted=FIXED, why="chooses the interpreter the model's code runs in"))
+    # A Python run's time limit, in seconds (the kernel is interrupted; its state stays).
+    python_timeout: float = field(default=600.0, metadata=_limit(gt=0, le=86_400))
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 
@@ -186,6 +192,8 @@ def read_config_file(workspace: Path) -> ConfigFile:
         text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the file ({exc}).") from exc
+    if not raw:  # empty says nothing (the sandbox's placeholder: execution/mounts.py)
+        return ConfigFile()
     try:
         data = yaml.load(text, Loader=_YamlLoader)
     except yaml.YAMLError as exc:

@@ -7,7 +7,6 @@ writes the event log, and (for conversational turns) calls the model.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import threading
 import uuid
@@ -19,8 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lily_kernel.commands import (
-    CommandContext,
-    CommandOutcome,
     CommandResult,
     CommandTable,
     Completion,
@@ -38,25 +35,23 @@ from lily_kernel.events import (
     Cell,
     CellFinished,
     CellStatus,
-    Command,
     Event,
     EventLog,
     ModelLoad,
     SessionStarted,
-    SkillInvoked,
-    SkillLoaded,
     catalog_events,
     recorded_settings,
     session_log_path,
 )
+from lily_kernel.execution.python_host import PythonHost
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.collaborators import Collaborators
+from lily_kernel.runtime.command_flow import command_context, finish_command
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
-    ask_trust,
     log_trust_checked,
     needs_trust,
     settle_trust,
@@ -88,11 +83,16 @@ class LilyRuntime:
     _model_loading: asyncio.Future[ChatModel] | None = None
     collaborators: Collaborators = field(default_factory=Collaborators)
     scripts: ScriptHost = field(init=False)  # how skill scripts run here
+    python: PythonHost = field(init=False)  # the session's Python kernel
 
     def __post_init__(self) -> None:
-        self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
+        env, config = self.env, self.env.config
+        self.scripts = ScriptHost(env.host.environ, config.script_timeout,
                                   run=self.collaborators.run_script,
-                                  allowed_env=self.env.config.script_env)
+                                  allowed_env=config.script_env)
+        self.python = PythonHost(env.host.environ, env.workspace, env.tool_context.protected,
+                                 self.scripts.sandbox, config.python_kernel,
+                                 config.python_timeout, config.script_env)
 
     @cached_property
     def gate(self) -> ToolGate:
@@ -101,7 +101,8 @@ class LilyRuntime:
 
         secrets = secret_values(os.environ) + secret_values(self.env.host.environ)
         return ToolGate(self.env.registry, self.env.policy,
-                        replace(self.env.tool_context, scripts=self.scripts), self.log,
+                        replace(self.env.tool_context, scripts=self.scripts,
+                                python=self.python), self.log,
                         redact=Redactor(secrets))
 
     def use_environment(self, env: LilyEnvironment) -> None:
@@ -115,6 +116,7 @@ class LilyRuntime:
             self.session.model_config, self.model, self._model_loading = model, None, None
         self.scripts.timeout = env.config.script_timeout
         self.scripts.allowed_env = env.config.script_env
+        self.python.timeout = env.config.python_timeout  # (a running kernel stays)
         self.__dict__.pop("gate", None)  # the cached gate: built anew with env's policy
 
     async def get_model(self) -> ChatModel:
@@ -211,61 +213,14 @@ class LilyRuntime:
 
     # --- commands --------------------------------------------------------------
 
-    def command_context(self, stop: threading.Event | None = None,
-                        sink: CellSink | None = None) -> CommandContext:
-        """What a command may use; with the cell's `sink`, the trust question too."""
-
-        async def trust() -> CommandResult:
-            assert sink is not None
-            return await ask_trust(self, sink)
-
-        return CommandContext(
-            session=self.session,
-            commands=self.env.commands,
-            registry=self.env.registry,
-            policy=self.env.policy,
-            load_snapshot=self.env.load_snapshot,
-            load_persona=self.env.load_persona,
-            list_agents=self.env.list_agents,
-            held_settings=self.env.trust.held_settings,
-            stop=stop,
-            trust=trust if sink is not None else None,
-        )
-
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
         """Run one command outside a cell (for scripts and tests); apply its state change
         only when it succeeded. A command that hands over an intent (a skill for the
         model, a tool to run) is returned with it, not carried out: `run_cell` does that."""
-        outcome = asyncio.run(run_command(self.command_context(), parsed))
+        outcome = asyncio.run(run_command(command_context(self), parsed))
         if outcome.result.dispatch is not None:
             raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
-        return self._finish_command(parsed, outcome)
-
-    def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
-        """Log a command's outcome and apply its state change (only when it succeeded)."""
-        result = outcome.result
-        # What the person was shown, as a digest: replay compares it without the log
-        # holding every listing.
-        shown = (self.collaborators.shown(result) if result.ok and result.invocation is None
-                 else "")
-        self.log.emit(Command(
-            name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
-            output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
-            output_chars=len(shown) if shown else None))
-        if not result.ok:
-            return result
-        if outcome.change is not None:
-            outcome.change.apply(self.session)
-            if outcome.change.skill_snapshot is not None:
-                self.log_catalog(outcome.change.skill_snapshot)
-        if result.skill is not None:
-            skill = self.session.skill_snapshot.get(result.skill)
-            self.log.emit(SkillInvoked(name=result.skill, mode="manual",
-                                       command=result.command))
-            if skill is not None and skill.invocation_mode == "prompt_rewrite":
-                self.log.emit(SkillLoaded(name=skill.name, path=skill.path,
-                                          digest=skill.digest))
-        return result
+        return finish_command(self, parsed, outcome)
 
     # --- cells -----------------------------------------------------------------
 
@@ -316,17 +271,17 @@ class LilyRuntime:
         # A handler doing file-system work runs off the event loop (a reload can read
         # thousands of files), so an interrupt can cancel this await; its state change
         # is applied here afterwards, never by a cancelled cell.
-        outcome = await run_command(self.command_context(stop, sink), parsed)
+        outcome = await run_command(command_context(self, stop, sink), parsed)
         if outcome.result.dispatch is not None:
             outcome = await self.gate.dispatch(sink, parsed.name, outcome)
-        result = self._finish_command(parsed, outcome)
+        result = finish_command(self, parsed, outcome)
         if result.error is not None:
             raise CommandError(result.error)
         if result.invocation is not None:
             forced = self.session.skill_snapshot.get(result.invocation.skill)
             assert forced is not None  # the command found it in this very snapshot
             await self._converse(result.invocation.request, forced, sink, stop)
-        else:
+        elif result.title or result.blocks or result.notices:  # (/python shows its run)
             sink.show(result)
 
     # --- chat turns --------------------------------------------------------------
@@ -397,4 +352,5 @@ class LilyRuntime:
         return inspect(code, cursor, self.session.skill_snapshot, self.env.commands)
 
     def close(self) -> None:
+        self.python.close()
         self.log.close()

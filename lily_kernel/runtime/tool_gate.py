@@ -104,7 +104,8 @@ class ToolGate:
             outcome = checked
         else:
             tool, args = checked
-            ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit)
+            ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit,
+                          show=sink.output, caller=caller)
             outcome = await self._run(sink, tool, args, arguments, ctx, caller)
         self._record(outcome, caller, arguments, step)
         return outcome

@@ -9,13 +9,14 @@ the question is never more than a few lines, whatever the model sent.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from lily_kernel.execution.runner import ScriptPlan
 from lily_kernel.tools.context import Question
-from lily_kernel.visible import MAX_SHOWN, shown
+from lily_kernel.visible import MAX_SHOWN, shown, visible
 
-__all__ = ["MAX_SHOWN", "call_question", "script_question", "shown"]
+__all__ = ["MAX_SHOWN", "call_question", "python_question", "script_question", "shown"]
 
 MAX_VALUES = 4  # values shown besides the first; the rest are counted
 # Keys that say what a call acts on: shown first.
@@ -35,6 +36,16 @@ def script_question(plan: ScriptPlan) -> str:
     more = f" and {len(args) - MAX_VALUES} more" if len(args) > MAX_VALUES else ""
     return (f"{status}. Run {shown(plan.script)} of skill {shown(plan.skill)}\n"
             f"  with {f'arguments {listed}{more}' if args else 'no arguments'}\n"
+            "Run it? [y/N] ")
+
+
+def python_question(code: str, kernel: str, workspace: Path) -> str:
+    """The code whole, every line as it is with what is invisible made visible, under
+    where it runs: the sandbox, the kernel, the working folder."""
+    lines = [visible(line) for line in code.splitlines()] or [""]
+    body = "\n".join(f"  | {line}" for line in lines)
+    return (f"Sandboxed Python (no network; only the workspace is writable), in the kernel "
+            f"{shown(kernel)}, working folder {shown(str(workspace))}:\n{body}\n"
             "Run it? [y/N] ")
 
 
