@@ -149,6 +149,12 @@ class LilyConfig:
     # `auto`: the tools asked by default run without asking. Only the person sets it.
     policy: Profile = field(default="ask", metadata=spec(
         untrusted=FIXED, why="would let the model run code without asking"))
+    # The Jupyter kernel the `python` tool and `/python` run in (a kernelspec name, e.g.
+    # the person's data-science environment; None: a Python of Lily's own environment).
+    python_kernel: str | None = field(default=None, metadata=spec(
+        untrusted=FIXED, why="chooses the interpreter the model's code runs in"))
+    # A Python run's time limit, in seconds (the kernel is interrupted; its state stays).
+    python_timeout: float = field(default=600.0, metadata=_limit(gt=0, le=86_400))
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 
@@ -196,6 +202,8 @@ def read_config_file(workspace: Path) -> ConfigFile:
         text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the file ({exc}).") from exc
+    if not raw:  # empty says nothing (the sandbox's placeholder: execution/mounts.py)
+        return ConfigFile()
     try:
         data = yaml.load(text, Loader=_YamlLoader)
     except yaml.YAMLError as exc:

@@ -18,6 +18,7 @@ from lily_kernel.commands.invocation import (
 from lily_kernel.commands.listing import held_why, ranked_result, skills_result
 from lily_kernel.commands.parser import ParsedCommand
 from lily_kernel.commands.policy import policy_command, profile_line
+from lily_kernel.commands.python import python_command
 from lily_kernel.commands.registry import (
     CommandContext,
     CommandOutcome,
@@ -317,6 +318,7 @@ def default_commands() -> CommandTable:
                 "changed", blocking(_reload_skills)),
         trust_command(),
         policy_command(),
+        python_command(),
     ])
 
 
@@ -328,7 +330,8 @@ async def run_command(ctx: CommandContext, parsed: ParsedCommand) -> CommandOutc
             raise CommandError("empty command; type /help for the list of commands.")
         found = resolve(parsed.name, ctx.session.skill_snapshot, ctx.commands)
         if found.command is not None:
-            return await found.command.handler(ctx, parsed.argument)
+            command = found.command
+            return await command.handler(ctx, parsed.raw if command.raw else parsed.argument)
         if found.skill is not None:
             return invoke_skill(ctx, parsed.name, found.skill, parsed.argument)
         snap = ctx.session.skill_snapshot

@@ -16,14 +16,17 @@ import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lily_kernel.commands.results import CommandResult
 from lily_kernel.config import Profile
 from lily_kernel.persona import Persona
 from lily_kernel.session import Session
 from lily_kernel.skills import SkillSnapshot
-from lily_kernel.tools import ToolPolicy, ToolRegistry
+from lily_kernel.tools import ToolOutcome, ToolPolicy, ToolRegistry
+
+if TYPE_CHECKING:  # the kernel's machinery loads with the first run
+    from lily_kernel.execution.python_host import PythonHost
 
 __all__ = [
     "ArgumentKind",
@@ -61,7 +64,9 @@ class CommandSpec:
     docs/commands.md); `more` are further lines for other forms of it (`/skill:<name>`).
     `argument`: what its first argument is. `names_skill`: its first argument names a
     skill it invokes (a held skill then asks the trust question first). `ranks`: with
-    an argument, it ranks the skills (a first ranking that encodes many says so)."""
+    an argument, it ranks the skills (a first ranking that encodes many says so).
+    `raw`: its handler receives the rest of the cell as written (code keeps its
+    indentation), not stripped."""
 
     name: str
     summary: str
@@ -71,6 +76,7 @@ class CommandSpec:
     names_skill: bool = False
     ranks: bool = False
     more: tuple[tuple[str, str], ...] = ()
+    raw: bool = False
 
     def help_lines(self) -> tuple[tuple[str, str], ...]:
         return ((self.usage or f"/{self.name}", self.summary), *self.more)
@@ -110,7 +116,9 @@ class CommandContext:
     agent; `list_agents()` lists them. The runtime supplies all three; `stop`, which it
     sets when the cell is stopped (a ranking then stops encoding skills); and `trust`,
     which puts the trust question to the person and takes up what they trust (None
-    where no one can be asked).
+    where no one can be asked); `run_tool`, which runs one of the session's tools as
+    the person's own call, through the one gate (None outside a cell); `python`, the
+    session's Python kernel (`/python`).
     """
 
     session: Session
@@ -124,6 +132,8 @@ class CommandContext:
     held_settings: tuple[str, ...] = ()
     stop: threading.Event | None = None
     trust: Callable[[], Awaitable[CommandResult]] | None = None
+    run_tool: Callable[[str, dict[str, Any]], Awaitable[ToolOutcome]] | None = None
+    python: PythonHost | None = None
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,8 @@ class ReplaySink:
 
     def notice(self, text: str) -> None: ...
 
+    def output(self, item: object) -> None: ...
+
     async def ask(self, prompt: str) -> str | None:
         if not self.approvals:
             raise asyncio.CancelledError  # the recording was interrupted at this question

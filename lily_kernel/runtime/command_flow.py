@@ -1,60 +1,105 @@
-"""A command's outcome, once it ran: its `command` event (what the person was shown, as a
-digest), its state change applied (only when it succeeded), the skill it invoked."""
+"""A command cell's path through the runtime: what the command may use, and after it
+ran, its event and its state change (applied only when it succeeded)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+import threading
+from typing import TYPE_CHECKING, Any, Protocol
 
-from lily_kernel.commands import CommandOutcome, CommandResult, ParsedCommand
+from lily_kernel.commands import CommandContext, CommandOutcome, CommandResult, ParsedCommand
 from lily_kernel.config import Profile
-from lily_kernel.events import Command, EventLog, ProfileSetBy, SkillInvoked, SkillLoaded
-from lily_kernel.skills import SkillSnapshot
+from lily_kernel.events import Command, ProfileSetBy, SkillInvoked, SkillLoaded
+from lily_kernel.runtime.sink import CellSink
+from lily_kernel.runtime.trust_flow import ask_trust
+from lily_kernel.tools import PolicyState, ToolOutcome
 
 if TYPE_CHECKING:
+    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.events import EventLog
+    from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.runtime.collaborators import Collaborators
+    from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.session import Session
-
-__all__ = ["finish_command"]
+    from lily_kernel.skills import SkillSnapshot
 
 
 class LilyRuntime(Protocol):
-    """What of the runtime (runtime/runtime.py) finishing a command reads and changes."""
+    """What of the runtime (runtime/runtime.py) a command cell uses."""
 
+    env: LilyEnvironment
     session: Session
     log: EventLog
+    collaborators: Collaborators
+    python: PythonHost
+    trust_answered: bool
+    policy_state: PolicyState
 
     @property
-    def shown(self) -> Callable[[CommandResult], str]: ...
+    def gate(self) -> ToolGate: ...
 
     def log_catalog(self, snap: SkillSnapshot) -> None: ...
 
+    def use_environment(self, env: LilyEnvironment) -> None: ...
+
     def update_profile(self, by: ProfileSetBy, **change: Profile) -> None: ...
+
+__all__ = ["command_context", "finish_command"]
+
+
+def command_context(runtime: LilyRuntime, stop: threading.Event | None = None,
+                    sink: CellSink | None = None) -> CommandContext:
+    """What a command may use; with the cell's `sink`, the trust question and the
+    session's tools run as the person's (through the one gate) too."""
+    env = runtime.env
+
+    async def trust() -> CommandResult:
+        assert sink is not None
+        return await ask_trust(runtime, sink)
+
+    async def run_tool(name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        assert sink is not None
+        return await runtime.gate.run(sink, name, arguments, "owner")
+
+    return CommandContext(
+        session=runtime.session,
+        commands=env.commands,
+        registry=env.registry,
+        policy=env.policy.under(runtime.policy_state),
+        load_snapshot=env.load_snapshot,
+        load_persona=env.load_persona,
+        list_agents=env.list_agents,
+        held_settings=env.trust.held_settings,
+        stop=stop,
+        trust=trust if sink is not None else None,
+        run_tool=run_tool if sink is not None else None,
+        python=runtime.python,
+    )
 
 
 def finish_command(runtime: LilyRuntime, parsed: ParsedCommand,
                    outcome: CommandOutcome) -> CommandResult:
     """Log a command's outcome and apply its state change (only when it succeeded)."""
-    result = outcome.result
+    result, session, log = outcome.result, runtime.session, runtime.log
     # What the person was shown, as a digest: replay compares it without the log
     # holding every listing.
-    shown = runtime.shown(result) if result.ok and result.invocation is None else ""
-    runtime.log.emit(Command(
+    shown = (runtime.collaborators.shown(result) if result.ok and result.invocation is None
+             else "")
+    log.emit(Command(
         name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
         output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
         output_chars=len(shown) if shown else None))
     if not result.ok:
         return result
-    change = outcome.change
-    if change is not None:
-        change.apply(runtime.session)
-        if change.policy is not None:
-            runtime.update_profile("command", chosen=change.policy)
-        if change.skill_snapshot is not None:
-            runtime.log_catalog(change.skill_snapshot)
+    if outcome.change is not None:
+        outcome.change.apply(session)
+        if outcome.change.policy is not None:
+            runtime.update_profile("command", chosen=outcome.change.policy)
+        if outcome.change.skill_snapshot is not None:
+            runtime.log_catalog(outcome.change.skill_snapshot)
     if result.skill is not None:
-        skill = runtime.session.skill_snapshot.get(result.skill)
-        runtime.log.emit(SkillInvoked(name=result.skill, mode="manual", command=result.command))
+        skill = session.skill_snapshot.get(result.skill)
+        log.emit(SkillInvoked(name=result.skill, mode="manual", command=result.command))
         if skill is not None and skill.invocation_mode == "prompt_rewrite":
-            runtime.log.emit(SkillLoaded(name=skill.name, path=skill.path, digest=skill.digest))
+            log.emit(SkillLoaded(name=skill.name, path=skill.path, digest=skill.digest))
     return result

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lily_kernel.commands import (
-    CommandContext,
     CommandResult,
     CommandTable,
     Completion,
@@ -48,15 +47,15 @@ from lily_kernel.events import (
     session_log_path,
 )
 from lily_kernel.execution.limits import Limits
+from lily_kernel.execution.python_host import PythonHost
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.collaborators import Collaborators
-from lily_kernel.runtime.command_flow import finish_command
+from lily_kernel.runtime.command_flow import command_context, finish_command
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
-    ask_trust,
     log_trust_checked,
     needs_trust,
     settle_trust,
@@ -88,14 +87,18 @@ class LilyRuntime:
     _model_loading: asyncio.Future[ChatModel] | None = None
     collaborators: Collaborators = field(default_factory=Collaborators)
     scripts: ScriptHost = field(init=False)  # how skill scripts and commands run here
+    python: PythonHost = field(init=False)  # the session's Python kernel
     policy_state: PolicyState = field(default_factory=PolicyState)  # the person's choices
 
     def __post_init__(self) -> None:
-        config = self.env.config
-        self.scripts = ScriptHost(self.env.host.environ, config.script_timeout,
+        env, config = self.env, self.env.config
+        self.scripts = ScriptHost(env.host.environ, config.script_timeout,
                                   run=self.collaborators.run_script,
                                   allowed_env=config.script_env,
                                   limits=Limits(memory_mb=config.memory_limit_mb))
+        self.python = PythonHost(env.host.environ, env.workspace, env.tool_context.protected,
+                                 self.scripts.sandbox, config.python_kernel,
+                                 config.python_timeout, config.script_env)
 
     @cached_property
     def gate(self) -> ToolGate:
@@ -104,7 +107,8 @@ class LilyRuntime:
 
         secrets = secret_values(os.environ) + secret_values(self.env.host.environ)
         return ToolGate(self.env.registry, self.env.policy,
-                        replace(self.env.tool_context, scripts=self.scripts), self.log,
+                        replace(self.env.tool_context, scripts=self.scripts,
+                                python=self.python), self.log,
                         redact=Redactor(secrets), state=self.policy_state)
 
     def use_environment(self, env: LilyEnvironment) -> None:
@@ -120,6 +124,7 @@ class LilyRuntime:
         self.scripts.allowed_env = env.config.script_env
         self.scripts.limits = Limits(memory_mb=env.config.memory_limit_mb)
         self.update_profile("configuration", configured=env.config.policy)
+        self.python.timeout = env.config.python_timeout  # (a running kernel stays)
         self.__dict__.pop("gate", None)  # the cached gate: built anew with env's policy
 
     def update_profile(self, by: ProfileSetBy, **change: Profile) -> None:
@@ -223,40 +228,14 @@ class LilyRuntime:
 
     # --- commands --------------------------------------------------------------
 
-    def command_context(self, stop: threading.Event | None = None,
-                        sink: CellSink | None = None) -> CommandContext:
-        """What a command may use; with the cell's `sink`, the trust question too."""
-
-        async def trust() -> CommandResult:
-            assert sink is not None
-            return await ask_trust(self, sink)
-
-        return CommandContext(
-            session=self.session,
-            commands=self.env.commands,
-            registry=self.env.registry,
-            policy=self.env.policy.under(self.policy_state),
-            load_snapshot=self.env.load_snapshot,
-            load_persona=self.env.load_persona,
-            list_agents=self.env.list_agents,
-            held_settings=self.env.trust.held_settings,
-            stop=stop,
-            trust=trust if sink is not None else None,
-        )
-
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
         """Run one command outside a cell (for scripts and tests); apply its state change
         only when it succeeded. A command that hands over an intent (a skill for the
         model, a tool to run) is returned with it, not carried out: `run_cell` does that."""
-        outcome = asyncio.run(run_command(self.command_context(), parsed))
+        outcome = asyncio.run(run_command(command_context(self), parsed))
         if outcome.result.dispatch is not None:
             raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
         return finish_command(self, parsed, outcome)
-
-    @property
-    def shown(self) -> Callable[[CommandResult], str]:
-        """What a command showed, as plain text (its `command` event's digest)."""
-        return self.collaborators.shown
 
     # --- cells -----------------------------------------------------------------
 
@@ -307,7 +286,7 @@ class LilyRuntime:
         # A handler doing file-system work runs off the event loop (a reload can read
         # thousands of files), so an interrupt can cancel this await; its state change
         # is applied here afterwards, never by a cancelled cell.
-        outcome = await run_command(self.command_context(stop, sink), parsed)
+        outcome = await run_command(command_context(self, stop, sink), parsed)
         if outcome.result.dispatch is not None:
             outcome = await self.gate.dispatch(sink, parsed.name, outcome)
         result = finish_command(self, parsed, outcome)
@@ -317,7 +296,7 @@ class LilyRuntime:
             forced = self.session.skill_snapshot.get(result.invocation.skill)
             assert forced is not None  # the command found it in this very snapshot
             await self._converse(result.invocation.request, forced, sink, stop)
-        else:
+        elif result.title or result.blocks or result.notices:  # (/python shows its run)
             sink.show(result)
 
     # --- chat turns --------------------------------------------------------------
@@ -388,4 +367,5 @@ class LilyRuntime:
         return inspect(code, cursor, self.session.skill_snapshot, self.env.commands)
 
     def close(self) -> None:
+        self.python.close()
         self.log.close()

@@ -116,7 +116,7 @@ class ToolGate:
         else:
             tool, args = checked
             ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit,
-                          caller=caller)
+                          show=sink.output, caller=caller)
             outcome = await self._run(sink, tool, args, arguments, ctx, caller)
         self._record(outcome, caller, arguments, step)
         return outcome

@@ -12,6 +12,7 @@ from lily_kernel.tools.policy import (
     ToolPolicy,
     check_call,
 )
+from lily_kernel.tools.python import python_tool
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry, blocking
 from lily_kernel.tools.scripts import run_skill_script_tool
 from lily_kernel.tools.shell import shell_tool
@@ -41,6 +42,7 @@ __all__ = [
 
 def default_registry() -> ToolRegistry:
     """A new registry holding the built-in tools: the model's skill selection, the
-    workspace's files, the active skill's files and scripts, the shell."""
+    workspace's files, the active skill's files and scripts, the shell, the session's
+    Python."""
     return ToolRegistry([skill_selection_tool(), *file_tools(), read_skill_file_tool(),
-                         run_skill_script_tool(), shell_tool()])
+                         run_skill_script_tool(), shell_tool(), python_tool()])

@@ -11,14 +11,15 @@ is shown whole (tools/shell.py bounds its length instead), on one line, escaped 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from lily_kernel.execution.runner import ScriptPlan
 from lily_kernel.tools.context import Question
-from lily_kernel.visible import MAX_SHOWN, shown
+from lily_kernel.visible import MAX_SHOWN, shown, visible
 
 __all__ = ["ALWAYS", "MAX_SHOWN", "YES_NO", "call_question", "offering_always",
-           "script_question", "shell_question", "shown"]
+           "python_question", "script_question", "shell_question", "shown"]
 
 MAX_VALUES = 4  # values shown besides the first; the rest are counted
 YES_NO = "[y/N] "  # how every tool question ends
@@ -59,6 +60,16 @@ def offering_always(question: Question, tool: str) -> Question:
                  "session)")
     lines.append(last.replace(YES_NO, "[y/N/a] "))
     return replace(question, text="\n".join(lines))
+
+
+def python_question(code: str, kernel: str, workspace: Path) -> str:
+    """The code whole, every line as it is with what is invisible made visible, under
+    where it runs: the sandbox, the kernel, the working folder."""
+    lines = [visible(line) for line in code.splitlines()] or [""]
+    body = "\n".join(f"  | {line}" for line in lines)
+    return (f"Sandboxed Python (no network; only the workspace is writable), in the kernel "
+            f"{shown(kernel)}, working folder {shown(str(workspace))}:\n{body}\n"
+            f"Run it? {YES_NO}")
 
 
 def call_question(name: str, arguments: dict[str, Any]) -> Question:

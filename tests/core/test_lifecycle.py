@@ -29,6 +29,9 @@ class Sink:
 
     def reply(self, markdown: str, footer: str | None = None) -> None: ...
 
+    def output(self, item: object) -> None:
+        """Code that runs and its outputs (not looked at here)."""
+
     def notice(self, text: str) -> None: ...
 
     async def ask(self, prompt: str) -> str | None:

@@ -26,6 +26,7 @@ class Sink:
         self.footers: list[str | None] = []
         self.notices: list[str] = []
         self.shown: list[CommandResult] = []
+        self.outputs: list[object] = []
 
     def show(self, result: CommandResult) -> None:
         self.shown.append(result)
@@ -36,6 +37,9 @@ class Sink:
     def reply(self, markdown: str, footer: str | None = None) -> None:
         self.replies.append(markdown)
         self.footers.append(footer)
+
+    def output(self, item: object) -> None:
+        self.outputs.append(item)
 
     def notice(self, text: str) -> None:
         self.notices.append(text)

@@ -136,11 +136,11 @@ def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServ
     assert after.status == "ok"
     # The stopped answer stays in the history as far as it was shown, marked as stopped.
     sent = server.requests[-1]["messages"]
-    stopped = [m["content"] for m in sent if m["role"] == "assistant"]
+    # (the kernel's earlier cells left answers with tool calls and no text)
+    stopped = [m.get("content") or "" for m in sent if m["role"] == "assistant"][-1]
     assert [m["content"] for m in sent if m["role"] == "user"][-2:] == [
         "Tell me a very long story", "Are you still there?"]
-    assert len(stopped) == 1 and stopped[0].startswith("slow slow")
-    assert stopped[0].endswith(STOPPED_MARK)
+    assert stopped.startswith("slow slow") and stopped.endswith(STOPPED_MARK)
 
 
 def test_golden_style_stream_off(tmp_path: Path, server: OpenAIServer) -> None:

@@ -40,6 +40,9 @@ class Sink:
     def reply(self, markdown: str, footer: str | None = None) -> None:
         self.replies.append(markdown)
 
+    def output(self, item: object) -> None:
+        """Code that runs and its outputs (not looked at here)."""
+
     def notice(self, text: str) -> None:
         self.notices.append(text)
 
