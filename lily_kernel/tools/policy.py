@@ -8,10 +8,11 @@ by `allow: "*"` as asked: naming it in `allow` lets it run unasked, and so does 
 profile `auto` ("full auto"), which only the person sets (LILY_POLICY, a trusted
 lily.yaml, `/policy auto`). The person's answer `a` ("always") to the question of a tool
 asked by default lets it run unasked for the rest of the session (`PolicyState`); never
-offered for `tools.ask`, an untrusted folder's question, or a call asked of itself. The model is offered only
-allowed (or asked) tools that are not `owner_only`, narrowed further by an active
-skill's `allowed-tools` and `disallowed-tools`; the person may also run allowed owner-only tools, through a
-`tool_dispatch` command. Anything else is refused and never run.
+offered for `tools.ask`, an untrusted folder's question, or a call asked of itself. The
+model is offered only allowed (or asked) tools that are not `owner_only`, narrowed
+further by an active skill's `allowed-tools` and `disallowed-tools`; the person may also
+run allowed owner-only tools, through a `tool_dispatch` command. Anything else is
+refused and never run.
 """
 
 from __future__ import annotations
