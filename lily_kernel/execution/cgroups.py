@@ -127,24 +127,30 @@ class RunGroup:
                 found |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
         return found
 
+    def kill(self) -> bool:
+        """Kill whatever is left in the groups and remove those that are empty; whether
+        all are gone (one whose processes are not yet reaped stays, for `close` to try
+        again or the next run's sweep)."""
+        for pid in self.pids():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        gone = True
+        for folder in self.folders:
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                gone = False
+        return gone
+
     async def close(self) -> None:
         """Kill whatever is left in the groups, then remove them (a group goes once its
         last process has been reaped: a few tries)."""
         import asyncio
 
         for _ in range(40):
-            for pid in self.pids():
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            left = []
-            for folder in self.folders:
-                try:
-                    folder.rmdir()
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    left.append(folder)
-            if not left:
+            if self.kill():
                 return
             await asyncio.sleep(0.05)
 
