@@ -20,6 +20,7 @@ from typing import Any
 
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.kernelspec import KernelChoice, choose_kernel
+from lily_kernel.execution.limits import LIMITER, Limits, limited
 from lily_kernel.execution.mounts import plan_mounts, remove_placeholders
 from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment
 from lily_kernel.execution.subkernel import RunReply, Subkernel
@@ -35,7 +36,7 @@ MAX_KEPT_BYTES = 5_000_000
 class PythonHost:
     """How this session runs Python: the host's environment and bubblewrap (the script
     host's, found once), the workspace and Lily's own paths, the kernel to start, the
-    time limit of a run. `wrap` adds the resource limits to a command line."""
+    time limit of a run, and the resource limits of the kernel's processes."""
 
     environ: Mapping[str, str]
     workspace: Path
@@ -44,7 +45,7 @@ class PythonHost:
     kernel_name: str | None = None
     timeout: float = 600.0
     allowed_env: tuple[str, ...] = ()
-    wrap: Callable[[list[str]], list[str]] = list
+    limits: Limits = field(default_factory=Limits)
     _kernel: Subkernel | None = field(default=None, repr=False)
     _choice: KernelChoice | None = field(default=None, repr=False)
     _placeholders: tuple[Path, ...] = field(default=(), repr=False)
@@ -94,12 +95,12 @@ class PythonHost:
         workspace = self.workspace.resolve()
         home = Path(self.environ["HOME"]).resolve() if self.environ.get("HOME") else None
         visible = [choice.installation, Path(sys.prefix).resolve(),
-                   Path(sys.base_prefix).resolve()]
+                   Path(sys.base_prefix).resolve(), LIMITER.parent.resolve()]
         mounts = plan_mounts(workspace, self.protected, home, visible, writable=[folder])
         self._placeholders = mounts.placeholders
 
         def wrap(argv: list[str]) -> list[str]:
-            return sandboxed(bwrap, self.wrap(argv), workspace, mounts)
+            return sandboxed(bwrap, limited(argv, self.limits), workspace, mounts)
 
         env = {**script_environment(self.environ, self.allowed_env), **choice.env}
         kernel = Subkernel(choice, wrap, workspace, env, folder)

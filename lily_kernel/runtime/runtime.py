@@ -98,7 +98,8 @@ class LilyRuntime:
                                   limits=Limits(memory_mb=config.memory_limit_mb))
         self.python = PythonHost(env.host.environ, env.workspace, env.tool_context.protected,
                                  self.scripts.sandbox, config.python_kernel,
-                                 config.python_timeout, config.script_env)
+                                 config.python_timeout, config.script_env,
+                                 limits=self.scripts.limits)
 
     @cached_property
     def gate(self) -> ToolGate:
