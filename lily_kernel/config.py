@@ -27,6 +27,7 @@ __all__ = [
     "LOCAL_MODEL",
     "ConfigFile",
     "LilyConfig",
+    "McpServerConfig",
     "ModelConfig",
     "Profile",
     "ToolsConfig",
@@ -61,6 +62,22 @@ class ToolsConfig:
     allow: Literal["*"] | tuple[str, ...] = "*"
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One MCP server, as Claude Code's `.mcp.json` writes it: a program Lily starts and
+    speaks to over stdio (`command`, `args`, `env`), or a server reached over HTTP
+    (`url`, `headers`; `type: http`). `timeout`: seconds a call (and the start) may take.
+    mcp_tools/servers.py checks that it names one or the other."""
+
+    type: Literal["stdio", "http", "sse"] | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = field(default=60.0, metadata=spec(gt=0, le=86_400))
 
 
 # What an untrusted lily.yaml may do with a key (`spec(untrusted=...)`, trust/settings.py
@@ -155,6 +172,10 @@ class LilyConfig:
         untrusted=FIXED, why="chooses the interpreter the model's code runs in"))
     # A Python run's time limit, in seconds (the kernel is interrupted; its state stays).
     python_timeout: float = field(default=600.0, metadata=_limit(gt=0, le=86_400))
+    # MCP servers whose tools the model may use (`mcp__<server>__<tool>`), by name; the
+    # person's own are in `<home>/mcp.json` (mcp_tools/servers.py).
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict, metadata=spec(
+        untrusted=FIXED, why="starts the programs and contacts the servers it names"))
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 

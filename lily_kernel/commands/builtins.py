@@ -160,6 +160,8 @@ def _shown_value(skill: Skill, attr: str) -> str | None:
         return " ".join(value) if value is not None else None
     if attr == "argument_hint":
         return value or None
+    if attr == "requires":
+        return f"MCP servers: {', '.join(value.mcp)}" if value and value.mcp else None
     if attr == "user_invocable" and value is not None:
         return "with / commands" if value else "none: for the model only (user-invocable: false)"
     if value is None:

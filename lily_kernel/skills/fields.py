@@ -21,6 +21,7 @@ __all__ = [
     "Frontmatter",
     "InvocationMode",
     "OpenClawBlock",
+    "RequiresBlock",
     "parse_allowed_tools",
     "shell_commands",
     "shown_fields",
@@ -71,6 +72,16 @@ class OpenClawBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class RequiresBlock:
+    """Composio's `requires`: the MCP servers the skill works through (`mcp: [rube]`); a
+    server the session has not configured makes the skill ineligible (skills/loader.py)."""
+
+    unknown_keys: ClassVar[str] = "ignore"
+
+    mcp: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Frontmatter:
     """The recognised keys of a SKILL.md frontmatter (SPEC §2.2), strictly typed."""
 
@@ -112,6 +123,9 @@ class Frontmatter:
     disallowed_tools: str | tuple[str, ...] | None = field(
         default=None, metadata=_shown("disallowed-tools", group="claude",
                                       key="disallowed-tools"))
+    # Composio's skills' field (ComposioHQ/awesome-claude-skills).
+    requires: RequiresBlock | None = field(
+        default=None, metadata=_shown("requires", group="claude"))
 
 
 # `allowed-tools` (Agent Skills): entries are a tool name, optionally followed by an

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from lily_kernel.config import Profile, ToolsConfig
 from lily_kernel.errors import ConfigError
+from lily_kernel.tools.mcp_names import TOOL_PREFIX, server_entry, server_of
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry
 from lily_kernel.validation import ShapeError
 
@@ -224,19 +225,36 @@ def check_call(
         return ToolOutcome(name, "failed", f"bad arguments: {exc.key}: {exc.problem}.")
 
 
-def configured_policy(config: ToolsConfig, registry: ToolRegistry) -> ToolPolicy:
+def _mcp_names(name: str, registry: ToolRegistry) -> tuple[str, ...]:
+    """An MCP entry as the names it covers: a tool's own (kept as written: its server's
+    tools may be listed only later), or a whole server's entry and every tool of that
+    server registered now (the policy is made again once they are: mcp_tools/)."""
+    if not server_entry(name):
+        return (name,)
+    whole = f"{TOOL_PREFIX}{server_of(name)}"
+    return (whole, *(t.name for t in registry if t.name.startswith(whole + "__")))
+
+
+def configured_policy(config: ToolsConfig, registry: ToolRegistry,
+                      mcp_servers: frozenset[str] = frozenset()) -> ToolPolicy:
     """The configured policy with tool names matched case-insensitively to the tools it
-    governs; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
+    governs; an unknown name is an error (a typo in `deny` would silently deny nothing).
+    `mcp__<server>__<tool>` and `mcp__<server>` name the tools of a configured MCP server
+    (`mcp_servers`), listed or not yet."""
     by_lower = {t.name.lower(): t.name for t in registry if t.governed}
 
     def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
-        found = []
+        found: list[str] = []
         for name in names:
-            if name.lower() not in by_lower:
+            if name.lower() in by_lower:
+                found.append(by_lower[name.lower()])
+            elif server_of(name) in mcp_servers:
+                found.extend(_mcp_names(name, registry))
+            else:
                 raise ConfigError(
                     f"key 'tools.{key}' (lily.yaml or LILY_TOOLS_{key.upper()}): unknown "
-                    f"tool '{name}'; the tools are: {', '.join(sorted(by_lower.values()))}.")
-            found.append(by_lower[name.lower()])
+                    f"tool '{name}'; the tools are: {', '.join(sorted(by_lower.values()))}"
+                    + "".join(f", mcp__{s}__<tool>" for s in sorted(mcp_servers)) + ".")
         return tuple(found)
 
     tools = config

@@ -66,7 +66,7 @@ MAX_VALUE_CHARS = 240  # of a value in a held setting's line (the trust question
 def _shown(value: Any) -> str:
     """A value as the line shows it: a long one (a 200 KB `model:`, 5,000 roots) cut in
     the middle with its length stated, so the question stays a question."""
-    if isinstance(value, tuple):
+    if isinstance(value, tuple | dict):  # a mapping by its names (mcp_servers: no env)
         text = ", ".join(map(str, value)) or "(none)"
     else:
         text = "(none)" if value is None else str(value)
