@@ -245,10 +245,10 @@ def _check_for(hint: Any) -> Check:
     if origin is dict and dataclasses.is_dataclass(typing.get_args(hint)[1]):
         item = _check_for(typing.get_args(hint)[1])
 
-        def named(value: Any, key: str) -> Any:
+        def by_name(value: Any, key: str) -> Any:
             return {name: item(entry, f"{key}.{name}")
                     for name, entry in _mapping(value, key).items()}
-        return named
+        return by_name
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         cls = hint
 

@@ -16,6 +16,7 @@ from lily_kernel.commands.invocation import (
     skill_command,
 )
 from lily_kernel.commands.listing import held_why, ranked_result, skills_result
+from lily_kernel.commands.mcp import mcp_command
 from lily_kernel.commands.parser import ParsedCommand
 from lily_kernel.commands.policy import policy_command, profile_line
 from lily_kernel.commands.python import python_command
@@ -321,6 +322,7 @@ def default_commands() -> CommandTable:
         trust_command(),
         policy_command(),
         python_command(),
+        mcp_command(),
     ])
 
 

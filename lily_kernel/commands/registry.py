@@ -27,6 +27,7 @@ from lily_kernel.tools import ToolOutcome, ToolPolicy, ToolRegistry
 
 if TYPE_CHECKING:  # the kernel's machinery loads with the first run
     from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.mcp_tools.session import McpOverview
 
 __all__ = [
     "ArgumentKind",
@@ -118,7 +119,8 @@ class CommandContext:
     which puts the trust question to the person and takes up what they trust (None
     where no one can be asked); `run_tool`, which runs one of the session's tools as
     the person's own call, through the one gate (None outside a cell); `python`, the
-    session's Python kernel (`/python`).
+    session's Python kernel (`/python`); `mcp`, the MCP servers started and described
+    with the policy then in force (`/mcp`; None outside a cell).
     """
 
     session: Session
@@ -134,6 +136,7 @@ class CommandContext:
     trust: Callable[[], Awaitable[CommandResult]] | None = None
     run_tool: Callable[[str, dict[str, Any]], Awaitable[ToolOutcome]] | None = None
     python: PythonHost | None = None
+    mcp: Callable[[], Awaitable[McpOverview]] | None = None
 
 
 @dataclass(frozen=True)

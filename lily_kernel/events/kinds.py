@@ -11,7 +11,7 @@ value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 from lily_kernel.config import Profile
@@ -34,6 +34,7 @@ __all__ = [
     "EventData",
     "InvokedBy",
     "LoadOutcome",
+    "McpServerStarted",
     "ModelCall",
     "ModelLoad",
     "PolicyChanged",
@@ -320,6 +321,19 @@ class CodeRun(EventData):
     duration_ms: float | None = None
     output_sha256: str | None = None
     output_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpServerStarted(EventData):
+    """An MCP server's start for the session (mcp_tools/): running, with the tools it
+    offers (as Lily names them), or failed, and why."""
+
+    event: ClassVar[str] = "mcp_server"
+    server: str
+    transport: str
+    outcome: Literal["running", "failed"]
+    tools: list[str] = field(default_factory=list)
+    error: str | None = None
 
 
 EVENT_KINDS: tuple[str, ...] = tuple(KINDS)  # Lily's own kinds, declared above

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lily_kernel.commands import CommandContext, CommandOutcome, CommandResult, ParsedCommand
 from lily_kernel.config import Profile
 from lily_kernel.events import Command, ProfileSetBy, SkillInvoked, SkillLoaded
+from lily_kernel.runtime.mcp_flow import mcp_overview
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import ask_trust
 from lily_kernel.tools import PolicyState, ToolOutcome
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from lily_kernel.environment import LilyEnvironment
     from lily_kernel.events import EventLog
     from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.mcp_tools.session import McpOverview, McpServers
     from lily_kernel.runtime.collaborators import Collaborators
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.session import Session
@@ -37,6 +39,9 @@ class LilyRuntime(Protocol):
 
     @property
     def gate(self) -> ToolGate: ...
+
+    @property
+    def mcp(self) -> McpServers: ...
 
     def log_catalog(self, snap: SkillSnapshot) -> None: ...
 
@@ -61,6 +66,10 @@ def command_context(runtime: LilyRuntime, stop: threading.Event | None = None,
         assert sink is not None
         return await runtime.gate.run(sink, name, arguments, "owner")
 
+    async def mcp() -> McpOverview:
+        assert sink is not None
+        return await mcp_overview(runtime, sink)
+
     return CommandContext(
         session=runtime.session,
         commands=env.commands,
@@ -74,6 +83,7 @@ def command_context(runtime: LilyRuntime, stop: threading.Event | None = None,
         trust=trust if sink is not None else None,
         run_tool=run_tool if sink is not None else None,
         python=runtime.python,
+        mcp=mcp if sink is not None else None,
     )
 
 

@@ -68,6 +68,7 @@ from lily_kernel.tools import PolicyState, ScriptHost, ToolRegistry
 from lily_kernel.trust import TrustStore
 
 if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
+    from lily_kernel.mcp_tools.session import McpServers
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.runtime.turn import Turn
 
@@ -111,6 +112,13 @@ class LilyRuntime:
                         replace(self.env.tool_context, scripts=self.scripts,
                                 python=self.python), self.log,
                         redact=Redactor(secrets), state=self.policy_state)
+
+    @cached_property
+    def mcp(self) -> McpServers:
+        """The session's MCP servers (none started until a chat cell or `/mcp`)."""
+        from lily_kernel.mcp_tools.session import McpServers
+
+        return McpServers(self.env.workspace, self.env.host.environ)
 
     def use_environment(self, env: LilyEnvironment) -> None:
         """Go on with `env`, the same workspace read again (once it was trusted): its
@@ -322,6 +330,7 @@ class LilyRuntime:
         beforehand; left-out skills and turns). The history is the caller's to extend."""
         # The turn engine (and prompting) load with the first chat cell, not at start.
         from lily_kernel.prompting.budget import skill_body_budget
+        from lily_kernel.runtime.mcp_flow import start_mcp_servers
         from lily_kernel.runtime.skill_choice import SkillChoice
         from lily_kernel.runtime.turn import Turn
         from lily_kernel.runtime.turn_request import draft_turn_request, fit_request
@@ -349,6 +358,7 @@ class LilyRuntime:
         request, trim_notice = fit_request(session, model, request)
         if trim_notice is not None:
             sink.notice(trim_notice)
+        await start_mcp_servers(self, sink)  # their tools join the registry and policy
         choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced,
                              digests=self.env.trust.digests,
                              body_max_chars=skill_body_budget(model.context_window))
@@ -368,5 +378,7 @@ class LilyRuntime:
         return inspect(code, cursor, self.session.skill_snapshot, self.env.commands)
 
     def close(self) -> None:
+        if "mcp" in self.__dict__:  # servers were (or may have been) started
+            self.mcp.close()
         self.python.close()
         self.log.close()

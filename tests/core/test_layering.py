@@ -34,14 +34,16 @@ ALLOWED = {
     "session": {"config", "persona", "skills"},
     "prompting": {"events", "persona", "skills"},
     "llm": {"config", "errors", "redaction"},
-    "commands": {"config", "display", "errors", "execution", "persona", "session", "skills",
-                 "tools", "visible"},
+    "commands": {"config", "display", "errors", "execution", "mcp_tools", "persona", "session",
+                 "skills", "tools", "visible"},
+    # MCP servers' tools on the one tool seam (the SDK imported lazily, where used).
+    "mcp_tools": {"config", "errors", "events", "execution", "tools", "validation"},
     "trust": {"config", "errors", "skills", "tools", "validation", "visible"},
     # What a session is built from, one workspace's files read (environment.py).
-    "environment": {"commands", "config", "errors", "llm", "persona", "session", "skills",
-                    "tools", "trust"},
+    "environment": {"commands", "config", "errors", "llm", "mcp_tools", "persona", "session",
+                    "skills", "tools", "trust"},
     "runtime": {"commands", "config", "environment", "errors", "events", "execution", "llm",
-                "persona",
+                "mcp_tools", "persona",
                 "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "display", "errors", "events", "execution", "llm",
