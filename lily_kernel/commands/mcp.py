@@ -41,7 +41,7 @@ async def _mcp(ctx: CommandContext, argument: str) -> CommandOutcome:
         return CommandOutcome(CommandResult("mcp", "MCP servers", (Text(NONE),)))
     servers = Table(("server", "configured by", "reaches", "state"), tuple(
         (s.name, "you" if s.origin == "person" else "this workspace (lily.yaml)",
-         shown(s.target, 80)[1:-1] if s.target else "",
+         shown(s.target, 80) if s.target else "",
          "held until you trust this workspace (`/trust`)" if s.state == "held" else
          f"failed: {s.error}" if s.state == "failed" else s.state)
         for s in overview.servers))
