@@ -51,8 +51,10 @@ ALLOWED = {
                "skills", "tools", "trust", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
     "kernel": {"__init__", "display", "errors", "redaction", "runtime", "visible"},
-    "cli": {"commands", "display", "environment", "errors", "evals", "replay", "runtime", "skills", "trust",
-            "visible"},
+    # `lily mcp`: a thin edge beside the kernel, over the runtime's session and gate.
+    "mcp_server": {"errors", "runtime", "skills", "tools"},
+    "cli": {"commands", "display", "environment", "errors", "evals", "mcp_server", "replay",
+            "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
     "__init__": set(),
 }
