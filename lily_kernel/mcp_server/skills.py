@@ -117,6 +117,12 @@ class SnapshotSkills(SkillManifestProvider):
     async def load_manifests(self) -> Mapping[str, SkillManifest]:
         return self._manifests
 
+    async def _is_served(self, path: str, manifest: SkillManifest) -> bool:
+        """Every file of every manifest is this provider's to read, and `lily mcp` has
+        no per-caller authorization: fastmcp's check (a lookup per file, per request:
+        half of a 1,000-skill `skills/list`) would always say yes."""
+        return True
+
     async def read_file(self, resource: SkillFileResource) -> bytes:
         path = self._folders[resource.skill_path] / resource.file_path
         data = path.read_bytes()

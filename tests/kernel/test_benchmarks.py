@@ -41,6 +41,19 @@ def test_kernel_benchmark_prints_its_ratio(script: str, args: tuple[str, ...],
         assert text in out
 
 
+@pytest.mark.parametrize(("script", "args", "expected"), [
+    ("mcp_serve.py", ("--runs", "1", "--calls", "5", "--skills", "5"),
+     ["workspace: 5 skills, 5 served by skills/list", "ratio lily mcp / lily skills --json",
+      "over in-process"]),
+    ("mcp_tools.py", ("--calls", "5"), ["the SDK's client, directly", "over the SDK"]),
+])
+def test_mcp_benchmarks_print_their_figures(script: str, args: tuple[str, ...],
+                                            expected: list[str]) -> None:
+    out = run_benchmark(script, *args)
+    for text in expected:
+        assert text in out
+
+
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc (Linux)")
 def test_start_breakdown_reports_every_stage_of_both_kernels() -> None:
     # The script itself fails unless /skills succeeded with every generated skill loaded.
