@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from lily_kernel.config import McpServerConfig
+from lily_kernel.config import McpServerConfig, read_config_file
 from lily_kernel.errors import ConfigError
 from lily_kernel.tools.mcp_names import TOOL_PREFIX
 from lily_kernel.validation import ShapeError, build
 
-__all__ = ["PERSON_FILE", "McpServer", "configured_servers"]
+__all__ = ["PERSON_FILE", "McpServer", "configured_servers", "held_servers"]
 
 PERSON_FILE = "mcp.json"  # under the Lily home
 # A server's name goes into its tools' names (`mcp__<server>__<tool>`): no `__` in it,
@@ -117,3 +117,15 @@ def configured_servers(workspace_servers: Mapping[str, McpServerConfig], home: P
     for name, config in workspace_servers.items():
         servers[name] = _server(name, "workspace", config, str(where), environ)
     return tuple(servers[name] for name in sorted(servers))
+
+
+def held_servers(workspace: Path, applied: tuple[McpServer, ...]) -> tuple[str, ...]:
+    """The names of the workspace's servers (its lily.yaml's) that do not apply: held
+    until the person trusts the workspace."""
+    try:
+        named = read_config_file(workspace).data.get("mcp_servers")
+    except ConfigError:
+        return ()
+    started = {s.name for s in applied if s.origin == "workspace"}
+    return tuple(sorted(n for n in named if n not in started)) \
+        if isinstance(named, dict) else ()

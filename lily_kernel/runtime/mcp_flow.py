@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from lily_kernel.config import read_config_file
 from lily_kernel.environment import LilyEnvironment
-from lily_kernel.errors import ConfigError
 from lily_kernel.runtime.sink import CellSink
 
 if TYPE_CHECKING:
@@ -49,23 +47,14 @@ async def start_mcp_servers(runtime: LilyRuntime, sink: CellSink) -> None:
             trust_store=env.trust.store, commands=env.commands))
 
 
-def _held(env: LilyEnvironment) -> tuple[str, ...]:
-    """The workspace's servers its trust holds (their names)."""
-    try:
-        named = read_config_file(env.workspace).data.get("mcp_servers")
-    except ConfigError:
-        return ()
-    started = {s.name for s in env.mcp_servers if s.origin == "workspace"}
-    return tuple(sorted(n for n in named if n not in started)) \
-        if isinstance(named, dict) else ()
-
-
 async def mcp_overview(runtime: LilyRuntime, sink: CellSink) -> McpOverview:
     """`/mcp`: the servers started (if they were not), then each one's state and tools,
     with the policy in force."""
+    from lily_kernel.mcp_tools.servers import held_servers
     from lily_kernel.mcp_tools.session import McpOverview
 
     await start_mcp_servers(runtime, sink)
     env = runtime.env
-    return McpOverview(runtime.mcp.statuses(env.mcp_servers, _held(env)),
+    held = held_servers(env.workspace, env.mcp_servers)
+    return McpOverview(runtime.mcp.statuses(env.mcp_servers, held),
                        env.policy.under(runtime.policy_state), env.registry)
