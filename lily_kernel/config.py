@@ -139,6 +139,11 @@ class LilyConfig:
         untrusted=FEWER, why="variables passed to skill scripts", env_list="names"))
     # A skill script's time limit, in seconds.
     script_timeout: float = field(default=120.0, metadata=_limit(gt=0, le=86_400))
+    # A chat cell whose turn is recorded (docs/sessions.md): answered from the record
+    # (`replay`), or always by the model (`fresh`). No untrusted rule: neither value
+    # does more than Lily without the file (replay is the default; fresh asks the
+    # person's own model, as Lily always did), and a record is data either way.
+    answers: Literal["replay", "fresh"] = "replay"
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from lily_kernel.commands.conversation import conversation_commands
 from lily_kernel.commands.invocation import (
     invoke_skill,
     missing_skill,
@@ -306,6 +307,7 @@ def default_commands() -> CommandTable:
         CommandSpec("reload_skills", "rebuild the skill snapshot from disk and show what "
                 "changed", blocking(_reload_skills)),
         trust_command(),
+        *conversation_commands(),
     ])
 
 

@@ -31,9 +31,8 @@ from lily_kernel.commands import (
     run_command,
 )
 from lily_kernel.display import Told
-from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE
 from lily_kernel.environment import LilyEnvironment
-from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
+from lily_kernel.errors import CommandError, LilyError, ModelError
 from lily_kernel.events import (
     Cell,
     CellFinished,
@@ -52,7 +51,8 @@ from lily_kernel.events import (
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
-from lily_kernel.runtime.collaborators import Collaborators
+from lily_kernel.runtime.collaborators import Collaborators, SessionRecord, TurnFacts
+from lily_kernel.runtime.conversation import LastTurn, ask_again, converse
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
@@ -88,6 +88,8 @@ class LilyRuntime:
     _model_loading: asyncio.Future[ChatModel] | None = None
     collaborators: Collaborators = field(default_factory=Collaborators)
     scripts: ScriptHost = field(init=False)  # how skill scripts run here
+    record: SessionRecord | None = None  # the session's record (collaborators.record)
+    last_turn: LastTurn | None = None  # for /rerun
 
     def __post_init__(self) -> None:
         self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
@@ -201,6 +203,8 @@ class LilyRuntime:
         ))
         log_trust_checked(runtime)
         runtime.log_catalog(session.skill_snapshot)
+        if runtime.collaborators.record is not None:
+            runtime.record = runtime.collaborators.record(runtime)
         return runtime
 
     # --- events ----------------------------------------------------------------
@@ -230,6 +234,8 @@ class LilyRuntime:
             held_settings=self.env.trust.held_settings,
             stop=stop,
             trust=trust if sink is not None else None,
+            conversations=self.record,
+            last_request=self.last_turn.text if self.last_turn is not None else None,
         )
 
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
@@ -247,7 +253,7 @@ class LilyRuntime:
         # What the person was shown, as a digest: replay compares it without the log
         # holding every listing.
         shown = (self.collaborators.shown(result) if result.ok and result.invocation is None
-                 else "")
+                 and result.ask_again is None else "")
         self.log.emit(Command(
             name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
             output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
@@ -258,6 +264,10 @@ class LilyRuntime:
             outcome.change.apply(self.session)
             if outcome.change.skill_snapshot is not None:
                 self.log_catalog(outcome.change.skill_snapshot)
+            if outcome.change.conversation is not None:  # /new, /resume
+                self.last_turn = None
+                if self.record is not None:
+                    self.record.started(outcome.change.conversation)
         if result.skill is not None:
             skill = self.session.skill_snapshot.get(result.skill)
             self.log.emit(SkillInvoked(name=result.skill, mode="manual",
@@ -269,16 +279,17 @@ class LilyRuntime:
 
     # --- cells -----------------------------------------------------------------
 
-    async def run_cell(self, code: str, sink: CellSink) -> None:
-        """Run a cell; user errors raise LilyError subclasses with the exact message."""
-        self.log.emit(Cell(code=code))
+    async def run_cell(self, code: str, sink: CellSink, cell_id: str | None = None) -> None:
+        """Run a cell (`cell_id`: the front end's name for it, if it sent one); user
+        errors raise LilyError subclasses with the exact message."""
+        self.log.emit(Cell(code=code, cell_id=cell_id))
         status: CellStatus = "error"
         error: str | None = None
         # Set when the cell is stopped: its worker threads go on, so a ranking that
         # encodes skills is told to stop after the chunk in progress.
         stop = threading.Event()
         try:
-            await self._run_cell(code, sink, stop)
+            await self._run_cell(code, sink, stop, cell_id)
             status = "ok"
         except asyncio.CancelledError:
             stop.set()
@@ -295,7 +306,8 @@ class LilyRuntime:
             if self.log.problem and self.told.first("event log"):  # once, not every cell
                 sink.notice(f"The event log is off: {self.log.problem}.")
 
-    async def _run_cell(self, code: str, sink: CellSink, stop: threading.Event) -> None:
+    async def _run_cell(self, code: str, sink: CellSink, stop: threading.Event,
+                        cell_id: str | None) -> None:
         if not code.strip():
             return  # a blank cell does nothing, as in Python kernels
         parsed = parse_command(code)
@@ -308,7 +320,7 @@ class LilyRuntime:
         if needs_trust(self, parsed):
             await settle_trust(self, sink)
         if parsed is None:
-            await self._converse(code, None, sink, stop)
+            await converse(self, TurnFacts(code, None, code, cell_id), None, sink, stop)
             return
         command = self.env.commands.get(parsed.name)
         if command is not None and command.ranks and parsed.argument:
@@ -325,65 +337,21 @@ class LilyRuntime:
         if result.invocation is not None:
             forced = self.session.skill_snapshot.get(result.invocation.skill)
             assert forced is not None  # the command found it in this very snapshot
-            await self._converse(result.invocation.request, forced, sink, stop)
+            await converse(self, TurnFacts(result.invocation.request, forced.name, code,
+                                           cell_id), forced, sink, stop)
+        elif result.ask_again is not None:
+            await ask_again(self, result.ask_again, code, cell_id, sink, stop)
         else:
             sink.show(result)
 
-    # --- chat turns --------------------------------------------------------------
-
-    async def _converse(self, text: str, forced: Skill | None, sink: CellSink,
-                        stop: threading.Event) -> None:
-        """Run one turn (with `forced` when the person invoked a skill); append it to the
-        history once it has completed, or, stopped by the person, what they saw of it
-        (marked as stopped). A turn that failed leaves the history as it was."""
-        turn = await self.turn(text, forced, sink, stop)
-        try:
-            messages = await turn.run()
-        except asyncio.CancelledError:
-            self.session.conversation_state.messages.extend(turn.stopped())
-            raise
-        self.session.conversation_state.messages.extend(messages)
+    # --- chat turns (runtime/conversation.py) ---------------------------------------
 
     async def turn(self, text: str, forced: Skill | None, sink: CellSink,
                    stop: threading.Event | None = None) -> Turn:
-        """A turn for `text`, not yet run: the session's model, its request sized to the
-        model, the notices the person is owed (the model, once; a first ranking's time
-        beforehand; left-out skills and turns). The history is the caller's to extend."""
-        # The turn engine (and prompting) load with the first chat cell, not at start.
-        from lily_kernel.prompting.budget import skill_body_budget
-        from lily_kernel.runtime.skill_choice import SkillChoice
-        from lily_kernel.runtime.turn import Turn
-        from lily_kernel.runtime.turn_request import draft_turn_request, fit_request
+        """A turn for `text`, not yet run (runtime/conversation.py `build_turn`)."""
+        from lily_kernel.runtime.conversation import build_turn
 
-        session = self.session
-        if session.model_config.model is None:
-            raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
-        model = await self.get_model()
-        if session.embedded_default and self.told.first("embedded model"):
-            sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
-        draft = await asyncio.to_thread(draft_turn_request, session,
-                                        self.env.config.catalog_max_chars, model, text, forced)
-        if draft.ranks:  # a catalog over its budget lists the request's best matches
-            await announce_encoding(session.ranker(), sink)
-        request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
-        if catalog_notice is not None:
-            sink.notice(catalog_notice)
-        if forced is not None and request.forced_left:
-            sink.notice(f"Skill: {forced.name}: its SKILL.md less its last "
-                        f"{request.forced_left:,} characters, to fit the model's context "
-                        "window.")
-        if self.told.first(("persona", session.persona)):  # once per persona read
-            for notice in session.persona.notices:
-                sink.notice(notice)
-        request, trim_notice = fit_request(session, model, request)
-        if trim_notice is not None:
-            sink.notice(trim_notice)
-        choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced,
-                             digests=self.env.trust.digests,
-                             body_max_chars=skill_body_budget(model.context_window))
-        return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
-                    settings=session.model_config, request=request, choice=choice,
-                    ranker=session.ranker(), stop=stop)
+        return await build_turn(self, text, forced, sink, stop)
 
     # --- completion and inspection -----------------------------------------------
 
