@@ -12,7 +12,6 @@ called run again through the gate, under today's policy.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,7 +68,7 @@ class NotebookRecord(RecordKeeper):
         super().__init__(runtime)
         env = runtime.env
         self.index = RecordIndex(env.workspace, writable=runtime.log.enabled)
-        self.path = notebook_of(os.environ, env.workspace)
+        self.path = notebook_of(env.host.environ, env.workspace)
 
     def notebook(self) -> str | None:
         return shown_path(self.path, self.runtime.env.workspace) if self.path else None

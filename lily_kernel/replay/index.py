@@ -66,6 +66,7 @@ class RecordIndex:
         self.entries: list[Entry] = []
         self.scanned: dict[str, int] = {}  # log -> bytes scanned (and indexed) so far
         self._read_to = 0  # of the index file
+        self._line = 0  # lines of it read
         self._seen_folder: tuple[int, int] | None = None  # the sessions folder's mtime, size
         self._answers: dict[str, Entry] = {}  # key -> the newest turn the model answered
         self._lines: set[tuple[str, int]] = set()  # (log, offset) of each entry kept
@@ -90,7 +91,7 @@ class RecordIndex:
 
     def _forget_all(self) -> None:
         self.entries, self.scanned, self._answers, self._lines = [], {}, {}, set()
-        self._read_to, self._seen_folder = 0, None
+        self._read_to, self._line, self._seen_folder = 0, 0, None
 
     def _safe_folders(self) -> bool:
         """`.lily` and `.lily/sessions` are real folders of this workspace (not links):
@@ -120,10 +121,11 @@ class RecordIndex:
             handle.seek(self._read_to)
             data = handle.read(max(0, size - self._read_to))
         end = data.rfind(b"\n") + 1  # a line being written is read next time
-        for number, line in enumerate(data[:end].splitlines(), 1):
-            problem = self._take(line, first=self._read_to == 0 and number == 1)
+        for line in data[:end].splitlines():
+            self._line += 1
+            problem = self._take(line, first=self._line == 1)
             if problem is not None:
-                return f"line {number}: {problem}"
+                return f"line {self._line}: {problem}"
         self._read_to += end
         return None
 
@@ -249,7 +251,7 @@ class RecordIndex:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
             os.replace(temporary, self.path)
-            self._read_to = os.stat(self.path).st_size
+            self._read_to, self._line = os.stat(self.path).st_size, len(lines)
 
     # --- reading ----------------------------------------------------------------------
 
