@@ -8,8 +8,9 @@ from __future__ import annotations
 from lily_kernel.config import EMBEDDED_MODEL
 
 __all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "catalog_notice", "continued_notice",
-           "diverged_notice", "encoding_notice", "footer", "left_out_notice", "reading_notice",
-           "recorded_time", "replayed_notice", "trimmed_notice"]
+           "diverged_notice", "encoding_notice", "footer", "left_out_notice",
+           "not_replayed_notice", "reading_notice", "recorded_time", "replayed_notice",
+           "trimmed_notice"]
 
 # A short first line and a short list: one long line wrapped mid-word in JupyterLab.
 NO_MODEL_MESSAGE = (
@@ -107,3 +108,15 @@ def left_out_notice(texts: list[str], why: str = "their cells are no longer in t
     shown = ", ".join(repr(t if len(t) <= 40 else t[:39] + "…") for t in texts[:5])
     more = f" and {len(texts) - 5} more" if len(texts) > 5 else ""
     return f"Left out of the conversation, {why}: {shown}{more}."
+
+
+# What each part of a turn's key is, as the person reads it (replay/key.py KEY_PARTS).
+KEY_PART_NAMES = {"history": "the conversation so far", "request": "the request",
+                  "model": "the model or its settings", "skills": "the skills",
+                  "persona": "the persona", "tools": "the tools the model may use"}
+
+
+def not_replayed_notice(parts: list[str], ts: str) -> str:
+    what = ", ".join(KEY_PART_NAMES.get(p, p) for p in parts)
+    return (f"Not answered from the record: this turn was recorded on {recorded_time(ts)}, "
+            f"but {what} differ(s) now; the model answers.")

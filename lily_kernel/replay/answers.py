@@ -17,13 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from lily_kernel.commands import Conversation, ConversationChange
-from lily_kernel.display.messages import continued_notice, left_out_notice, recorded_time
+from lily_kernel.display.messages import (
+    continued_notice,
+    left_out_notice,
+    not_replayed_notice,
+    recorded_time,
+)
 from lily_kernel.errors import CommandError
 from lily_kernel.events import Event
 from lily_kernel.events.turns import TurnRecorded
 from lily_kernel.llm.records import response_problem
-from lily_kernel.replay.index import Entry, RecordIndex
+from lily_kernel.replay.index import Entry, RecordIndex, near_of
 from lily_kernel.replay.keeper import Decision, Recorded, RecordKeeper
+from lily_kernel.replay.key import KEY_PARTS
 from lily_kernel.replay.notebook import (
     TurnCell,
     earlier_turns,
@@ -85,6 +91,8 @@ class NotebookRecord(RecordKeeper):
         fresh = facts.fresh or self.runtime.env.config.answers == "fresh"
         found = None if fresh else self._found(key)
         decision = Decision(parts, key, found, notices=notices)
+        if found is None and not fresh:
+            decision.notices.extend(self._not_replayed(parts))
         if found is not None or fresh or not first or history or self.path is None:
             return self._matching(decision)
         return self._matching(self._continued(facts, decision))
@@ -108,6 +116,16 @@ class NotebookRecord(RecordKeeper):
             self.index.forget(entry)
             return None
         return Recorded(turn[0].model, turn[0].steps, turn[1], turn[2])
+
+    def _not_replayed(self, parts: dict[str, str]) -> list[str]:
+        """Why a turn recorded with this conversation and request is not answered from
+        the record: what else differs now (the model's settings, the persona…)."""
+        entry = self.index.nearest(near_of(parts) or "")
+        turn = self._turn(entry) if entry is not None else None
+        if turn is None:
+            return []
+        differ = [p for p in KEY_PARTS if turn[0].parts.get(p) != parts.get(p)]
+        return [not_replayed_notice(differ, turn[1])] if differ else []
 
     def _turn(self, entry: Entry) -> tuple[TurnRecorded, str, str] | None:
         event = self.index.read(entry)
@@ -191,7 +209,7 @@ class NotebookRecord(RecordKeeper):
             kind="turn" if kind == "turn" else "conversation", log=path.name, at=written[0],
             size=written[1], ts=event.ts, conversation=self.conversation,
             notebook=data.get("notebook"), key=data.get("key"), source=data.get("source"),
-            text=text[:80]), written[0] + written[1])
+            text=text[:80], near=near_of(data.get("parts"))), written[0] + written[1])
 
     # --- /resume --------------------------------------------------------------------
 

@@ -52,6 +52,9 @@ class Entry:
     key: str | None = None
     source: str | None = None
     text: str = ""
+    # A turn's conversation so far and request, digested (`near`): a turn missed by
+    # key finds the recorded turn it would have been, to say what differs.
+    near: str | None = None
 
 
 class RecordIndex:
@@ -69,6 +72,7 @@ class RecordIndex:
         self._line = 0  # lines of it read
         self._seen_folder: tuple[int, int] | None = None  # the sessions folder's mtime, size
         self._answers: dict[str, Entry] = {}  # key -> the newest turn the model answered
+        self._near: dict[str, Entry] = {}  # near -> the same
         self._lines: set[tuple[str, int]] = set()  # (log, offset) of each entry kept
 
     # --- keeping it up to date ------------------------------------------------------
@@ -91,6 +95,7 @@ class RecordIndex:
 
     def _forget_all(self) -> None:
         self.entries, self.scanned, self._answers, self._lines = [], {}, {}, set()
+        self._near = {}
         self._read_to, self._line, self._seen_folder = 0, 0, None
 
     def _safe_folders(self) -> bool:
@@ -161,9 +166,10 @@ class RecordIndex:
         self._lines.add((entry.log, entry.at))
         self.entries.append(entry)
         if entry.kind == "turn" and entry.key and entry.source in ("model", "diverged"):
-            old = self._answers.get(entry.key)
-            if old is None or old.ts <= entry.ts:
-                self._answers[entry.key] = entry
+            for table, name in ((self._answers, entry.key), (self._near, entry.near)):
+                old = table.get(name) if name else None
+                if name and (old is None or old.ts <= entry.ts):
+                    table[name] = entry
 
     def _scan_logs(self) -> None:
         """Index what the logs hold past what was scanned, when the sessions folder
@@ -192,6 +198,7 @@ class RecordIndex:
         if start == 0:
             self.entries = [e for e in self.entries if e.log != name]
             self._answers = {k: e for k, e in self._answers.items() if e.log != name}
+            self._near = {k: e for k, e in self._near.items() if e.log != name}
             self._lines = {line for line in self._lines if line[0] != name}
         found, offset = [], start
         with contextlib.suppress(OSError), self._open_log(name) as handle:
@@ -259,6 +266,10 @@ class RecordIndex:
         """The newest turn of this key that a model answered (wholly or in part)."""
         return self._answers.get(key)
 
+    def nearest(self, near: str) -> Entry | None:
+        """The newest turn a model answered after the same conversation and request."""
+        return self._near.get(near)
+
     def forget(self, entry: Entry) -> None:
         """An entry whose line is not what it said (a log changed since): the log is
         scanned anew at the next look."""
@@ -315,4 +326,14 @@ def _entry_of(line: bytes, log: str, offset: int) -> Entry | None:
         return None
     return Entry(kind, log, offset, len(line), event["ts"], conversation,
                  data.get("notebook"), key, data.get("source") if kind == "turn" else None,
-                 (text or "")[:80])
+                 (text or "")[:80], near_of(data.get("parts")) if kind == "turn" else None)
+
+
+def near_of(parts: Any) -> str | None:
+    """What makes two turns the same turn asked in other circumstances: the same
+    conversation so far and request."""
+    if not isinstance(parts, dict):
+        return None
+    history, request = parts.get("history"), parts.get("request")
+    return f"{history}:{request}" if isinstance(history, str) and isinstance(request, str) \
+        else None

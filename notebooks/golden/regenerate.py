@@ -35,7 +35,9 @@ def golden_env() -> dict[str, str]:
     `local` extra, so a chat cell with no model configured shows the same error anywhere."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LILY_") or k == "LILY_API_BASE"}
-    env["PYTHONPATH"] = str(HIDE_LOCAL_MODEL)
+    # The caller's PYTHONPATH first (a checkout's own code, when it runs this from one).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"),
+                                                    str(HIDE_LOCAL_MODEL)) if p)
     env["LILY_TRUST"] = "workspace"  # as the test suite runs them (no one to ask)
     return env
 

@@ -121,7 +121,9 @@ def test_the_tools_the_model_may_use_are_part_of_the_key(workspace, environ) -> 
     record_three(workspace, environ)
     again = start(workspace, environ, LILY_TOOLS_DENY="read")
     _, sink = run(again, CELLS[0], reply("Four, with fewer tools."))
-    assert sink.replies == ["Four, with fewer tools."] and not sink.notices
+    assert sink.replies == ["Four, with fewer tools."]
+    assert sink.notices[0].endswith("but the tools the model may use differ(s) now; the "
+                                    "model answers.")
     again.close()
     # Asked first or not, the model may call the same tools: the key is the same.
     asked = start(workspace, environ, LILY_TOOLS_ASK="read")
@@ -190,6 +192,10 @@ def test_a_model_setting_the_persona_or_the_skills_change_the_key(workspace,
         again = start(workspace, environ, **settings)
         _, sink = run(again, CELLS[0], reply("New."))
         assert sink.replies == ["New."], settings
+        [said] = sink.notices  # why it was not answered from the record
+        assert said.startswith("Not answered from the record: this turn was recorded on ")
+        assert said.endswith(", but the model or its settings differ(s) now; the model "
+                             "answers."), said
         again.close()
     # How the model is reached and shown is not part of the key.
     again = start(workspace, environ, LILY_STREAM="0", LILY_API_BASE="http://127.0.0.1:9/v1")
@@ -198,7 +204,9 @@ def test_a_model_setting_the_persona_or_the_skills_change_the_key(workspace,
     (workspace / "persona" / "default").mkdir(parents=True)
     (workspace / "persona" / "default" / "SOUL.md").write_text("You are terse.\n")
     again = start(workspace, environ)
-    assert run(again, CELLS[0], reply("4."))[1].replies == ["4."]
+    _, sink = run(again, CELLS[0], reply("4."))
+    # (the newest recording of the turn, to compare with, had another model too)
+    assert sink.replies == ["4."] and "the persona differ(s) now" in sink.notices[0]
     again.close()
 
 
