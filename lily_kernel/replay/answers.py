@@ -75,6 +75,9 @@ class NotebookRecord(RecordKeeper):
         env = runtime.env
         self.index = RecordIndex(env.workspace, writable=runtime.log.enabled)
         self.path = notebook_of(env.host.environ, env.workspace)
+        # Read as the session starts (the kernel starts it in the background, while the
+        # front end connects): a cell then only looks its turn up.
+        self._problem = self.index.refresh()
 
     def notebook(self) -> str | None:
         return shown_path(self.path, self.runtime.env.workspace) if self.path else None
@@ -82,7 +85,7 @@ class NotebookRecord(RecordKeeper):
     # --- a turn --------------------------------------------------------------------
 
     def decide(self, facts: TurnFacts) -> Decision:
-        problem = self.index.refresh()
+        problem, self._problem = self.index.refresh() or self._problem, None
         notices = [problem] if problem and self.runtime.told.first("record index") else []
         self.path = notebook_from_cell(facts.cell_id) or self.path
         first, self.considered = not self.considered, True
