@@ -25,7 +25,10 @@ from lily_kernel.runtime.collaborators import TurnFacts
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.validation import ShapeError, build
 
-__all__ = ["CellRecord", "LoggedRecord", "cell_records"]
+__all__ = ["RECORD_KINDS", "CellRecord", "LoggedRecord", "cell_records"]
+
+# The kinds only a session that keeps a record writes (events/turns.py).
+RECORD_KINDS = frozenset({"turn", "turn_replay", "turn_diverged", "conversation"})
 
 
 @dataclass

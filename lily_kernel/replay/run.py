@@ -42,7 +42,7 @@ from lily_kernel.events import (
 )
 from lily_kernel.replay.comparison import Comparison, Divergence
 from lily_kernel.replay.log import printable, read_session_log
-from lily_kernel.replay.logged import LoggedRecord, cell_records
+from lily_kernel.replay.logged import RECORD_KINDS, LoggedRecord, cell_records
 from lily_kernel.replay.recorded import RecordedLoads, RecordedScripts, ReplayModel, ReplaySink
 from lily_kernel.replay.scratch import PathMap, scratch_copy
 from lily_kernel.runtime.collaborators import Collaborators
@@ -147,10 +147,14 @@ def replay_session(path: Path, before_cell: Callable[[int, Path], None] | None =
         paths = PathMap(str(scratch), str(recorded[0]["data"]["workspace"]))
         comparison = Comparison(recorded, paths)
         decided = cell_records(recorded)
+        # A session that kept a record (the kernel's) replays with the log's own; one
+        # that kept none (a log of before, a session run in process) with none.
+        kept = any(e["event"] in RECORD_KINDS for e in recorded)
         recording = Collaborators(make_model=RecordedLoads(loads, ReplayModel(calls)),
                                   run_script=RecordedScripts(scripts),
                                   shown=_shown_as_recorded(paths),
-                                  record=lambda runtime: LoggedRecord(runtime, decided))
+                                  record=(lambda runtime: LoggedRecord(runtime, decided))
+                                  if kept else None)
         runtime = _start(scratch, dict(os.environ if environ is None else environ),
                          str(recorded[0].get("session_id") or "replay"), comparison,
                          _recorded_trust(scratch, trust), recording, paths)
