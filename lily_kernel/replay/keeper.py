@@ -20,6 +20,7 @@ from lily_kernel.display.messages import diverged_notice, replayed_notice
 from lily_kernel.errors import CommandError
 from lily_kernel.events import Event
 from lily_kernel.events.turns import (
+    ConversationHow,
     ConversationStarted,
     TurnDiverged,
     TurnRecorded,
@@ -190,7 +191,8 @@ class RecordKeeper:
         self._count += 1
         self.conversation = f"{self.runtime.session.session_id[:8]}-{self._count}"
 
-    def conversation_event(self, how: Any, source: str | None, turns: list[dict[str, Any]],
+    def conversation_event(self, how: ConversationHow, source: str | None,
+                           turns: list[dict[str, Any]],
                            left_out: list[str]) -> ConversationStarted:
         return ConversationStarted(id=self.conversation, how=how, source=source, turns=turns,
                                    left_out=left_out)
