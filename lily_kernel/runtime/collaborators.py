@@ -39,9 +39,8 @@ class TurnFacts:
 
 
 class TurnPlan(Protocol):
-    """How the record has one turn answered: the conversation it continues (None: the
-    session's as it is), the model that answers (the record's steps, the live model
-    after them), and what is recorded once it has finished (or was stopped)."""
+    """One turn as the record plans it: the history it continues (None: the session's),
+    its model (the record's answers, then the live one), what is kept once it ran."""
 
     history: list[dict[str, Any]] | None
 
@@ -51,9 +50,8 @@ class TurnPlan(Protocol):
 
 
 class SessionRecord(ConversationBook, Protocol):
-    """The session's record of its turns (replay/answers.py): plans each chat turn
-    (answered from the record, continuing the notebook's recorded conversation, or by
-    the model), and writes down where a conversation begins (/new, /resume)."""
+    """The session's record (replay/answers.py): plans each chat turn, and writes down
+    where a conversation begins (/new, /resume)."""
 
     async def plan(self, facts: TurnFacts, sink: CellSink) -> TurnPlan: ...
 
@@ -64,10 +62,8 @@ class SessionRecord(ConversationBook, Protocol):
 class Collaborators:
     """Who does what the runtime does not do itself, given at start: makes the session's
     model (its settings; a folder for the local model's cache), runs a skill script,
-    reads what a command showed as plain text, digested into its `command` event, and
-    keeps the session's record (None: none; every turn asks the model). Replay gives its
-    own: the recorded loads and answers, the recorded script results, the recorded
-    workspace's paths, the log's own record (replay/run.py)."""
+    reads what a command showed as plain text, digested into its `command` event, keeps
+    the session's record (None: none). Replay gives the recording's (replay/run.py)."""
 
     make_model: Callable[[ModelConfig, Path], ChatModel] = _create_model
     run_script: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] = run_script

@@ -1,7 +1,6 @@
-"""One chat turn of the session, from the cell to the history: the session's record
-plans it (answered again from the record, continuing the notebook's recorded
-conversation, or by the model; docs/sessions.md), the turn engine runs it (turn.py),
-and the history takes what it added. `/rerun` asks a turn again, afresh."""
+"""A chat turn from the cell to the history: the session's record plans it (from the
+record, continuing a recorded conversation, or by the model; docs/sessions.md), the
+turn engine runs it (turn.py). `/rerun` asks a turn again, afresh."""
 
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ class RuntimeView(Protocol):
 
 @dataclass(frozen=True)
 class LastTurn:
-    """The session's last chat turn, for `/rerun`: its request, the skill the person
-    forced, and where it begins in the history."""
+    """The last chat turn (for `/rerun`): request, forced skill, where it begins."""
 
     text: str
     forced: str | None
@@ -114,10 +112,9 @@ async def ask_again(runtime: RuntimeView, again: AskAgain, code: str, cell_id: s
 async def build_turn(runtime: RuntimeView, text: str, forced: Skill | None, sink: CellSink,
                      stop: threading.Event | None = None,
                      model_source: ModelSource | None = None) -> Turn:
-    """A turn for `text`, not yet run: its model (the session's, or as `model_source`
-    gives it: the record's answers first), its request sized to the model, the notices
-    the person is owed (the model, once; a first ranking's time beforehand; left-out
-    skills and turns). The history is the caller's to extend."""
+    """A turn for `text`, not yet run: its model (the session's, or `model_source`'s),
+    its request sized to the model, the notices the person is owed (the model, once; a
+    first ranking's time; left-out skills and turns). The caller extends the history."""
     # The turn engine (and prompting) load with the first chat cell, not at start.
     from lily_kernel.prompting.budget import skill_body_budget
     from lily_kernel.runtime.skill_choice import SkillChoice

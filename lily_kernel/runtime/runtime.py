@@ -64,13 +64,12 @@ from lily_kernel.runtime.trust_flow import (
     trusted_elsewhere,
 )
 from lily_kernel.session import Session
-from lily_kernel.skills import Skill, SkillSnapshot, lily_home
+from lily_kernel.skills import SkillSnapshot, lily_home
 from lily_kernel.tools import ScriptHost, ToolRegistry
 from lily_kernel.trust import TrustStore
 
-if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
+if TYPE_CHECKING:  # (this imports nothing of this module: no cycle)
     from lily_kernel.runtime.tool_gate import ToolGate
-    from lily_kernel.runtime.turn import Turn
 
 __all__ = ["CellSink", "Collaborators", "LilyRuntime"]
 
@@ -343,15 +342,6 @@ class LilyRuntime:
             await ask_again(self, result.ask_again, code, cell_id, sink, stop)
         else:
             sink.show(result)
-
-    # --- chat turns (runtime/conversation.py) ---------------------------------------
-
-    async def turn(self, text: str, forced: Skill | None, sink: CellSink,
-                   stop: threading.Event | None = None) -> Turn:
-        """A turn for `text`, not yet run (runtime/conversation.py `build_turn`)."""
-        from lily_kernel.runtime.conversation import build_turn
-
-        return await build_turn(self, text, forced, sink, stop)
 
     # --- completion and inspection -----------------------------------------------
 
