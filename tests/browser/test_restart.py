@@ -38,7 +38,7 @@ def lab(chromium_ready: None, tmp_path_factory: pytest.TempPathFactory,
     root = base / "root"
     root.mkdir()
     (root / "lily.yaml").write_text("model: openai/loop\nstream: false\nretries: 0\n")
-    cells = [{"id": cell_id, "cell_type": "code", "metadata": {}, "source": code,
+    cells: list[dict[str, object]] = [{"id": cell_id, "cell_type": "code", "metadata": {}, "source": code,
               "outputs": [], "execution_count": None} for cell_id, code in CELLS]
     (root / "talk.ipynb").write_text(json.dumps({
         "nbformat": 4, "nbformat_minor": 5, "cells": cells,
