@@ -44,7 +44,7 @@ async def _resume(ctx: CommandContext, argument: str) -> CommandOutcome:
     taken = book.resume(argument)
     items = [("conversation", taken.source or argument), ("turns", str(len(taken.turns)))]
     if taken.left_out:
-        items.append(("left out (cells no longer in the notebook)",
+        items.append(("left out",
                       "; ".join(taken.left_out)))
     return CommandOutcome(
         CommandResult("resume", f"Resumed conversation {taken.source or argument}",

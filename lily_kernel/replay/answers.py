@@ -26,7 +26,7 @@ from lily_kernel.display.messages import (
 from lily_kernel.errors import CommandError
 from lily_kernel.events import Event
 from lily_kernel.events.turns import TurnRecorded
-from lily_kernel.llm.records import response_problem
+from lily_kernel.llm.records import messages_problem, response_problem
 from lily_kernel.replay.index import Entry, RecordIndex, near_of
 from lily_kernel.replay.keeper import Decision, Recorded, RecordKeeper
 from lily_kernel.replay.key import KEY_PARTS
@@ -45,6 +45,7 @@ from lily_kernel.validation import ShapeError, build
 __all__ = ["NotebookRecord", "TurnRef", "start_recorded_session"]
 
 LISTED = 20  # conversations /resume lists
+UNREADABLE = "their record cannot be read"
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class TurnRef:
     cell_id: str | None
     messages: list[dict[str, Any]]
     ts: str
+    readable: bool = True  # its messages read back as the turn engine writes them
 
     def item(self) -> dict[str, Any]:
         return {"code": self.code, "text": self.text, "cell_id": self.cell_id,
@@ -159,12 +161,15 @@ class NotebookRecord(RecordKeeper):
                                    facts.cell_id, facts.code)
         if not kept and not left:
             return decision
-        chosen = [turns[n] for n in kept]
+        chosen = [turns[n] for n in kept if turns[n].readable]
         gone = [turns[n].text for n in left]
+        unreadable = [turns[n].text for n in kept if not turns[n].readable]
         if chosen:
             decision.notices.append(continued_notice(turns[-1].ts, len(chosen)))
         if gone:
             decision.notices.append(left_out_notice(gone))
+        if unreadable:
+            decision.notices.append(left_out_notice(unreadable, UNREADABLE))
         decision.conversation = self.conversation_event(
             "continued", source, [t.item() for t in chosen], gone)
         history = [m for t in chosen for m in self.restored(t.messages)]
@@ -200,7 +205,8 @@ class NotebookRecord(RecordKeeper):
             if turn[0].rerun and found:
                 found.pop()
             found.append(TurnRef(turn[0].code, turn[0].text, turn[0].cell_id,
-                                 turn[0].messages, turn[1]))
+                                 turn[0].messages, turn[1],
+                                 messages_problem(turn[0].messages) is None))
         return found
 
     def kept(self, event: Event, kind: str, text: str) -> None:
@@ -246,10 +252,12 @@ class NotebookRecord(RecordKeeper):
             if not isinstance(cells, str):
                 left = earlier_turns([TurnCell(t.cell_id, t.code) for t in turns], cells,
                                      None, "")[1]
-        chosen = [t for n, t in enumerate(turns) if n not in left]
+        chosen = [t for n, t in enumerate(turns) if n not in left and t.readable]
+        gone = [turns[n].text for n in left] + [f"{t.text} ({UNREADABLE})" for t in turns
+                                                if not t.readable]
         return ConversationChange(
             "resumed", tuple(m for t in chosen for m in self.restored(t.messages)), ids[0],
-            tuple(t.item() for t in chosen), tuple(turns[n].text for n in left))
+            tuple(t.item() for t in chosen), tuple(gone))
 
 
 def _replayable(steps: list[dict[str, Any]]) -> bool:
@@ -270,4 +278,4 @@ def _taken_up(item: Any, ts: str) -> TurnRef | None:
             (cell is None or isinstance(cell, str)) and isinstance(messages, list)
             and all(isinstance(m, dict) for m in messages)):
         return None
-    return TurnRef(code, text, cell, messages, ts)
+    return TurnRef(code, text, cell, messages, ts, messages_problem(messages) is None)

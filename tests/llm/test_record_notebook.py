@@ -5,6 +5,7 @@ LILY_NOTEBOOK / JPY_SESSION_NAME or VS Code's cell URIs (docs/sessions.md)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -168,4 +169,26 @@ def test_resume_of_this_notebooks_conversation_leaves_deleted_cells_out(workspac
     run(again, f"/resume {recorded.id[:6]}", sink=Sink())
     assert users(again.session.conversation_state.messages) == [CELLS[1][1]]
     assert events(again, "conversation")[-1]["left_out"] == [CELLS[0][1], CELLS[2][1]]
+    again.close()
+
+
+def test_a_crafted_turn_is_left_out_of_the_conversation_not_a_crash(workspace,
+                                                                    environ) -> None:
+    """A record is data: a turn whose messages are not the turn engine's (a content that
+    is no text, a role no turn writes) is left out, and said; the others continue."""
+    notebook = record(workspace, environ, LILY_NOTEBOOK="talk.ipynb")
+    [log] = (workspace / ".lily" / "sessions").glob("*.jsonl")
+    lines = []
+    for line in log.read_text().splitlines():
+        event = json.loads(line)
+        if event["event"] == "turn" and event["data"]["text"] == CELLS[1][1]:
+            event["data"]["messages"] = [{"role": "system", "content": 5}]
+        lines.append(json.dumps(event))
+    log.write_text("\n".join(lines) + "\n")
+    (workspace / ".lily" / "index.jsonl").unlink()
+    again = start(workspace, environ, LILY_NOTEBOOK=str(notebook))
+    model, sink = run(again, "Go on", reply("Gone on."), cell_id="c-new")
+    assert users(model.requests[0].messages) == [CELLS[0][1], CELLS[2][1], "Go on"]
+    assert sink.notices[1] == ("Left out of the conversation, their record cannot be read: "
+                               "'Name a colour'.")
     again.close()
