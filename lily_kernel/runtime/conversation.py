@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.commands import AskAgain
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.runtime.turn import Turn
 
-__all__ = ["LastTurn", "RuntimeView", "ask_again", "build_turn", "converse"]
+__all__ = ["RuntimeView", "ask_again", "build_turn", "converse"]
 
 ModelSource = Callable[[Callable[[], Awaitable[ChatModel]]], Awaitable[ChatModel]]
 
@@ -40,21 +40,12 @@ class RuntimeView(Protocol):
     log: EventLog
     told: Told
     record: SessionRecord | None
-    last_turn: LastTurn | None
+    last_turn: tuple[TurnFacts, int] | None  # the last chat turn, where it begins (/rerun)
 
     @property
     def gate(self) -> ToolGate: ...
 
     async def get_model(self) -> ChatModel: ...
-
-
-@dataclass(frozen=True)
-class LastTurn:
-    """The last chat turn (for `/rerun`): request, forced skill, where it begins."""
-
-    text: str
-    forced: str | None
-    start: int
 
 
 async def converse(runtime: RuntimeView, facts: TurnFacts, forced: Skill | None,
@@ -78,7 +69,7 @@ async def converse(runtime: RuntimeView, facts: TurnFacts, forced: Skill | None,
             plan.finished(stopped, stopped=True)
         raise
     state.messages.extend(messages)
-    runtime.last_turn = LastTurn(facts.text, facts.forced, start)
+    runtime.last_turn = (facts, start)
     if plan is not None:
         plan.finished(messages, stopped=False)
 
@@ -87,24 +78,21 @@ async def ask_again(runtime: RuntimeView, again: AskAgain, code: str, cell_id: s
                     sink: CellSink, stop: threading.Event) -> None:
     """`/rerun`: `again.request` answered by the model, or the session's last turn asked
     again in its place (the history as before it; restored if the new answer fails)."""
-    if again.request is not None:
-        await converse(runtime, TurnFacts(again.request, None, code, cell_id, fresh=True),
-                       None, sink, stop)
-        return
-    last = runtime.last_turn
-    assert last is not None  # the command checked it
+    if again.request is not None or runtime.last_turn is None:  # (the command checked)
+        facts = TurnFacts(again.request or "", None, code, cell_id, fresh=True)
+        return await converse(runtime, facts, None, sink, stop)
+    last, start = runtime.last_turn
     forced = runtime.session.skill_snapshot.get(last.forced) if last.forced else None
     if last.forced and forced is None:
         raise CommandError(f"/rerun: the skill '{last.forced}' of the last turn is no "
                            "longer in this session's snapshot.")
     messages = runtime.session.conversation_state.messages
-    dropped = messages[last.start:]
-    del messages[last.start:]
+    dropped, messages[start:] = messages[start:], []
     try:
-        await converse(runtime, TurnFacts(last.text, last.forced, code, cell_id, fresh=True,
-                                          rerun=True), forced, sink, stop)
+        await converse(runtime, replace(last, code=code, cell_id=cell_id, fresh=True,
+                                        rerun=True), forced, sink, stop)
     except BaseException:
-        if len(messages) == last.start:  # nothing of the new turn kept: the old one back
+        if len(messages) == start:  # nothing of the new turn kept: the old one back
             messages.extend(dropped)
         raise
 

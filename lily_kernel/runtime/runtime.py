@@ -52,7 +52,7 @@ from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.runtime.collaborators import Collaborators, SessionRecord, TurnFacts
-from lily_kernel.runtime.conversation import LastTurn, ask_again, converse
+from lily_kernel.runtime.conversation import ask_again, converse
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
@@ -88,7 +88,7 @@ class LilyRuntime:
     collaborators: Collaborators = field(default_factory=Collaborators)
     scripts: ScriptHost = field(init=False)  # how skill scripts run here
     record: SessionRecord | None = None  # the session's record (collaborators.record)
-    last_turn: LastTurn | None = None  # for /rerun
+    last_turn: tuple[TurnFacts, int] | None = None  # for /rerun: the turn, its start
 
     def __post_init__(self) -> None:
         self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
@@ -234,7 +234,7 @@ class LilyRuntime:
             stop=stop,
             trust=trust if sink is not None else None,
             conversations=self.record,
-            last_request=self.last_turn.text if self.last_turn is not None else None,
+            last_request=self.last_turn[0].text if self.last_turn is not None else None,
         )
 
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
