@@ -155,6 +155,11 @@ class LilyConfig:
         untrusted=FIXED, why="chooses the interpreter the model's code runs in"))
     # A Python run's time limit, in seconds (the kernel is interrupted; its state stays).
     python_timeout: float = field(default=600.0, metadata=_limit(gt=0, le=86_400))
+    # A chat cell whose turn is recorded (docs/sessions.md): answered from the record
+    # (`replay`), or always by the model (`fresh`). No untrusted rule: neither value
+    # does more than Lily without the file (replay is the default; fresh asks the
+    # person's own model, as Lily always did), and a record is data either way.
+    answers: Literal["replay", "fresh"] = "replay"
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 

@@ -142,12 +142,12 @@ class BackgroundRuntime:
 
     # --- what the adapter asks ---------------------------------------------------------
 
-    async def run_cell(self, code: str, sink: CellSink) -> None:
+    async def run_cell(self, code: str, sink: CellSink, cell_id: str | None = None) -> None:
         """Run one cell; while the session cannot start, raise why (a LilyError)."""
         self._busy += 1
         try:
             runtime = await self._started()
-            await runtime.run_cell(code, sink)
+            await runtime.run_cell(code, sink, cell_id)
         finally:
             self._busy -= 1
             self._last_activity = time.monotonic()

@@ -45,10 +45,11 @@ ALLOWED = {
                 "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "display", "errors", "events", "execution", "llm",
-               "runtime",
+               "persona", "runtime",
                "skills", "tools", "trust", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
-    "kernel": {"__init__", "display", "errors", "redaction", "runtime", "visible"},
+    # The kernel's session keeps the record that Run All is answered from (replay/).
+    "kernel": {"__init__", "display", "errors", "redaction", "replay", "runtime", "visible"},
     "cli": {"commands", "display", "environment", "errors", "evals", "replay", "runtime", "skills", "trust",
             "visible"},
     "__main__": {"kernel"},

@@ -98,7 +98,7 @@ def test_the_warm_up_waits_for_a_quiet_moment(workspace: Path,
         def warm_up(self) -> None:
             warmed.append(time.monotonic())
 
-        async def run_cell(self, code: str, sink: Any) -> None:
+        async def run_cell(self, code: str, sink: Any, cell_id: str | None = None) -> None:
             await asyncio.sleep(0.3)  # a long cell: no warm-up while it runs
 
     lily = BackgroundRuntime(workspace, lambda path: Runtime(), warm_up=True)  # type: ignore[arg-type,return-value]
