@@ -22,8 +22,8 @@ from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
 from lily_kernel.kernel.output import CellError, KernelSink, Send, no_answer
 from lily_kernel.kernel.stdin import request_input
+from lily_kernel.lifecycle import BackgroundRuntime, workspace_from_environment
 from lily_kernel.redaction import Redactor, secret_values
-from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.runtime import LilyRuntime

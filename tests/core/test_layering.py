@@ -49,7 +49,9 @@ ALLOWED = {
                "skills", "tools", "trust", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
     # The kernel's session keeps the record that Run All is answered from (replay/).
-    "kernel": {"__init__", "display", "errors", "redaction", "replay", "runtime", "visible"},
+    "lifecycle": {"commands", "errors", "runtime"},  # a runtime on a thread of its own
+    "kernel": {"__init__", "display", "errors", "lifecycle", "redaction", "replay", "runtime",
+               "visible"},
     "cli": {"commands", "display", "environment", "errors", "evals", "replay", "runtime", "skills", "trust",
             "visible"},
     "__main__": {"kernel"},

@@ -1,4 +1,4 @@
-"""The session's lifecycle (runtime/lifecycle.py): background start, retry, warm-up."""
+"""The session's lifecycle (lily_kernel/lifecycle.py): background start, retry, warm-up."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ from typing import Any
 
 import pytest
 
+from lily_kernel import lifecycle
 from lily_kernel.errors import ConfigError
-from lily_kernel.runtime import (
-    BackgroundRuntime,
-    LilyRuntime,
-    lifecycle,
-    workspace_from_environment,
-)
+from lily_kernel.lifecycle import BackgroundRuntime, workspace_from_environment
+from lily_kernel.runtime import LilyRuntime
 
 
 class Sink:
