@@ -16,8 +16,8 @@ import pytest
 from lily_kernel.commands import CommandResult
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.runtime import LilyRuntime
-from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.collaborators import Collaborators
+from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.turn import STOPPED_BEFORE
 from tests.conftest import FIXTURES
 
