@@ -79,6 +79,19 @@ def footer(model: str, tokens_in: int, tokens_out: int, calls: int, window: int 
     return " · ".join(parts)
 
 
+# Said above a chat cell that is plainly Python (it still goes to the model).
+PYTHON_CELL_HINT = ("This cell looks like Python: it goes to the model as a message. To run it "
+                    "yourself, start the cell with /python.")
+
+
+def cannot_run_notice(skill: str, needs: tuple[str, ...], model: str) -> str:
+    """One line when the chosen skill runs code and the model cannot call tools."""
+    return (f"Skill {skill} runs code ({' and '.join(needs)}), and this model ({model}) "
+            "cannot call tools: it can only describe the work. To have it done, configure "
+            "a model that calls tools (LILY_MODEL, or model: in lily.yaml; "
+            "docs/execution.md), or run code yourself with /python.")
+
+
 # Under every answer while the profile `auto` is on (the footer setting off or not).
 FULL_AUTO_NOTE = "full auto: code runs without asking (/policy ask)"
 

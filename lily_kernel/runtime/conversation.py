@@ -11,8 +11,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.commands import AskAgain
+from lily_kernel.commands.python import looks_like_python
 from lily_kernel.display import Told
-from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE
+from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE, PYTHON_CELL_HINT
 from lily_kernel.environment import LilyEnvironment
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
 from lily_kernel.events import EventLog
@@ -110,6 +111,8 @@ async def build_turn(runtime: RuntimeView, text: str, forced: Skill | None, sink
     from lily_kernel.runtime.turn_request import draft_turn_request, fit_request
 
     session = runtime.session
+    if looks_like_python(text):  # said even when no model can answer it
+        sink.notice(PYTHON_CELL_HINT)
     if session.model_config.model is None:
         raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
     model = await (model_source(runtime.get_model) if model_source is not None
