@@ -22,9 +22,9 @@ from lily_kernel.prompting import tool_result_text
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.tools import ToolContext, default_registry
 from tests.core.test_scripts import sandbox_or_skip
+from tests.llm.test_skill_tools import Sink
 from tests.support.attacks import ATTACKS, SECRET, Attack, Scene, scene, watching_processes
 from tests.support.shell_gate import shell_policy
-from tests.llm.test_skill_tools import Sink
 
 
 @pytest.fixture
