@@ -140,7 +140,9 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     for cell in _code_cells(nb):
         kinds = [o.output_type for o in cell.outputs]
         assert "error" not in kinds, (cell.source, cell.outputs)
-        if cell.source.startswith("/") and not cell.source.startswith("/haiku"):
+        if cell.source.startswith("/python "):  # the code shown, then what it gave
+            assert kinds == ["display_data", "display_data"], cell.outputs
+        elif cell.source.startswith("/") and not cell.source.startswith("/haiku"):
             assert kinds == ["display_data"], cell.source
             assert set(cell.outputs[0].data) == MIMETYPES
         else:
@@ -152,7 +154,7 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
 
     commands = {"/help", "/skills", "/help haiku", "/peek lily.yaml", "/ls skills",
                 "/skill workspace_files persona", "/agent", "/agent reviewer",
-                "/agent default", "/reload_skills"}
+                "/agent default", "/reload_skills", "/python"}
     assert commands <= set(outputs), "the tour covers every command"
     assert re.search(r"^haiku +Answer in a single haiku\. +workspace +prompt_rewrite +/haiku$",
                      plain("/skills"), re.M)
@@ -162,6 +164,11 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     assert "reviewer/" in plain("/skill workspace_files persona")
     assert plain("/agent reviewer").startswith("Switched to agent reviewer")
     assert "No changes." in plain("/reload_skills")
+    # The person's own Python, in the sandboxed kernel: the code, then its value.
+    ran = outputs["/python import statistics\nscores = [3, 5, 8, 13]\nstatistics.mean(scores)"]
+    assert "statistics.mean(scores)" in ran[0].data["text/plain"]
+    assert ran[1].data["text/plain"] == "7.25"
+    assert "scores" in plain("/python") and "statistics" in plain("/python")
     # Three chat cells, each answered (Markdown) with the footer naming the local model;
     # no line of an answer comes twice, in it or in another answer (the small model
     # copied its last answer whole before DRY saw the conversation).
