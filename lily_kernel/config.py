@@ -176,6 +176,11 @@ class LilyConfig:
     # person's own are in `<home>/mcp.json` (mcp_tools/servers.py).
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict, metadata=spec(
         untrusted=FIXED, why="starts the programs and contacts the servers it names"))
+    # A chat cell whose turn is recorded (docs/sessions.md): answered from the record
+    # (`replay`), or always by the model (`fresh`). No untrusted rule: neither value
+    # does more than Lily without the file (replay is the default; fresh asks the
+    # person's own model, as Lily always did), and a record is data either way.
+    answers: Literal["replay", "fresh"] = "replay"
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 

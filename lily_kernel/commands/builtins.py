@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from lily_kernel.commands.conversation import conversation_commands
 from lily_kernel.commands.invocation import (
     invoke_skill,
     missing_skill,
@@ -323,6 +324,7 @@ def default_commands() -> CommandTable:
         policy_command(),
         python_command(),
         mcp_command(),
+        *conversation_commands(),
     ])
 
 

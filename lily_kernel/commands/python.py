@@ -10,6 +10,7 @@ a new one, its variables gone).
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 from lily_kernel.commands.registry import CommandContext, CommandOutcome, CommandSpec
@@ -17,10 +18,28 @@ from lily_kernel.commands.results import CommandResult
 from lily_kernel.display import Fields, Text
 from lily_kernel.errors import CommandError, LilyError
 
-__all__ = ["python_command"]
+__all__ = ["looks_like_python", "python_command"]
 
 RESTART = "restart"
 MAX_NAMES = 60  # names listed by `/python`; the rest counted
+# What makes a chat cell plainly Python: a statement or a call. A bare name or a number
+# ("hello", "42") parses too, and is a message.
+_PLAINLY_PYTHON = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef,
+                   ast.ClassDef, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For,
+                   ast.While, ast.With, ast.Try, ast.Call)
+
+
+def looks_like_python(text: str) -> bool:
+    """Whether a chat cell is plainly Python (`import math` / `print(math.sqrt(2))`):
+    it parses as Python and holds a statement or a call. Such a cell still goes to the
+    model; the person is told `/python` runs it."""
+    if not text.strip():
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):  # (ValueError: a NUL in the text)
+        return False
+    return any(isinstance(node, _PLAINLY_PYTHON) for node in ast.walk(tree))
 
 
 def _code(raw: str) -> str:

@@ -18,10 +18,11 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from lily_kernel.commands.record import ConversationBook, ConversationChange
 from lily_kernel.commands.results import CommandResult
 from lily_kernel.config import Profile
 from lily_kernel.persona import Persona
-from lily_kernel.session import Session
+from lily_kernel.session import ConversationState, Session
 from lily_kernel.skills import SkillSnapshot
 from lily_kernel.tools import ToolOutcome, ToolPolicy, ToolRegistry
 
@@ -137,6 +138,9 @@ class CommandContext:
     run_tool: Callable[[str, dict[str, Any]], Awaitable[ToolOutcome]] | None = None
     python: PythonHost | None = None
     mcp: Callable[[], Awaitable[McpOverview]] | None = None
+    # The session's record (None: it keeps none), and the last turn's request (/rerun).
+    conversations: ConversationBook | None = None
+    last_request: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,10 +152,13 @@ class StateChange:
     active_agent: str | None = None
     persona: Persona | None = None
     policy: Profile | None = None
+    conversation: ConversationChange | None = None
 
     def apply(self, session: Session) -> None:
         if self.skill_snapshot is not None:
             session.skill_snapshot = self.skill_snapshot
+        if self.conversation is not None:
+            session.conversation_state = ConversationState(list(self.conversation.messages))
         if self.persona is not None and self.active_agent is not None:
             session.active_agent = self.active_agent
             session.persona = self.persona

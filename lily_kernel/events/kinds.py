@@ -19,7 +19,6 @@ from lily_kernel.errors import ModelFault
 from lily_kernel.skills.models import DiagnosticKind, SkillSnapshot
 
 __all__ = [
-    "EVENT_KINDS",
     "KINDS",
     "Answer",
     "Approval",
@@ -169,6 +168,9 @@ def catalog_events(snap: SkillSnapshot) -> list[EventData]:
 class Cell(EventData):
     event: ClassVar[str] = "cell"
     code: str
+    # The front end's name for the cell (JupyterLab: the cell's id in the notebook; VS
+    # Code: a URI naming the notebook too), when it sent one.
+    cell_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,9 @@ limits; whatever the command starts inherits the limits and the groups:
 
     python -I -S limiter.py [--memory=BYTES] [--processes=N] [--cgroup=DIR]... -- COMMAND...
 
-`--memory`: RLIMIT_AS, each process's address space. `--processes`: RLIMIT_NPROC, set
+`--memory`: RLIMIT_DATA, each process's data (its heap and private writable
+mappings: what it allocates, not the address space it reserves; an idle IPython kernel
+reserves ~740 MiB and uses ~125). `--processes`: RLIMIT_NPROC, set
 only in a user namespace of its own (bubblewrap's, for a person who is not root), where
 Linux counts that namespace's processes alone; outside one it would count every process
 of the user, and as root Linux ignores it. `--cgroup`: a control group folder Lily made
@@ -49,7 +51,7 @@ def main(argv: list[str]) -> int:
         for option in options:
             name, _, value = option.partition("=")
             if name == "--memory":
-                _lower(resource.RLIMIT_AS, int(value))
+                _lower(resource.RLIMIT_DATA, int(value))
             elif name == "--processes":
                 if own_user_namespace():
                     _lower(resource.RLIMIT_NPROC, int(value))

@@ -3,7 +3,7 @@ applies it.
 
 `limited(argv, limits)` is `argv` started through execution/limiter.py, which lowers the
 run's resource limits (`setrlimit`) and then becomes the command: a memory limit
-(`RLIMIT_AS`: the address space of each process) and, where it counts this sandbox's
+(`RLIMIT_DATA`: what each process allocates) and, where it counts this sandbox's
 processes alone, a process limit (`RLIMIT_NPROC`). It is meant for the command
 bubblewrap runs (inside the sandbox: the process limit then counts the sandbox's own
 user namespace). Where Lily may make a control group of its own (root, a writable
@@ -34,7 +34,7 @@ LIMITER = Path(__file__).with_name("limiter.py")
 
 @dataclass(frozen=True)
 class Limits:
-    """A run's limits: memory in MiB (each process's address space; a control group's
+    """A run's limits: memory in MiB (what each process allocates; a control group's
     whole run), and processes (and threads) at once."""
 
     memory_mb: int = DEFAULT_MEMORY_MB

@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lily_kernel.errors import ToolError, ToolRefusedError
+from lily_kernel.execution.cgroups import RunGroup, open_run_group
 from lily_kernel.execution.kernelspec import KernelChoice, choose_kernel
 from lily_kernel.execution.limits import LIMITER, Limits, limited
 from lily_kernel.execution.mounts import plan_mounts, remove_placeholders
@@ -49,6 +51,7 @@ class PythonHost:
     _kernel: Subkernel | None = field(default=None, repr=False)
     _choice: KernelChoice | None = field(default=None, repr=False)
     _placeholders: tuple[Path, ...] = field(default=(), repr=False)
+    _group: RunGroup | None = field(default=None, repr=False)  # the kernel's control group
     _lock: asyncio.Lock | None = field(default=None, repr=False)
 
     @property
@@ -98,9 +101,14 @@ class PythonHost:
                    Path(sys.base_prefix).resolve(), LIMITER.parent.resolve()]
         mounts = plan_mounts(workspace, self.protected, home, visible, writable=[folder])
         self._placeholders = mounts.placeholders
+        # The kernel and all it starts in one control group where the host allows it:
+        # the process and memory limits for them together (a fork bomb from Python meets
+        # pids.max, as a shell command's does), and what is left is killed with it.
+        group = self._group = open_run_group(self.limits)
 
         def wrap(argv: list[str]) -> list[str]:
-            return sandboxed(bwrap, limited(argv, self.limits), workspace, mounts)
+            command = sandboxed(bwrap, limited(argv, self.limits), workspace, mounts)
+            return group.argv(command) if group is not None else command
 
         env = {**script_environment(self.environ, self.allowed_env), **choice.env}
         kernel = Subkernel(choice, wrap, workspace, env, folder)
@@ -134,5 +142,11 @@ class PythonHost:
         kernel, self._kernel = self._kernel, None
         if kernel is not None:
             kernel.kill()
+        group, self._group = self._group, None
+        if group is not None:
+            for _ in range(20):  # a group goes once its processes are reaped
+                if group.kill():
+                    break
+                time.sleep(0.05)  # (else the next run's sweep removes it)
         remove_placeholders(self._placeholders)
         self._placeholders = ()

@@ -181,11 +181,16 @@ class Subkernel:
                 if kind == "error":
                     error = f"{output.get('ename', '')}: {output.get('evalue', '')}"
                     status = "error"
+                room = keep_bytes - (total - len(data))
                 if total <= keep_bytes:
                     kept.append(output)
                     on_output(output)
                 else:
-                    dropped += 1
+                    dropped += 1  # (a stream's head is kept: one huge print says something)
+                    if kind == "stream" and room > 0:
+                        head = {**output, "text": str(output.get("text", ""))[:room]}
+                        kept.append(head)
+                        on_output(head)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._interrupt(msg_id, wait=False))

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from lily_kernel.events import EventLog
     from lily_kernel.execution.python_host import PythonHost
     from lily_kernel.mcp_tools.session import McpOverview, McpServers
-    from lily_kernel.runtime.collaborators import Collaborators
+    from lily_kernel.runtime.collaborators import Collaborators, SessionRecord, TurnFacts
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.session import Session
     from lily_kernel.skills import SkillSnapshot
@@ -36,6 +36,8 @@ class LilyRuntime(Protocol):
     python: PythonHost
     trust_answered: bool
     policy_state: PolicyState
+    record: SessionRecord | None
+    last_turn: tuple[TurnFacts, int] | None
 
     @property
     def gate(self) -> ToolGate: ...
@@ -84,6 +86,8 @@ def command_context(runtime: LilyRuntime, stop: threading.Event | None = None,
         run_tool=run_tool if sink is not None else None,
         python=runtime.python,
         mcp=mcp if sink is not None else None,
+        conversations=runtime.record,
+        last_request=runtime.last_turn[0].text if runtime.last_turn is not None else None,
     )
 
 
@@ -94,7 +98,7 @@ def finish_command(runtime: LilyRuntime, parsed: ParsedCommand,
     # What the person was shown, as a digest: replay compares it without the log
     # holding every listing.
     shown = (runtime.collaborators.shown(result) if result.ok and result.invocation is None
-             else "")
+             and result.ask_again is None else "")
     log.emit(Command(
         name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
         output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
@@ -107,6 +111,10 @@ def finish_command(runtime: LilyRuntime, parsed: ParsedCommand,
             runtime.update_profile("command", chosen=outcome.change.policy)
         if outcome.change.skill_snapshot is not None:
             runtime.log_catalog(outcome.change.skill_snapshot)
+        if outcome.change.conversation is not None:  # /new, /resume
+            runtime.last_turn = None
+            if runtime.record is not None:
+                runtime.record.started(outcome.change.conversation)
     if result.skill is not None:
         skill = session.skill_snapshot.get(result.skill)
         log.emit(SkillInvoked(name=result.skill, mode="manual", command=result.command))

@@ -29,9 +29,8 @@ from lily_kernel.commands import (
 )
 from lily_kernel.config import Profile
 from lily_kernel.display import Told
-from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE
 from lily_kernel.environment import LilyEnvironment
-from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
+from lily_kernel.errors import CommandError, LilyError, ModelError
 from lily_kernel.events import (
     Cell,
     CellFinished,
@@ -51,8 +50,9 @@ from lily_kernel.execution.python_host import PythonHost
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
-from lily_kernel.runtime.collaborators import Collaborators
+from lily_kernel.runtime.collaborators import Collaborators, SessionRecord, TurnFacts
 from lily_kernel.runtime.command_flow import command_context, finish_command
+from lily_kernel.runtime.conversation import ask_again, converse
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
@@ -63,14 +63,13 @@ from lily_kernel.runtime.trust_flow import (
     trusted_elsewhere,
 )
 from lily_kernel.session import Session
-from lily_kernel.skills import Skill, SkillSnapshot, lily_home
+from lily_kernel.skills import SkillSnapshot, lily_home
 from lily_kernel.tools import PolicyState, ScriptHost, ToolRegistry
 from lily_kernel.trust import TrustStore
 
 if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
     from lily_kernel.mcp_tools.session import McpServers
     from lily_kernel.runtime.tool_gate import ToolGate
-    from lily_kernel.runtime.turn import Turn
 
 __all__ = ["CellSink", "Collaborators", "LilyRuntime"]
 
@@ -90,6 +89,8 @@ class LilyRuntime:
     scripts: ScriptHost = field(init=False)  # how skill scripts and commands run here
     python: PythonHost = field(init=False)  # the session's Python kernel
     policy_state: PolicyState = field(default_factory=PolicyState)  # the person's choices
+    record: SessionRecord | None = None  # the session's record (collaborators.record)
+    last_turn: tuple[TurnFacts, int] | None = None  # for /rerun: the turn, its start
 
     def __post_init__(self) -> None:
         env, config = self.env, self.env.config
@@ -227,6 +228,8 @@ class LilyRuntime:
         runtime.update_profile("configuration", configured=env.config.policy)
         log_trust_checked(runtime)
         runtime.log_catalog(session.skill_snapshot)
+        if runtime.collaborators.record is not None:
+            runtime.record = runtime.collaborators.record(runtime)
         return runtime
 
     # --- events ----------------------------------------------------------------
@@ -248,16 +251,17 @@ class LilyRuntime:
 
     # --- cells -----------------------------------------------------------------
 
-    async def run_cell(self, code: str, sink: CellSink) -> None:
-        """Run a cell; user errors raise LilyError subclasses with the exact message."""
-        self.log.emit(Cell(code=code))
+    async def run_cell(self, code: str, sink: CellSink, cell_id: str | None = None) -> None:
+        """Run a cell (`cell_id`: the front end's name for it, if it sent one); user
+        errors raise LilyError subclasses with the exact message."""
+        self.log.emit(Cell(code=code, cell_id=cell_id))
         status: CellStatus = "error"
         error: str | None = None
         # Set when the cell is stopped: its worker threads go on, so a ranking that
         # encodes skills is told to stop after the chunk in progress.
         stop = threading.Event()
         try:
-            await self._run_cell(code, sink, stop)
+            await self._run_cell(code, sink, stop, cell_id)
             status = "ok"
         except asyncio.CancelledError:
             stop.set()
@@ -274,7 +278,8 @@ class LilyRuntime:
             if self.log.problem and self.told.first("event log"):  # once, not every cell
                 sink.notice(f"The event log is off: {self.log.problem}.")
 
-    async def _run_cell(self, code: str, sink: CellSink, stop: threading.Event) -> None:
+    async def _run_cell(self, code: str, sink: CellSink, stop: threading.Event,
+                        cell_id: str | None) -> None:
         if not code.strip():
             return  # a blank cell does nothing, as in Python kernels
         parsed = parse_command(code)
@@ -287,7 +292,7 @@ class LilyRuntime:
         if needs_trust(self, parsed):
             await settle_trust(self, sink)
         if parsed is None:
-            await self._converse(code, None, sink, stop)
+            await converse(self, TurnFacts(code, None, code, cell_id), None, sink, stop)
             return
         command = self.env.commands.get(parsed.name)
         if command is not None and command.ranks and parsed.argument:
@@ -304,67 +309,12 @@ class LilyRuntime:
         if result.invocation is not None:
             forced = self.session.skill_snapshot.get(result.invocation.skill)
             assert forced is not None  # the command found it in this very snapshot
-            await self._converse(result.invocation.request, forced, sink, stop)
+            await converse(self, TurnFacts(result.invocation.request, forced.name, code,
+                                           cell_id), forced, sink, stop)
+        elif result.ask_again is not None:
+            await ask_again(self, result.ask_again, code, cell_id, sink, stop)
         elif result.title or result.blocks or result.notices:  # (/python shows its run)
             sink.show(result)
-
-    # --- chat turns --------------------------------------------------------------
-
-    async def _converse(self, text: str, forced: Skill | None, sink: CellSink,
-                        stop: threading.Event) -> None:
-        """Run one turn (with `forced` when the person invoked a skill); append it to the
-        history once it has completed, or, stopped by the person, what they saw of it
-        (marked as stopped). A turn that failed leaves the history as it was."""
-        turn = await self.turn(text, forced, sink, stop)
-        try:
-            messages = await turn.run()
-        except asyncio.CancelledError:
-            self.session.conversation_state.messages.extend(turn.stopped())
-            raise
-        self.session.conversation_state.messages.extend(messages)
-
-    async def turn(self, text: str, forced: Skill | None, sink: CellSink,
-                   stop: threading.Event | None = None) -> Turn:
-        """A turn for `text`, not yet run: the session's model, its request sized to the
-        model, the notices the person is owed (the model, once; a first ranking's time
-        beforehand; left-out skills and turns). The history is the caller's to extend."""
-        # The turn engine (and prompting) load with the first chat cell, not at start.
-        from lily_kernel.prompting.budget import skill_body_budget
-        from lily_kernel.runtime.mcp_flow import start_mcp_servers
-        from lily_kernel.runtime.skill_choice import SkillChoice
-        from lily_kernel.runtime.turn import Turn
-        from lily_kernel.runtime.turn_request import draft_turn_request, fit_request
-
-        session = self.session
-        if session.model_config.model is None:
-            raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
-        model = await self.get_model()
-        if session.embedded_default and self.told.first("embedded model"):
-            sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
-        draft = await asyncio.to_thread(draft_turn_request, session,
-                                        self.env.config.catalog_max_chars, model, text, forced)
-        if draft.ranks:  # a catalog over its budget lists the request's best matches
-            await announce_encoding(session.ranker(), sink)
-        request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
-        if catalog_notice is not None:
-            sink.notice(catalog_notice)
-        if forced is not None and request.forced_left:
-            sink.notice(f"Skill: {forced.name}: its SKILL.md less its last "
-                        f"{request.forced_left:,} characters, to fit the model's context "
-                        "window.")
-        if self.told.first(("persona", session.persona)):  # once per persona read
-            for notice in session.persona.notices:
-                sink.notice(notice)
-        request, trim_notice = fit_request(session, model, request)
-        if trim_notice is not None:
-            sink.notice(trim_notice)
-        await start_mcp_servers(self, sink)  # their tools join the registry and policy
-        choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced,
-                             digests=self.env.trust.digests,
-                             body_max_chars=skill_body_budget(model.context_window))
-        return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
-                    settings=session.model_config, request=request, choice=choice,
-                    ranker=session.ranker(), stop=stop)
 
     # --- completion and inspection -----------------------------------------------
 

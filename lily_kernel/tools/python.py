@@ -138,6 +138,9 @@ def python_tool() -> Tool:
         "workspace (the working directory) is writable. Returns what it printed, the value "
         "of the last expression and any error; images and HTML it displays are shown to "
         "the person.",
-        PythonArgs, _run, asked=True, kept_by=frozenset({"python", "bash"}),
+        PythonArgs, _run, asked=True,
+        # Kept by a `Bash` of any command (skills/fields.py ANY_COMMAND), not by one
+        # narrowed to some commands: Python would run what those patterns leave out.
+        kept_by=frozenset({"python", "bash(*)"}),
         prepare=_prepare, asks_untrusted=True, announce=_announce,
     )

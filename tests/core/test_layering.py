@@ -47,10 +47,13 @@ ALLOWED = {
                 "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "display", "errors", "events", "execution", "llm",
-               "runtime",
+               "persona", "runtime",
                "skills", "tools", "trust", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
-    "kernel": {"__init__", "display", "errors", "redaction", "runtime", "visible"},
+    # The kernel's session keeps the record that Run All is answered from (replay/).
+    "lifecycle": {"commands", "errors", "runtime"},  # a runtime on a thread of its own
+    "kernel": {"__init__", "display", "errors", "lifecycle", "redaction", "replay", "runtime",
+               "visible"},
     # `lily mcp`: a thin edge beside the kernel, over the runtime's session and gate.
     "mcp_server": {"errors", "runtime", "skills", "tools"},
     "cli": {"commands", "display", "environment", "errors", "evals", "mcp_server", "replay",

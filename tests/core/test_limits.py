@@ -1,5 +1,5 @@
 """A run's limits, as this host applies them: the memory limit on every process
-(RLIMIT_AS), the process limit in bubblewrap's user namespace for a person who is not
+(RLIMIT_DATA), the process limit in bubblewrap's user namespace for a person who is not
 root (RLIMIT_NPROC counts that namespace alone), and a control group per run where Lily
 may make one (pids.max and the memory limit for the whole run; removed after it, and
 those a killed Lily left behind removed by the next)."""

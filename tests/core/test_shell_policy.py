@@ -142,6 +142,10 @@ def test_narrowing_keeps_the_shell_for_bash_and_never_widens(environ, workspace)
     assert names == ["read", "shell"]
     names = [t.name for t in env.policy.model_tools(env.registry, frozenset({"read"}))]
     assert names == ["read"]
+    # A bare Bash (any command) keeps Python too: a command could run it anyway.
+    names = [t.name for t in env.policy.model_tools(
+        env.registry, tool_names_of_entries(("Bash", "Read")))]
+    assert names == ["python", "read", "shell"]
 
 
 def test_an_untrusted_lily_yaml_lowers_the_memory_limit_but_never_raises_it(

@@ -38,7 +38,9 @@ def _harness(folder: Path) -> Any:
 @pytest.fixture(scope="module")
 def golden_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("golden-replay") / "golden"
-    shutil.copytree(GOLDEN, folder, ignore=shutil.ignore_patterns(".lily", ".ipynb_checkpoints"))
+    # As committed: a golden's record (.lily/sessions) with it, no cache.
+    shutil.copytree(GOLDEN, folder,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "index.jsonl"))
     return folder
 
 

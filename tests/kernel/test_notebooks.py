@@ -21,10 +21,59 @@ from tests.kernel.conftest import REPO, WITHOUT_LOCAL_MODEL, kernel_env
 NOTEBOOKS = REPO / "notebooks"
 GOLDEN = NOTEBOOKS / "golden"
 MIMETYPES = {"text/html", "text/markdown", "text/plain"}
+RECORDED = "lily_recorded_with"  # a replayed golden cell's answers, for record.py
+
+
+# The goldens as committed: a golden's record (`.lily/sessions`) with it, not the caches.
+WITH_RECORDS = shutil.ignore_patterns(".ipynb_checkpoints", "index.jsonl")
+REPLAYED = GOLDEN / "replayed"
 
 
 def _code_cells(nb: Any) -> list[Any]:
     return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _nbval(folder: Path, env: dict[str, str], *names: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest", "--nbval", *names, "--nbval-kernel-name", "lily",
+               "-p", "no:cacheprovider", "-q"]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_the_replayed_golden_passes_nbval_with_no_model(tmp_path: Path) -> None:
+    """A notebook recorded with a model, committed with its record, passes nbval with no
+    key and the model unreachable; a changed prompt fails at its cell, with the model's
+    error (the first turn the record does not have)."""
+    copy = tmp_path / "elsewhere" / "replayed"
+    shutil.copytree(REPLAYED, copy, ignore=WITH_RECORDS)
+    assert list((copy / ".lily" / "sessions").glob("*.jsonl")), "the record is committed"
+    env = kernel_env(tmp_path / "home", LILY_API_BASE="http://127.0.0.1:9/v1")
+    env.pop("OPENAI_API_KEY", None)
+    done = _nbval(copy, env, "replayed.ipynb")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    cells = len(_code_cells(nbformat.read(copy / "replayed.ipynb", as_version=4)))
+    assert re.search(rf"\b{cells} passed\b", done.stdout), done.stdout[-2000:]
+    assert not (copy / ".lily" / "index.jsonl").exists()  # checking writes nothing
+    nb = nbformat.read(copy / "replayed.ipynb", as_version=4)
+    _code_cells(nb)[1].source = "Shout the day it ships, please"
+    nbformat.write(nb, copy / "replayed.ipynb")
+    changed = _nbval(copy, env, "replayed.ipynb")
+    assert changed.returncode == 1
+    # The changed cell fails, and the turn after it (its conversation so far changed).
+    assert "2 failed, 1 passed" in changed.stdout, changed.stdout[-2000:]
+    failed = re.findall(r"FAILED replayed.ipynb::Cell (\d+)", changed.stdout)
+    assert failed == ["1", "2"]
+    assert "Error: model call failed" in changed.stdout
+
+
+def test_the_replayed_golden_is_answered_from_its_record_alone(tmp_path: Path) -> None:
+    """Its stored outputs say so: each chat cell replayed, its tools run again."""
+    nb = nbformat.read(REPLAYED / "replayed.ipynb", as_version=4)
+    for cell in _code_cells(nb):
+        first = cell.outputs[0].data["text/plain"]
+        assert first.startswith("Replayed from the record: the answer openai/golden-model "
+                                "gave on "), cell.source
+        assert cell.metadata[RECORDED], "record.py records each chat cell's answers anew"
 
 
 def test_golden_transcripts_pass_nbval(tmp_path: Path) -> None:
@@ -46,8 +95,7 @@ def test_golden_transcripts_pass_nbval(tmp_path: Path) -> None:
 def test_golden_transcripts_pass_from_another_folder(tmp_path: Path) -> None:
     """Paths differ in length between machines: the goldens must not depend on it."""
     copy = tmp_path / "a-folder-with-a-much-longer-name-than-the-checkout" / "repo"
-    shutil.copytree(GOLDEN, copy / "notebooks" / "golden",
-                    ignore=shutil.ignore_patterns(".lily", ".ipynb_checkpoints"))
+    shutil.copytree(GOLDEN, copy / "notebooks" / "golden", ignore=WITH_RECORDS)
     shutil.copytree(REPO / "tests" / "support", copy / "tests" / "support")
     (copy / "tests" / "__init__.py").write_text("")
     command = [sys.executable, "-m", "pytest", "--nbval", "notebooks/golden",
@@ -92,7 +140,9 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     for cell in _code_cells(nb):
         kinds = [o.output_type for o in cell.outputs]
         assert "error" not in kinds, (cell.source, cell.outputs)
-        if cell.source.startswith("/") and not cell.source.startswith("/haiku"):
+        if cell.source.startswith("/python "):  # the code shown, then what it gave
+            assert kinds == ["display_data", "display_data"], cell.outputs
+        elif cell.source.startswith("/") and not cell.source.startswith("/haiku"):
             assert kinds == ["display_data"], cell.source
             assert set(cell.outputs[0].data) == MIMETYPES
         else:
@@ -104,7 +154,7 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
 
     commands = {"/help", "/skills", "/help haiku", "/peek lily.yaml", "/ls skills",
                 "/skill workspace_files persona", "/agent", "/agent reviewer",
-                "/agent default", "/reload_skills"}
+                "/agent default", "/reload_skills", "/python"}
     assert commands <= set(outputs), "the tour covers every command"
     assert re.search(r"^haiku +Answer in a single haiku\. +workspace +prompt_rewrite +/haiku$",
                      plain("/skills"), re.M)
@@ -114,6 +164,11 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     assert "reviewer/" in plain("/skill workspace_files persona")
     assert plain("/agent reviewer").startswith("Switched to agent reviewer")
     assert "No changes." in plain("/reload_skills")
+    # The person's own Python, in the sandboxed kernel: the code, then its value.
+    ran = outputs["/python import statistics\nscores = [3, 5, 8, 13]\nstatistics.mean(scores)"]
+    assert "statistics.mean(scores)" in ran[0].data["text/plain"]
+    assert ran[1].data["text/plain"] == "7.25"
+    assert "scores" in plain("/python") and "statistics" in plain("/python")
     # Three chat cells, each answered (Markdown) with the footer naming the local model;
     # no line of an answer comes twice, in it or in another answer (the small model
     # copied its last answer whole before DRY saw the conversation).

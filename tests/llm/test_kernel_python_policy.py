@@ -115,7 +115,7 @@ def test_an_untrusted_lily_yaml_cannot_allow_python(server: OpenAIServer,
 def test_the_kernel_runs_under_the_memory_limit(server: OpenAIServer, tmp_path: Path) -> None:
     with start(server, tmp_path, LILY_MEMORY_LIMIT_MB="2048") as kernel:
         run = kernel.execute("/python import resource\n"
-                             "print(resource.getrlimit(resource.RLIMIT_AS))")
+                             "print(resource.getrlimit(resource.RLIMIT_DATA))")
         assert run.status == "ok", run.reply
         assert f"({2048 * 1024 * 1024}, {2048 * 1024 * 1024})" in printed(run)
         big = kernel.execute("/python x = bytearray(3 * 1024 ** 3)")

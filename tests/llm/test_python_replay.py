@@ -26,6 +26,11 @@ def settings(environ: dict[str, str]) -> dict[str, str]:
             "LILY_TOOLS_ALLOW": "python"}
 
 
+def kernel_of(runtime: LilyRuntime) -> object:
+    """The session's running Python kernel, or None (looked up afresh at each call)."""
+    return runtime.python.running
+
+
 def start(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
     return LilyRuntime.start(workspace, settings(environ), session_id="py1")
 
@@ -36,9 +41,9 @@ def record(workspace: Path, environ: dict[str, str], code: str) -> Path:
     run(runtime, "count to three", sink, reply("", call("python", "p", code=code)),
         reply("Done."))
     asyncio.run(runtime.run_cell("/python print(total)", Sink()))
-    assert runtime.python.running is not None
+    assert kernel_of(runtime) is not None
     runtime.close()
-    assert runtime.python.running is None  # the kernel ends with the session
+    assert kernel_of(runtime) is None  # the kernel ends with the session
     assert runtime.log.path is not None
     return runtime.log.path
 
@@ -69,12 +74,12 @@ def test_the_kernel_is_started_on_first_use_only(workspace: Path, environ: dict[
     runtime = start(workspace, environ)
     sink = Sink()
     run(runtime, "hello", sink, reply("Hi."))
-    assert runtime.python.running is None
+    assert kernel_of(runtime) is None
     asyncio.run(runtime.run_cell("/python 6 * 7", sink))
-    assert runtime.python.running is not None
+    assert kernel_of(runtime) is not None
     kinds = [type(o).__name__ for o in sink.outputs]
     assert kinds == ["Code", "RunOutput"]
     assert [e["status"] for e in events(runtime, "code_run")] == ["ok"]
     asyncio.run(runtime.run_cell("/python restart", sink))
-    assert runtime.python.running is None
+    assert kernel_of(runtime) is None
     runtime.close()
