@@ -63,17 +63,43 @@ def _widens(rule: str, wanted: Any, kept: Any) -> bool:
 MAX_VALUE_CHARS = 240  # of a value in a held setting's line (the trust question, /help)
 
 
-def _shown(value: Any) -> str:
-    """A value as the line shows it: a long one (a 200 KB `model:`, 5,000 roots) cut in
-    the middle with its length stated, so the question stays a question."""
-    if isinstance(value, tuple | dict):  # a mapping by its names (mcp_servers: no env)
-        text = ", ".join(map(str, value)) or "(none)"
-    else:
-        text = "(none)" if value is None else str(value)
+MAX_ENTRIES = 20  # of a mapping's entries in one line (mcp_servers); the rest counted
+
+
+def _cut(text: str) -> str:
     if len(text) <= MAX_VALUE_CHARS:
         return text
     half = (MAX_VALUE_CHARS - 1) // 2
     return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
+
+
+def _entry(name: str, value: Any) -> str:
+    """A mapping's entry as the question shows it. An MCP server is what trusting it
+    would run or contact: its command line whole, or its address; its `env` and
+    `headers` by their names only (their values are often keys)."""
+    command = getattr(value, "command", None)
+    url = getattr(value, "url", None)
+    if command is None and url is None:
+        return str(name)
+    what = " ".join([command, *getattr(value, "args", ())]) if command else str(url)
+    secrets = sorted([*getattr(value, "env", {}), *getattr(value, "headers", {})])
+    return _cut(f"{name} ({what}" + (f"; with {', '.join(secrets)}" if secrets else "")
+                + ")")
+
+
+def _shown(value: Any) -> str:
+    """A value as the line shows it: a long one (a 200 KB `model:`, 5,000 roots) cut in
+    the middle with its length stated, so the question stays a question; a mapping
+    (mcp_servers) entry by entry, each cut so, at most MAX_ENTRIES of them."""
+    if isinstance(value, dict):
+        entries = [_entry(str(k), v) for k, v in list(value.items())[:MAX_ENTRIES]]
+        more = len(value) - len(entries)
+        return "; ".join(entries + ([f"and {more:,} more"] if more > 0 else [])) or "(none)"
+    if isinstance(value, tuple):
+        text = ", ".join(map(str, value)) or "(none)"
+    else:
+        text = "(none)" if value is None else str(value)
+    return _cut(text)
 
 
 def _held(owner: type, full: Any, base: Any, held: list[str]) -> Any:

@@ -46,14 +46,27 @@ def test_servers_from_lily_yaml_and_the_persons_file(tmp_path: Path) -> None:
         "web", "person", "http", "http://127.0.0.1:9/mcp")
 
 
-def test_an_untrusted_workspace_holds_its_servers_by_name(tmp_path: Path) -> None:
+def test_an_untrusted_workspace_holds_its_servers_as_they_would_run(tmp_path: Path) -> None:
     (tmp_path / "lily.yaml").write_text(SERVERS + "tools:\n  allow: [mcp__fx__run]\n")
     env = LilyEnvironment.load(tmp_path, environ(tmp_path, LILY_TRUST="",
                                                  FX_TOKEN="sk-held-SECRET-123456"))
     assert env.mcp_servers == ()
     [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
-    assert line == ("mcp_servers: fx (starts the programs and contacts the servers it names; "
-                    "stays (none))")  # names only: no command, no env value
+    # What trusting it would run, whole; its env by names only (no value, no secret).
+    assert line == ("mcp_servers: fx (fx-server --flag ${FX_ARG}; with TOKEN) (starts the "
+                    "programs and contacts the servers it names; stays (none))")
+    assert "sk-held" not in line
+
+
+def test_the_held_servers_line_stays_a_line(tmp_path: Path) -> None:
+    many = "".join(f"  s{i}: {{command: run-{i}, headers: {{}}}}\n" for i in range(30))
+    (tmp_path / "lily.yaml").write_text("mcp_servers:\n" + many +
+                                        "  web: {type: http, url: 'https://mcp.example/x', "
+                                        "headers: {Authorization: 'Bearer sk-x'}}\n")
+    env = LilyEnvironment.load(tmp_path, environ(tmp_path, LILY_TRUST=""))
+    [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
+    assert line.startswith("mcp_servers: s0 (run-0); s1 (run-1); ")
+    assert "s19 (run-19); and 11 more (starts" in line and "sk-x" not in line
 
 
 @pytest.mark.parametrize(("config", "problem"), [
