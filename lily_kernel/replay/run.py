@@ -151,7 +151,7 @@ def replay_session(path: Path, before_cell: Callable[[int, Path], None] | None =
         # that kept none (a log of before, a session run in process) with none.
         kept = any(e["event"] in RECORD_KINDS for e in recorded)
         recording = Collaborators(make_model=RecordedLoads(loads, ReplayModel(calls)),
-                                  run_script=RecordedScripts(scripts),
+                                  run_script=RecordedScripts(scripts, paths),
                                   shown=_shown_as_recorded(paths),
                                   record=(lambda runtime: LoggedRecord(runtime, decided))
                                   if kept else None)

@@ -99,8 +99,8 @@ def test_plain_reply_streams_then_lands_in_history(runtime: LilyRuntime) -> None
     assert "\n- echo: Echo in uppercase\n" in sent.messages[0]["content"]
     assert "private" not in sent.messages[0]["content"]  # hidden from the model
     assert sent.messages[-1] == {"role": "user", "content": "hello there"}
-    assert [t["function"]["name"] for t in sent.tools] == ["load_skill", "list", "read",
-                                                                 "shell"]
+    assert [t["function"]["name"] for t in sent.tools] == ["load_skill", "list", "python",
+                                                                 "read", "shell"]
     assert runtime.session.conversation_state.messages == [
         {"role": "user", "content": "hello there"},
         {"role": "assistant", "content": "Hi! How can I help?"},

@@ -59,8 +59,8 @@ def test_plain_streamed_reply(make_runtime, server: OpenAIServer) -> None:  # ty
     sent = server.requests[0]
     assert sent["model"] == "test-model" and sent["stream"] is True
     assert sent["messages"][-1] == {"role": "user", "content": "hi"}
-    assert [t["function"]["name"] for t in sent["tools"]] == ["load_skill", "list", "read",
-                                                                    "shell"]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["load_skill", "list", "python",
+                                                                    "read", "shell"]
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
 
 
