@@ -105,17 +105,18 @@ def test_a_lily_yaml_changed_since_trust_keeps_the_shell_asked_by_default(
     assert env.policy.decision("write") == "deny"  # what the file narrows applies
 
 
-def test_requires_tools_shell_is_eligible_unless_the_policy_denies_it(
-        workspace: Path, environ: dict[str, str]) -> None:
+@pytest.mark.parametrize("tool", ["shell", "python"])
+def test_requires_tools_is_eligible_unless_the_policy_denies_it(
+        tool: str, workspace: Path, environ: dict[str, str]) -> None:
     write_skill(workspace / "skills", "runner",
-                "---\nsummary: Runs git\nrequires_tools: [shell]\n---\nRun git.\n")
+                f"---\nsummary: Runs code\nrequires_tools: [{tool}]\n---\nRun it.\n")
     env = LilyEnvironment.load(workspace, environ)
     assert env.load_snapshot(1).get("runner") is not None  # asked counts as allowed
-    denied = LilyEnvironment.load(workspace, {**environ, "LILY_TOOLS_DENY": "shell"})
+    denied = LilyEnvironment.load(workspace, {**environ, "LILY_TOOLS_DENY": tool})
     snapshot = denied.load_snapshot(1)
     assert snapshot.get("runner") is None
     [why] = [d for d in snapshot.diagnostics if d.skill == "runner"]
-    assert why.kind.value == "policy" and "shell" in why.reason
+    assert why.kind.value == "policy" and tool in why.reason
 
 
 @pytest.mark.parametrize(("entries", "names", "commands"), [

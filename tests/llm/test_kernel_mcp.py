@@ -140,7 +140,9 @@ def test_an_untrusted_workspace_never_starts_its_server(server: OpenAIServer,
         script(server, ("mcp__fx__echo", {"text": "planted"}))
         run, prompts = execute_answering(kernel, "Echo", ["n"])  # the trust question: no
         assert run.status == "ok", run.reply
-        assert "mcp_servers: fx (starts the programs and contacts the servers it names" \
+        # The question shows what trusting would run: the server's command line.
+        assert f"mcp_servers: fx ({sys.executable} " in prompts[0]
+        assert ") (starts the programs and contacts the servers it names; stays (none))" \
             in prompts[0]
         assert tool_result(server).startswith("Refused: ")  # no such tool here
         assert not [n for n in offered(server) if n.startswith("mcp__")]
