@@ -12,6 +12,7 @@ this module. By hand in JupyterLab, create that folder yourself at that point.
 from __future__ import annotations
 
 import configparser
+import functools
 import os
 import re
 import shutil
@@ -86,6 +87,7 @@ def script_cell(server: Any, cell: Any) -> None:
 NEEDS_SANDBOX = "lily_needs_sandbox"
 
 
+@functools.cache  # asked for every cell of every golden
 def needs_sandbox(notebook: Path) -> bool:
     """Whether this golden's cells run code in the sandbox (its metadata says so)."""
     import nbformat
