@@ -20,6 +20,7 @@ from golden_harness import (
     SCRIPTED_REPLIES,
     add_late_skill,
     remove_late_skill,
+    remove_sandbox_placeholders,
     sanitize,
     script_cell,
     start_model_server,
@@ -68,6 +69,7 @@ def regenerate(name: str, server: Any) -> None:
         client.execute(env=golden_env())
     finally:
         remove_late_skill()
+        remove_sandbox_placeholders()
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             _sanitize_output(output)

@@ -19,6 +19,7 @@ import pytest
 from nbclient import NotebookClient
 
 from lily_kernel.replay import replay_session
+from tests.core.test_scripts import sandbox_or_skip
 from tests.kernel.conftest import REPO, kernel_env
 from tests.support.openai_server import OpenAIServer, Reply
 
@@ -59,6 +60,8 @@ def test_golden_session_replays_as_identical(name: str, golden_copy: Path,
     sessions = workspace / ".lily" / "sessions"
     before = set(sessions.glob("*.jsonl")) if sessions.is_dir() else set()
     nb = nbformat.read(path, as_version=4)
+    if nb.metadata.get("lily_needs_sandbox"):  # python/: it runs code in bubblewrap
+        sandbox_or_skip()
     cells = _code_cells(nb)
     late = {i for i, c in enumerate(cells) if harness.LATE_SKILL_TAG in c.metadata.get("tags", [])}
 
