@@ -4,7 +4,6 @@ Unix sockets and processes, `/proc`, a fork bomb, a huge output, memory. 0 escap
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,19 +12,15 @@ import pytest
 from lily_kernel.environment import LilyEnvironment
 from lily_kernel.execution.limits import Limits
 from tests.core.test_scripts import sandbox_or_skip
-from tests.support.attacks import ATTACKS, SECRET, Attack, Scene, scene, watching_processes
+from tests.support.attacks import ATTACKS, Attack, Scene, attack_target, watching_processes
 from tests.support.shell_gate import run_shell
 
 
 @pytest.fixture
 def target(workspace: Path, environ: dict[str, str]) -> Iterator[tuple[Scene, dict[str, str]]]:
     sandbox_or_skip()
-    # The Lily home inside the workspace: writable there unless the sandbox protects it
-    # (under the private home folder or /tmp a write would vanish anyway).
-    env = {**environ, "OPENAI_API_KEY": SECRET, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "LILY_HOME": str(workspace / "lily-home")}
-    with scene(workspace, Path(env["LILY_HOME"])) as made:
-        yield made, env
+    with attack_target(workspace, environ) as made:
+        yield made
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])

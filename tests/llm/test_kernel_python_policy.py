@@ -12,11 +12,9 @@ from typing import Any
 import pytest
 
 from tests.core.test_scripts import sandbox_or_skip
-from tests.kernel.conftest import lily_kernel
+from tests.llm.test_kernel_shell import start  # the same kernel, the loopback model
 from tests.llm.test_kernel_skills import execute_answering, log_events
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
-
-SECRET = "sk-kernel-python-policy-SECRET-1234567890"
 
 
 @pytest.fixture(autouse=True)
@@ -28,15 +26,6 @@ def _sandbox() -> None:
 def server() -> Iterator[OpenAIServer]:
     with OpenAIServer() as srv:
         yield srv
-
-
-def start(server: OpenAIServer, root: Path, **env: str) -> Any:
-    workspace = root / "workspace"
-    workspace.mkdir(parents=True, exist_ok=True)
-    settings = {"LILY_MODEL": "openai/kernel-python", "LILY_API_BASE": server.base_url,
-                "OPENAI_API_KEY": SECRET, "LILY_STREAM": "0", "LILY_EVENT_LOG": "1",
-                "LILY_RETRY_BACKOFF": "0.01", **env}
-    return lily_kernel(workspace, root / "home", **settings)
 
 
 def script(server: OpenAIServer, code: str, final: str = "Done.") -> None:

@@ -7,10 +7,10 @@ attacker reaches first: the attacks read /proc from inside it."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from lily_kernel.environment import LilyEnvironment
@@ -23,17 +23,15 @@ from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.tools import ToolContext, default_registry
 from tests.core.test_scripts import sandbox_or_skip
 from tests.llm.test_skill_tools import Sink
-from tests.support.attacks import ATTACKS, SECRET, Attack, Scene, scene, watching_processes
+from tests.support.attacks import ATTACKS, SECRET, Attack, Scene, attack_target, watching_processes
 from tests.support.shell_gate import shell_policy
 
 
 @pytest.fixture
 def target(workspace: Path, environ: dict[str, str]) -> Iterator[tuple[Scene, dict[str, str]]]:
     sandbox_or_skip()
-    env = {**environ, "OPENAI_API_KEY": SECRET, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "LILY_HOME": str(workspace / "lily-home")}
-    with scene(workspace, Path(env["LILY_HOME"])) as made:
-        yield made, env
+    with attack_target(workspace, environ) as made:
+        yield made
 
 
 def run_python(code: str, made: Scene, env: dict[str, str]) -> tuple[str, list[Event]]:
@@ -67,6 +65,14 @@ def _python_capped(made: Scene, output: str) -> str | None:
     return None if len(output) < 25_000 else f"{len(output):,} characters reached the model"
 
 
+def _python_bounded(made: Scene, output: str) -> str | None:
+    """The bomb stays in the kernel's control group: the host's processes bounded while
+    it runs (in the kernel it may starve the command's own `echo`, unlike the shell
+    tool's run), and none of it left once the kernel ends (checked below)."""
+    grown = made.peak_processes - made.baseline_processes
+    return None if grown < 700 else f"the host gained {grown} processes"
+
+
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_no_escape_from_python(attack: Attack, target: tuple[Scene, dict[str, str]]) -> None:
     made, env = target
@@ -74,9 +80,13 @@ def test_no_escape_from_python(attack: Attack, target: tuple[Scene, dict[str, st
         output, events = run_python(attack.python_code(made), made, env)
     runs = [e.data for e in events if e.event == "code_run"]
     assert [r["tool"] for r in runs] == ["python"], output
-    check = _python_capped if attack.name == "huge_output" else attack.check
+    check = {"huge_output": _python_capped, "fork_bomb": _python_bounded}.get(
+        attack.name, attack.check)
     escaped = check(made, output)
     assert escaped is None, escaped
+    # The kernel ended (run_python closes it): nothing the attack started is left.
+    assert not [p for p in psutil.process_iter(["cwd"]) if p.info["cwd"] and
+                p.info["cwd"].startswith(str(made.workspace))]
 
 
 def test_the_kernels_own_environment_holds_no_secret(

@@ -132,10 +132,15 @@ class Attack:
     check: Callable[[Scene, str], str | None]
 
     def python_code(self, scene: Scene) -> str:
-        """The same attack from Python: the command through a shell, what it printed."""
-        return ("import subprocess\n"
-                f"done = subprocess.run({self.command(scene)!r}, shell=True, "
-                "capture_output=True, text=True)\nprint(done.stdout + done.stderr)")
+        """The same attack from Python: the command through a shell, what it printed
+        (into a file, as the shell tool reads it: a pipe would wait for every process
+        the command left behind, a fork bomb's too)."""
+        return ("import subprocess, tempfile\n"
+                "with tempfile.TemporaryFile() as out:\n"
+                f"    subprocess.run({self.command(scene)!r}, shell=True, stdout=out, "
+                "stderr=subprocess.STDOUT)\n"
+                "    out.seek(0)\n"
+                "    print(out.read().decode(errors='replace'))")
 
 
 ATTACKS = (
@@ -215,6 +220,18 @@ def scene(workspace: Path, lily_home: Path) -> Iterator[Scene]:
             unix.close()
             path.unlink(missing_ok=True)
         host_file.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def attack_target(workspace: Path, environ: dict[str, str]
+                  ) -> Iterator[tuple[Scene, dict[str, str]]]:
+    """A scene, and the environment a session there starts with: a key to steal, and
+    the Lily home inside the workspace (writable there unless the sandbox protects it;
+    under the private home folder or /tmp a write would vanish anyway)."""
+    env = {**environ, "OPENAI_API_KEY": SECRET, "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "LILY_HOME": str(workspace / "lily-home")}
+    with scene(workspace, Path(env["LILY_HOME"])) as made:
+        yield made, env
 
 
 @contextlib.contextmanager
