@@ -33,17 +33,21 @@ print(next(p for p in extra if re.split("[=<>~!]", p)[0] == sys.argv[1]))' "$1";
     "$(pin threadpoolctl)"
 fi
 
-# Skill scripts run inside bubblewrap when the machine has it (no network, files read-only
-# but the workspace). Install it where this script may (root with apt, e.g. CI); never
-# fatal: without it, scripts run unsandboxed and the approval question says so.
+# Code runs inside bubblewrap (no network, files read-only but the workspace): Python
+# (the `python` tool, `/python`, the quickstart's /python cell) and the shell only there;
+# skill scripts there when the machine has it. Install it where this script may (root
+# with apt, e.g. CI); never fatal: without it, Python and the shell are refused (saying
+# how to get bubblewrap) and skill scripts run unsandboxed, asked saying so.
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
       || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } \
-      || echo "setup.sh: could not install bubblewrap; skill scripts will run unsandboxed." >&2
+      || echo "setup.sh: could not install bubblewrap; Python and the shell will be refused" \
+              "(the quickstart's /python cell fails) and skill scripts will run unsandboxed." >&2
   else
-    echo "setup.sh: bubblewrap (bwrap) is not installed; skill scripts will run unsandboxed" \
-         "(install the bubblewrap package to sandbox them)." >&2
+    echo "setup.sh: bubblewrap (bwrap) is not installed: Python and the shell will be refused" \
+         "(the quickstart's /python cell fails) and skill scripts will run unsandboxed;" \
+         "install the bubblewrap package (e.g. sudo apt-get install bubblewrap)." >&2
   fi
 fi
 

@@ -70,6 +70,9 @@ class Turn:
         self.stream(markdown)
         self.footer = footer or ""
 
+    def output(self, item: object) -> None:
+        """Code that runs and its outputs (not looked at here)."""
+
     def notice(self, text: str) -> None:
         self.notices.append(text)
 

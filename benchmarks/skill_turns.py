@@ -55,6 +55,9 @@ class FirstText:
         self.answer = markdown
         self.stream(markdown)
 
+    def output(self, item: object) -> None:
+        """Code that runs and its outputs (not looked at here)."""
+
     def notice(self, text: str) -> None:
         if text.startswith("Skill: "):
             self.skill = text.split()[1]

@@ -27,7 +27,9 @@ __all__ = [
     "LOCAL_MODEL",
     "ConfigFile",
     "LilyConfig",
+    "McpServerConfig",
     "ModelConfig",
+    "Profile",
     "ToolsConfig",
     "is_local_model",
     "load_config",
@@ -47,6 +49,10 @@ def is_local_model(name: str | None) -> bool:
 
 _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+# The policy profile: `ask`, the tools asked by default (python, shell) ask before each
+# call; `auto` ("full auto"), they run without asking (tools/policy.py).
+Profile = Literal["ask", "auto"]
+
 
 @dataclass(frozen=True)
 class ToolsConfig:
@@ -56,6 +62,22 @@ class ToolsConfig:
     allow: Literal["*"] | tuple[str, ...] = "*"
     ask: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One MCP server, as Claude Code's `.mcp.json` writes it: a program Lily starts and
+    speaks to over stdio (`command`, `args`, `env`), or a server reached over HTTP
+    (`url`, `headers`; `type: http`). `timeout`: seconds a call (and the start) may take.
+    mcp_tools/servers.py checks that it names one or the other."""
+
+    type: Literal["stdio", "http", "sse"] | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = field(default=60.0, metadata=spec(gt=0, le=86_400))
 
 
 # What an untrusted lily.yaml may do with a key (`spec(untrusted=...)`, trust/settings.py
@@ -137,8 +159,28 @@ class LilyConfig:
     # Variables a skill script sees besides PATH, HOME, the locale and the like (names).
     script_env: tuple[str, ...] = field(default=(), metadata=spec(
         untrusted=FEWER, why="variables passed to skill scripts", env_list="names"))
-    # A skill script's time limit, in seconds.
+    # A skill script's or a shell command's time limit, in seconds.
     script_timeout: float = field(default=120.0, metadata=_limit(gt=0, le=86_400))
+    # The memory a sandboxed run may take, in MiB (docs/execution.md, Limits).
+    memory_limit_mb: int = field(default=4096, metadata=_limit(ge=64, le=1_048_576))
+    # `auto`: the tools asked by default run without asking. Only the person sets it.
+    policy: Profile = field(default="ask", metadata=spec(
+        untrusted=FIXED, why="would let the model run code without asking"))
+    # The Jupyter kernel the `python` tool and `/python` run in (a kernelspec name, e.g.
+    # the person's data-science environment; None: a Python of Lily's own environment).
+    python_kernel: str | None = field(default=None, metadata=spec(
+        untrusted=FIXED, why="chooses the interpreter the model's code runs in"))
+    # A Python run's time limit, in seconds (the kernel is interrupted; its state stays).
+    python_timeout: float = field(default=600.0, metadata=_limit(gt=0, le=86_400))
+    # MCP servers whose tools the model may use (`mcp__<server>__<tool>`), by name; the
+    # person's own are in `<home>/mcp.json` (mcp_tools/servers.py).
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict, metadata=spec(
+        untrusted=FIXED, why="starts the programs and contacts the servers it names"))
+    # A chat cell whose turn is recorded (docs/sessions.md): answered from the record
+    # (`replay`), or always by the model (`fresh`). No untrusted rule: neither value
+    # does more than Lily without the file (replay is the default; fresh asks the
+    # person's own model, as Lily always did), and a record is data either way.
+    answers: Literal["replay", "fresh"] = "replay"
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 
@@ -186,6 +228,8 @@ def read_config_file(workspace: Path) -> ConfigFile:
         text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the file ({exc}).") from exc
+    if not raw:  # empty says nothing (the sandbox's placeholder: execution/mounts.py)
+        return ConfigFile()
     try:
         data = yaml.load(text, Loader=_YamlLoader)
     except yaml.YAMLError as exc:

@@ -19,6 +19,7 @@ from lily_kernel.config import (
 )
 from lily_kernel.errors import ConfigError
 from lily_kernel.llm.local_files import find_embedded_model
+from lily_kernel.mcp_tools.servers import McpServer, configured_servers
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
 from lily_kernel.session import Session
 from lily_kernel.skills import (
@@ -71,6 +72,8 @@ class LilyEnvironment:
     persona_roots: PersonaRoots
     host: Host
     trust: TrustState
+    # The MCP servers the session may use: the person's, and the workspace's once trusted.
+    mcp_servers: tuple[McpServer, ...] = ()
 
     @classmethod
     def load(
@@ -94,18 +97,22 @@ class LilyEnvironment:
         store = trust_store or TrustStore(lily_home(base) / TRUST_FILE)
         own = tuple(r.path for r in resolve_skill_roots(base, workspace, home)
                     if r.source not in ARRIVING_SOURCES)  # the person's own hold no arrival
-        trust = TrustState(workspace, store, trusted_by_environment(
-            environ if environ is not None else os.environ), person_roots=own,
-            digests=DigestCache(lily_home(base) / "cache" / DIGEST_CACHE_FILE),
-            config_digest=file.digest)
+        host_environ = environ if environ is not None else os.environ
+        trust = TrustState(workspace, store, trusted_by_environment(host_environ),
+                           person_roots=own,
+                           digests=DigestCache(lily_home(base) / "cache" / DIGEST_CACHE_FILE),
+                           config_digest=file.digest)
         registry = registry if registry is not None else default_registry()
         commands = commands if commands is not None else default_commands()
-        policy = configured_policy(config.tools, registry)
+        person = lily_home(base)
+        named = frozenset(s.name for s in configured_servers(
+            config.mcp_servers, person, workspace / CONFIG_FILE, host_environ))
+        policy = configured_policy(config.tools, registry, named)
         held: tuple[str, ...] = ()
         if not trust.config_trusted():
             config, held = untrusted_settings(config, base, workspace)
             policy, held_tools = untrusted_policy(
-                policy, configured_policy(base.tools, registry), registry)
+                policy, configured_policy(base.tools, registry, named), registry)
             held += held_tools
         if not trust.trusted():
             policy = untrusted_folder_policy(policy, registry)
@@ -129,6 +136,9 @@ class LilyEnvironment:
             persona_roots=persona,
             host=host or Host(environ=dict(environ) if environ is not None else Host().environ),
             trust=trust,
+            # Only what applies: a workspace's servers wait for its trust.
+            mcp_servers=configured_servers(config.mcp_servers, person,
+                                           workspace / CONFIG_FILE, host_environ),
         )
 
     def snapshot_rules(self) -> LoadRules:
@@ -139,6 +149,7 @@ class LilyEnvironment:
             registered_tools=frozenset(t.name for t in self.registry if t.governed),
             allowed_tools=self.policy.allowed_names(self.registry),
             reserved_commands=self.commands.names(),
+            mcp_servers=frozenset(s.name for s in self.mcp_servers),
         )
 
     def load_snapshot(self, version: int) -> SkillSnapshot:

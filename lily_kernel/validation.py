@@ -10,7 +10,8 @@ variables is converted first by `parse_text`.
 Supported field types: str, int, float (an int is accepted), bool, Path (from a string),
 None, Literal[...], an Enum of strings (a StrEnum, from its value), tuple[str, ...] and
 list[str] (from a list), list[dict[str, Any]], dict[str, Any] (string keys),
-dict[str, str], Any, a nested dataclass (from a mapping), and unions of these. The
+dict[str, str], Any, a nested dataclass (from a mapping), a mapping of names to one
+dataclass (`dict[str, Server]`), and unions of these. The
 event log's kinds (events.py) are read back with it too, by replay.
 """
 
@@ -241,6 +242,13 @@ def _check_for(hint: Any) -> Check:
                         raise
             raise ShapeError(key, expected, value)
         return union
+    if origin is dict and dataclasses.is_dataclass(typing.get_args(hint)[1]):
+        item = _check_for(typing.get_args(hint)[1])
+
+        def by_name(value: Any, key: str) -> Any:
+            return {name: item(entry, f"{key}.{name}")
+                    for name, entry in _mapping(value, key).items()}
+        return by_name
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         cls = hint
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["MAX_SHOWN", "shown", "visible", "visible_prose"]
+__all__ = ["MAX_SHOWN", "program_output", "shown", "visible", "visible_prose"]
 
 MAX_SHOWN = 120  # characters of one value, as `shown` shows it
 
@@ -58,6 +58,26 @@ def visible_prose(text: str) -> str:
         return text  # plain ASCII text: the common case, at C speed
     return "".join(c.encode("unicode_escape").decode("ascii")
                    if c not in _PROSE_KEPT and unicodedata.category(c) in ("Cc", "Cf")
+                   else c for c in text)
+
+
+# A terminal's escape sequences: CSI (colours, cursor moves, erasing), OSC (titles,
+# hyperlinks, the clipboard), and any other two-character escape.
+_ESCAPE_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?",
+                              re.DOTALL)
+_PROGRAM_KEPT = frozenset("\n\t\r\u200c\u200d")
+
+
+def program_output(text: str) -> str:
+    """What a program printed (a Python run, a command), as the notebook and a console
+    may show it: escape sequences removed (colours, and what would move the cursor, set
+    the title or the clipboard), other control characters as escapes; line breaks, tabs
+    and carriage returns (a progress bar) kept."""
+    text = _ESCAPE_SEQUENCE.sub("", text)
+    if not _MAYBE_ACTING.search(text):
+        return text
+    return "".join(c.encode("unicode_escape").decode("ascii")
+                   if c not in _PROGRAM_KEPT and unicodedata.category(c) in ("Cc", "Cf")
                    else c for c in text)
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lily_kernel.cli.eval import add_eval_parser
+from lily_kernel.cli.mcp import add_mcp_parser
 from lily_kernel.cli.replay import add_replay_parser
 from lily_kernel.cli.trust import add_trust_parser
 from lily_kernel.commands import skills_result
@@ -172,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_replay_parser(sub)
     add_eval_parser(sub)
     add_trust_parser(sub)
+    add_mcp_parser(sub)
 
     install = sub.add_parser("install", help="install the Lily kernelspec")
     where = install.add_mutually_exclusive_group()

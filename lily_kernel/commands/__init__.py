@@ -10,6 +10,12 @@ from lily_kernel.commands.builtins import (
 from lily_kernel.commands.completion import Completion, complete, inspect
 from lily_kernel.commands.listing import ranked_result, skills_result
 from lily_kernel.commands.parser import ParsedCommand, parse_command
+from lily_kernel.commands.record import (
+    AskAgain,
+    Conversation,
+    ConversationBook,
+    ConversationChange,
+)
 from lily_kernel.commands.registry import (
     CommandContext,
     CommandSpec,
@@ -21,12 +27,16 @@ from lily_kernel.commands.resolve import Resolved, resolve
 from lily_kernel.commands.results import CommandResult, SkillInvocation, ToolDispatch
 
 __all__ = [
+    "AskAgain",
     "CommandContext",
     "CommandOutcome",
     "CommandResult",
     "CommandSpec",
     "CommandTable",
     "Completion",
+    "Conversation",
+    "ConversationBook",
+    "ConversationChange",
     "ParsedCommand",
     "Resolved",
     "SkillInvocation",

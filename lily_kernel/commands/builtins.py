@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 
+from lily_kernel.commands.conversation import conversation_commands
 from lily_kernel.commands.invocation import (
     invoke_skill,
     missing_skill,
     skill_command,
 )
 from lily_kernel.commands.listing import held_why, ranked_result, skills_result
+from lily_kernel.commands.mcp import mcp_command
 from lily_kernel.commands.parser import ParsedCommand
+from lily_kernel.commands.policy import policy_command, profile_line
+from lily_kernel.commands.python import python_command
 from lily_kernel.commands.registry import (
     CommandContext,
     CommandOutcome,
@@ -37,6 +41,7 @@ from lily_kernel.skills import (
     diff_snapshots,
     shown_fields,
 )
+from lily_kernel.tools import ToolPolicy
 
 __all__ = [
     "CommandOutcome",
@@ -100,6 +105,13 @@ def _json(value: object) -> str:
     return "".join(parts)
 
 
+def _allowed(policy: ToolPolicy, name: str) -> str:
+    decision = policy.decision(name)
+    if decision == "allow" and name in policy.approved:
+        return "yes (you said always, this session)"
+    return {"allow": "yes", "ask": "ask first", "deny": "no"}[decision]
+
+
 def _policy_blocks(ctx: CommandContext) -> list[Block]:
     policy = ctx.policy
     allow = "*" if policy.allow == "*" else ", ".join(policy.allow) or "(nothing)"
@@ -109,7 +121,7 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
     rows = tuple(
         (
             tool.name,
-            {"allow": "yes", "ask": "ask first", "deny": "no"}[policy.decision(tool.name)],
+            _allowed(policy, tool.name),
             "yes" if tool.name in offered else
             "while a skill is active" if tool.name in with_skill else "no",
             "yes" if tool.owner_only else "no",
@@ -118,6 +130,7 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
         for tool in ctx.registry if tool.governed
     )
     return [
+        Text(profile_line(policy, ctx.registry)),
         Fields((("allow", allow), ("ask", ", ".join(policy.ask) or "(nothing)"),
                 ("deny", ", ".join(policy.deny) or "(nothing)"))),
         Table(("tool", "allowed", "offered to the model", "owner-only", "description"), rows),
@@ -149,6 +162,8 @@ def _shown_value(skill: Skill, attr: str) -> str | None:
         return " ".join(value) if value is not None else None
     if attr == "argument_hint":
         return value or None
+    if attr == "requires":
+        return f"MCP servers: {', '.join(value.mcp)}" if value and value.mcp else None
     if attr == "user_invocable" and value is not None:
         return "with / commands" if value else "none: for the model only (user-invocable: false)"
     if value is None:
@@ -306,6 +321,10 @@ def default_commands() -> CommandTable:
         CommandSpec("reload_skills", "rebuild the skill snapshot from disk and show what "
                 "changed", blocking(_reload_skills)),
         trust_command(),
+        policy_command(),
+        python_command(),
+        mcp_command(),
+        *conversation_commands(),
     ])
 
 
@@ -317,7 +336,8 @@ async def run_command(ctx: CommandContext, parsed: ParsedCommand) -> CommandOutc
             raise CommandError("empty command; type /help for the list of commands.")
         found = resolve(parsed.name, ctx.session.skill_snapshot, ctx.commands)
         if found.command is not None:
-            return await found.command.handler(ctx, parsed.argument)
+            command = found.command
+            return await command.handler(ctx, parsed.raw if command.raw else parsed.argument)
         if found.skill is not None:
             return invoke_skill(ctx, parsed.name, found.skill, parsed.argument)
         snap = ctx.session.skill_snapshot

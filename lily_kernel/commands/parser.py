@@ -14,6 +14,7 @@ _HEAD = re.compile(r"/(\S*)")
 class ParsedCommand:
     name: str  # without the slash; "" for a lone "/"
     argument: str  # the rest of the cell, first line and following lines, stripped
+    raw: str = ""  # the rest of the cell as written (code keeps its indentation)
 
 
 def parse_command(cell: str) -> ParsedCommand | None:
@@ -22,4 +23,5 @@ def parse_command(cell: str) -> ParsedCommand | None:
     head = _HEAD.match(text)
     if head is None:
         return None
-    return ParsedCommand(name=head.group(1), argument=text[head.end() :].strip())
+    rest = text[head.end() :]
+    return ParsedCommand(name=head.group(1), argument=rest.strip(), raw=rest)

@@ -16,13 +16,19 @@ import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from lily_kernel.commands.record import ConversationBook, ConversationChange
 from lily_kernel.commands.results import CommandResult
+from lily_kernel.config import Profile
 from lily_kernel.persona import Persona
-from lily_kernel.session import Session
+from lily_kernel.session import ConversationState, Session
 from lily_kernel.skills import SkillSnapshot
-from lily_kernel.tools import ToolPolicy, ToolRegistry
+from lily_kernel.tools import ToolOutcome, ToolPolicy, ToolRegistry
+
+if TYPE_CHECKING:  # the kernel's machinery loads with the first run
+    from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.mcp_tools.session import McpOverview
 
 __all__ = [
     "ArgumentKind",
@@ -60,7 +66,9 @@ class CommandSpec:
     docs/commands.md); `more` are further lines for other forms of it (`/skill:<name>`).
     `argument`: what its first argument is. `names_skill`: its first argument names a
     skill it invokes (a held skill then asks the trust question first). `ranks`: with
-    an argument, it ranks the skills (a first ranking that encodes many says so)."""
+    an argument, it ranks the skills (a first ranking that encodes many says so).
+    `raw`: its handler receives the rest of the cell as written (code keeps its
+    indentation), not stripped."""
 
     name: str
     summary: str
@@ -70,6 +78,7 @@ class CommandSpec:
     names_skill: bool = False
     ranks: bool = False
     more: tuple[tuple[str, str], ...] = ()
+    raw: bool = False
 
     def help_lines(self) -> tuple[tuple[str, str], ...]:
         return ((self.usage or f"/{self.name}", self.summary), *self.more)
@@ -109,7 +118,10 @@ class CommandContext:
     agent; `list_agents()` lists them. The runtime supplies all three; `stop`, which it
     sets when the cell is stopped (a ranking then stops encoding skills); and `trust`,
     which puts the trust question to the person and takes up what they trust (None
-    where no one can be asked).
+    where no one can be asked); `run_tool`, which runs one of the session's tools as
+    the person's own call, through the one gate (None outside a cell); `python`, the
+    session's Python kernel (`/python`); `mcp`, the MCP servers started and described
+    with the policy then in force (`/mcp`; None outside a cell).
     """
 
     session: Session
@@ -123,19 +135,30 @@ class CommandContext:
     held_settings: tuple[str, ...] = ()
     stop: threading.Event | None = None
     trust: Callable[[], Awaitable[CommandResult]] | None = None
+    run_tool: Callable[[str, dict[str, Any]], Awaitable[ToolOutcome]] | None = None
+    python: PythonHost | None = None
+    mcp: Callable[[], Awaitable[McpOverview]] | None = None
+    # The session's record (None: it keeps none), and the last turn's request (/rerun).
+    conversations: ConversationBook | None = None
+    last_request: str | None = None
 
 
 @dataclass(frozen=True)
 class StateChange:
-    """The session fields a successful command replaces (None = unchanged)."""
+    """The session fields a successful command replaces (None = unchanged); `policy`,
+    the profile the person chose (`/policy`: the runtime applies it)."""
 
     skill_snapshot: SkillSnapshot | None = None
     active_agent: str | None = None
     persona: Persona | None = None
+    policy: Profile | None = None
+    conversation: ConversationChange | None = None
 
     def apply(self, session: Session) -> None:
         if self.skill_snapshot is not None:
             session.skill_snapshot = self.skill_snapshot
+        if self.conversation is not None:
+            session.conversation_state = ConversationState(list(self.conversation.messages))
         if self.persona is not None and self.active_agent is not None:
             session.active_agent = self.active_agent
             session.persona = self.persona

@@ -1,10 +1,12 @@
 """What a command produced: a title and blocks (display/blocks.py, rendered by display/),
-an error, or an intent for the runtime (a skill for the model, a tool to run)."""
+an error, or an intent for the runtime (a skill for the model, a tool to run, a turn asked
+again)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lily_kernel.commands.record import AskAgain
 from lily_kernel.display import Block
 
 __all__ = ["CommandResult", "SkillInvocation", "ToolDispatch"]
@@ -39,6 +41,7 @@ class CommandResult:
     error: str | None = None
     invocation: SkillInvocation | None = None
     dispatch: ToolDispatch | None = None
+    ask_again: AskAgain | None = None
     skill: str | None = None
     notices: tuple[str, ...] = field(default=())
 

@@ -13,16 +13,19 @@ from lily_kernel.display.blocks import (
     Text,
 )
 from lily_kernel.display.render import bundle, render_html, render_markdown, render_plain
+from lily_kernel.display.runs import Code, RunOutput
 from lily_kernel.display.told import Told
 
 __all__ = [
     "Block",
+    "Code",
     "Details",
     "Document",
     "Fields",
     "Notice",
     "Preformatted",
     "Reply",
+    "RunOutput",
     "Table",
     "Text",
     "Told",

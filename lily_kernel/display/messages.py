@@ -1,13 +1,16 @@
 """What Lily tells the person in the runtime's own words, worded once: the model it
 answers with (or that none is configured), what a request's catalog left out, an
-answer's footer, a long read or a first ranking announced. Pure: facts in, text out."""
+answer's footer, a long read or a first ranking announced, an answer given again from
+the record or a recorded conversation taken up. Pure: facts in, text out."""
 
 from __future__ import annotations
 
 from lily_kernel.config import EMBEDDED_MODEL
 
-__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "catalog_notice", "encoding_notice",
-           "footer", "reading_notice", "trimmed_notice"]
+__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "catalog_notice", "continued_notice",
+           "diverged_notice", "encoding_notice", "footer", "left_out_notice",
+           "not_replayed_notice", "reading_notice", "recorded_time", "replayed_notice",
+           "trimmed_notice"]
 
 # A short first line and a short list: one long line wrapped mid-word in JupyterLab.
 NO_MODEL_MESSAGE = (
@@ -74,3 +77,63 @@ def footer(model: str, tokens_in: int, tokens_out: int, calls: int, window: int 
     elif cost is not None:
         parts.append(f"${cost:.4f}")
     return " · ".join(parts)
+
+
+# Said above a chat cell that is plainly Python (it still goes to the model).
+PYTHON_CELL_HINT = ("This cell looks like Python: it goes to the model as a message. To run it "
+                    "yourself, start the cell with /python.")
+
+
+def cannot_run_notice(skill: str, needs: tuple[str, ...], model: str) -> str:
+    """One line when the chosen skill runs code and the model cannot call tools."""
+    return (f"Skill {skill} runs code ({' and '.join(needs)}), and this model ({model}) "
+            "cannot call tools: it can only describe the work. To have it done, configure "
+            "a model that calls tools (LILY_MODEL, or model: in lily.yaml; "
+            "docs/execution.md), or run code yourself with /python.")
+
+
+# Under every answer while the profile `auto` is on (the footer setting off or not).
+FULL_AUTO_NOTE = "full auto: code runs without asking (/policy ask)"
+
+
+def recorded_time(ts: str) -> str:
+    """An event's time as the person reads it: `2026-05-02 10:31 UTC`."""
+    day, _, clock = ts.partition("T")
+    return f"{day} {clock[:5]} UTC" if clock[:5] else day
+
+
+def replayed_notice(model: str | None, ts: str) -> str:
+    return (f"Replayed from the record: the answer {model or 'the model'} gave on "
+            f"{recorded_time(ts)}, with no model call. /rerun asks the model afresh.")
+
+
+def diverged_notice(step: int) -> str:
+    if step == 1:
+        return ("Not replayed: the record has this turn, but the model was asked otherwise "
+                "then (Lily's instructions or a skill's text changed); the model answers.")
+    return (f"A tool's result differs from the record (step {step}): the model answers "
+            "from there.")
+
+
+def continued_notice(ts: str, turns: int) -> str:
+    return (f"Continuing this notebook's conversation of {recorded_time(ts)}: the model "
+            f"reads its {turns} earlier turn(s) again. /new starts afresh.")
+
+
+def left_out_notice(texts: list[str], why: str = "their cells are no longer in the "
+                    "notebook") -> str:
+    shown = ", ".join(repr(t if len(t) <= 40 else t[:39] + "…") for t in texts[:5])
+    more = f" and {len(texts) - 5} more" if len(texts) > 5 else ""
+    return f"Left out of the conversation, {why}: {shown}{more}."
+
+
+# What each part of a turn's key is, as the person reads it (replay/key.py KEY_PARTS).
+KEY_PART_NAMES = {"history": "the conversation so far", "request": "the request",
+                  "model": "the model or its settings", "skills": "the skills",
+                  "persona": "the persona", "tools": "the tools the model may use"}
+
+
+def not_replayed_notice(parts: list[str], ts: str) -> str:
+    what = ", ".join(KEY_PART_NAMES.get(p, p) for p in parts)
+    return (f"Not answered from the record: this turn was recorded on {recorded_time(ts)}, "
+            f"but {what} differ(s) now; the model answers.")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lily_kernel.evals.items import EvalItem
 from lily_kernel.prompting.selection import request_shortlist
+from lily_kernel.runtime.conversation import build_turn
 from lily_kernel.runtime.sink import SilentSink
 from lily_kernel.skills import SkillRanker, SkillSnapshot
 
@@ -32,7 +33,7 @@ Select = Callable[[str], Awaitable[str | None]]
 async def selected_skill(runtime: LilyRuntime, query: str) -> str | None:
     """The skill a chat message selects in the runtime's session, through the real
     selection path, without answering it; the history is untouched."""
-    turn = await runtime.turn(query, None, SilentSink())
+    turn = await build_turn(runtime, query, None, SilentSink())
     selected = await turn.select()
     return selected.name if selected is not None else None
 

@@ -11,14 +11,14 @@ value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
+from lily_kernel.config import Profile
 from lily_kernel.errors import ModelFault
 from lily_kernel.skills.models import DiagnosticKind, SkillSnapshot
 
 __all__ = [
-    "EVENT_KINDS",
     "KINDS",
     "Answer",
     "Approval",
@@ -27,13 +27,18 @@ __all__ = [
     "Cell",
     "CellFinished",
     "CellStatus",
+    "CodeRun",
     "Command",
     "DecidedBy",
     "EventData",
     "InvokedBy",
     "LoadOutcome",
+    "McpServerStarted",
     "ModelCall",
     "ModelLoad",
+    "PolicyChanged",
+    "ProfileSetBy",
+    "RunStatus",
     "ScriptOutcome",
     "SelectionOutcome",
     "SessionStarted",
@@ -55,13 +60,17 @@ KINDS: dict[str, type[EventData]] = {}  # every declared kind by name, filled as
 
 # What the fields below may say (the enums of other layers aside).
 CellStatus = Literal["ok", "error", "interrupted"]
-# The person's answer to a question (a tool call's, or the trust question): yes, no, no
-# one to ask (nbclient, papermill), or the stop button while it waited.
-Answer = Literal["approved", "declined", "unanswerable", "interrupted"]
+# The person's answer to a question (a tool call's, or the trust question): yes, yes for
+# the rest of the session (`a`, where offered), no, no one to ask (nbclient, papermill),
+# or the stop button while it waited.
+Answer = Literal["approved", "always", "declined", "unanswerable", "interrupted"]
 TrustedBy = Literal["store", "environment", "none"]  # `environment`: LILY_TRUST
 InvokedBy = Literal["manual", "auto"]  # the person, or the model
 Caller = Literal["model", "owner"]  # who called a tool: the model, or a tool_dispatch command
 ScriptOutcome = Literal["ran", "timeout", "interrupted"]
+# How a run of code ended: as it should, raising or exiting non-zero, past its time limit,
+# stopped by the person.
+RunStatus = Literal["ok", "error", "timeout", "interrupted"]
 # What came of a skill selection: a skill; none; a reply naming no listed skill (unknown)
 # or choosing nothing readable (malformed); a skill whose SKILL.md would not fit the
 # model's context window (too_long).
@@ -69,6 +78,9 @@ SelectionOutcome = Literal["selected", "none", "unknown", "malformed", "too_long
 DecidedBy = Literal["ranker", "model"]  # the shortlist's best match, or the model among several
 CallOutcome = Literal["ok", "cancelled", "error"] | ModelFault  # error: a bug in Lily
 LoadOutcome = ModelFault | Literal["interrupted"]  # a load that gave the cell no model
+# Who set the policy profile: the person's configuration (LILY_POLICY, a trusted
+# lily.yaml), or `/policy` in the notebook.
+ProfileSetBy = Literal["configuration", "command"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,6 +168,9 @@ def catalog_events(snap: SkillSnapshot) -> list[EventData]:
 class Cell(EventData):
     event: ClassVar[str] = "cell"
     code: str
+    # The front end's name for the cell (JupyterLab: the cell's id in the notebook; VS
+    # Code: a URI naming the notebook too), when it sent one.
+    cell_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,6 +273,16 @@ class Approval(EventData):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PolicyChanged(EventData):
+    """The policy profile in force: logged when the session starts with `auto`, and at
+    each change (`/policy`, a lily.yaml taken up once trusted)."""
+
+    event: ClassVar[str] = "policy_profile"
+    profile: Profile
+    by: ProfileSetBy
+
+
+@dataclass(frozen=True, kw_only=True)
 class SkillFileRead(EventData):
     event: ClassVar[str] = "skill_file_read"
     skill: str
@@ -279,6 +304,38 @@ class SkillScriptRun(EventData):
     duration_ms: float | None = None
     output_bytes: int | None = None
     output: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeRun(EventData):
+    """One run of code in the sandbox: a `python` cell of the subkernel, a `shell`
+    command line. `sha256` is the code's, `output_sha256` that of everything it showed
+    (replay compares it), `status` how it ended ("error": it raised, or exited non-zero)."""
+
+    event: ClassVar[str] = "code_run"
+    tool: str  # python, shell
+    caller: Caller
+    code: str
+    sha256: str
+    status: RunStatus
+    exit_code: int | None = None  # shell: the command's; python: None
+    error: str | None = None  # python: the exception's name and value
+    duration_ms: float | None = None
+    output_sha256: str | None = None
+    output_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpServerStarted(EventData):
+    """An MCP server's start for the session (mcp_tools/): running, with the tools it
+    offers (as Lily names them), or failed, and why."""
+
+    event: ClassVar[str] = "mcp_server"
+    server: str
+    transport: str
+    outcome: Literal["running", "failed"]
+    tools: list[str] = field(default_factory=list)
+    error: str | None = None
 
 
 EVENT_KINDS: tuple[str, ...] = tuple(KINDS)  # Lily's own kinds, declared above

@@ -88,7 +88,11 @@ class EventLog:
         self.redact = redact
         self.listener = listener
         self.problem: str | None = None
+        # Where the last event was written in the file: its line's offset and length in
+        # bytes (the record's index points at turns so); None when it was not written.
+        self.written: tuple[int, int] | None = None
         self._seq = 0
+        self._size = 0  # the file's size, as this log wrote it
         self._handle: IO[str] | None = None
 
     @property
@@ -105,6 +109,7 @@ class EventLog:
             event=event.event,
             data=self.redact(data) if self.redact is not None else data,
         )
+        self.written = None
         if self.enabled:
             self._write(record)
         if self.listener is not None:
@@ -116,10 +121,13 @@ class EventLog:
         try:
             if self._handle is None:
                 self._handle = self._open()
+                self._size = os.fstat(self._handle.fileno()).st_size
                 keep_out_of_git(self.path)
-            line = json.dumps(record.as_dict(), ensure_ascii=False, default=str)
-            self._handle.write(line + "\n")
+            line = json.dumps(record.as_dict(), ensure_ascii=False, default=str) + "\n"
+            self._handle.write(line)
             self._handle.flush()
+            size = len(line.encode("utf-8"))
+            self.written, self._size = (self._size, size), self._size + size
         except OSError as exc:
             self.problem = f"the event log {self.path} cannot be written ({exc.strerror})"
             self.close()

@@ -229,17 +229,19 @@ def _keep(path: Path, laid: Sequence[Mount]) -> list[Mount]:
 
 
 def plan_mounts(workspace: Path, protected: Sequence[Path], home: Path | None,
-                visible: Sequence[Path]) -> MountPlan:
+                visible: Sequence[Path], writable: Sequence[Path] = ()) -> MountPlan:
     """The mounts for a script run in `workspace` (resolved), by the rules above.
     `protected`: Lily's own paths (the tool context's); `home`: the home folder
     (resolved); `visible`: what shows read-only through the private and hidden folders
-    (the skill's folder, the interpreter's installation)."""
+    (the skill's folder, the interpreter's installation); `writable`: private folders
+    of Lily's shown writable (a Python kernel's sockets), laid before the workspace."""
     home = home if home is not None and home.is_dir() and home != Path("/") else None
     holds_home = home is not None and home.is_relative_to(workspace)
     mounts = [Mount(p, Shows.PRIVATE) for p in (Path("/tmp"), *_RUN_FOLDERS)
               if p.is_dir() and not p.is_symlink()]
     if home is not None and not holds_home:
         mounts.append(Mount(home, Shows.PRIVATE))
+    mounts += [Mount(p, Shows.HOST_WRITABLE) for p in writable]
     mounts.append(Mount(workspace, Shows.HOST_WRITABLE))
     if home is not None and holds_home:
         mounts += _home_top(home)

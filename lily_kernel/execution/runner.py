@@ -1,7 +1,10 @@
 """Running a planned process: its own process group, a time limit, an output cap, and
 nothing left behind when it ends, times out or the cell is stopped.
 
-`run_script` runs a `ScriptPlan`; `ScriptHost` holds how one session runs them.
+`run_process` runs a `ProcessPlan` (execution/plan.py makes one): a skill's script
+(`ScriptPlan`, tools/scripts.py) or a shell command line (tools/shell.py), the one way
+either runs. A sandboxed run goes into a control group of its own where the host allows
+it (execution/cgroups.py). `ScriptHost` holds how one session runs them.
 """
 
 from __future__ import annotations
@@ -16,35 +19,57 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lily_kernel.errors import ToolError
+from lily_kernel.execution.cgroups import open_run_group
+from lily_kernel.execution.limits import Limits
 from lily_kernel.execution.mounts import remove_placeholders
 from lily_kernel.execution.sandbox import Sandbox, find_sandbox
 
 if TYPE_CHECKING:  # asyncio comes with the first run: `lily skills` builds no run
     import asyncio
 
-__all__ = ["MAX_OUTPUT_CHARS", "ScriptHost", "ScriptPlan", "ScriptResult", "run_script"]
+__all__ = ["MAX_OUTPUT_CHARS", "ProcessPlan", "RunResult", "ScriptHost", "ScriptPlan",
+           "ScriptResult", "run_process", "run_script"]
 
 MAX_OUTPUT_CHARS = 20_000
 
 
-@dataclass(frozen=True)
-class ScriptPlan:
-    """Everything about one run, decided before it starts (what the person approves)."""
+@dataclass(frozen=True, kw_only=True)
+class ProcessPlan:
+    """Everything about one run, decided before it starts (what the person approves):
+    the command line (bubblewrap's, with the command inside), its folder and
+    environment, whether it is sandboxed (and why not), the placeholders to remove after
+    it, and its limits (None: none, outside the sandbox)."""
 
-    skill: str
-    script: str  # relative to the skill folder, e.g. scripts/fill.py
-    sha256: str
-    arguments: tuple[str, ...]
     argv: tuple[str, ...]
     cwd: Path
     env: dict[str, str]
     sandboxed: bool
     sandbox_note: str  # why it is not sandboxed ("" when it is)
     placeholders: tuple[Path, ...] = ()  # mount points to remove after the run
+    limits: Limits | None = None
+
+    @property
+    def label(self) -> str:
+        """What the run is called in an error ("cannot start …")."""
+        return "the command"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScriptPlan(ProcessPlan):
+    """A skill script's run: which script of which skill, its sha256 and arguments."""
+
+    skill: str
+    script: str  # relative to the skill folder, e.g. scripts/fill.py
+    sha256: str
+    arguments: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"'{self.script}'"
 
 
 @dataclass(frozen=True)
-class ScriptResult:
+class RunResult:
     """How a run ended and what it printed (stdout and stderr together, capped)."""
 
     exit_code: int | None  # None when it was killed for the time limit
@@ -124,23 +149,33 @@ def _kill_holders(pipe: int) -> None:
                         break
 
 
-async def run_script(plan: ScriptPlan, timeout: float,
-                     max_chars: int = MAX_OUTPUT_CHARS) -> ScriptResult:
+# The name skill scripts' callers know the result by.
+ScriptResult = RunResult
+
+
+async def run_process(plan: ProcessPlan, timeout: float,
+                      max_chars: int = MAX_OUTPUT_CHARS) -> RunResult:
     """Run the plan; a cancellation (the stop button) kills its process group. The
     output comes through a pipe of Lily's own (not the subprocess transport's), so the
-    run ends when the script does, whatever a process it left behind holds."""
+    run ends when the command does, whatever a process it left behind holds. Started
+    from the event loop's thread (bubblewrap's `--die-with-parent` follows the thread
+    that started it), never from a worker thread."""
     import asyncio
 
+    group = open_run_group(plan.limits) if plan.sandboxed and plan.limits else None
+    argv = group.argv(plan.argv) if group is not None else plan.argv
     started = time.perf_counter()
     read_end, write_end = os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
-            *plan.argv, cwd=plan.cwd, env=plan.env, stdin=asyncio.subprocess.DEVNULL,
+            *argv, cwd=plan.cwd, env=plan.env, stdin=asyncio.subprocess.DEVNULL,
             stdout=write_end, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True)  # its own process group: killed as a whole
     except OSError as exc:
         os.close(read_end)
-        raise ToolError(f"cannot start '{plan.script}': {exc.strerror or exc}.") from None
+        if group is not None:
+            await group.close()
+        raise ToolError(f"cannot start {plan.label}: {exc.strerror or exc}.") from None
     finally:
         os.close(write_end)
     loop = asyncio.get_running_loop()
@@ -176,24 +211,32 @@ async def run_script(plan: ScriptPlan, timeout: float,
         reading.cancel()
         transport.close()
         remove_placeholders(plan.placeholders)
+        if group is not None:  # whatever is left in the run's control group
+            await asyncio.shield(group.close())
     data, total = bytes(output.kept), output.total
     text = data.decode("utf-8", "replace")
     if len(text) > max_chars or total > len(data):
         text = text[:max_chars] + f"\n[... output truncated: {total:,} bytes in all]"
-    return ScriptResult(code, round((time.perf_counter() - started) * 1000, 1), text, total,
-                        timed_out)
+    return RunResult(code, round((time.perf_counter() - started) * 1000, 1), text, total,
+                     timed_out)
+
+
+# The name skill scripts' callers know the runner by.
+run_script = run_process
 
 
 @dataclass
 class ScriptHost:
-    """How this session runs skill scripts: the host's environment, bubblewrap (looked
-    for once, on first use), the time limit in seconds, and the runner (the runtime's
-    collaborators give it: replay's gives the recorded results)."""
+    """How this session runs skill scripts and shell commands: the host's environment,
+    bubblewrap (looked for once, on first use), the time limit in seconds, the limits of
+    a sandboxed run, and the skill scripts' runner (the runtime's collaborators give it:
+    replay's gives the recorded results; a shell command always runs)."""
 
     environ: Mapping[str, str]
     timeout: float
-    run: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] = run_script
+    run: Callable[[ScriptPlan, float], Awaitable[RunResult]] = run_process
     allowed_env: tuple[str, ...] = ()  # lily.yaml's `script_env`: passed to scripts
+    limits: Limits = field(default_factory=Limits)
     _sandbox: Sandbox | None = field(default=None, repr=False)
 
     def sandbox(self) -> Sandbox:

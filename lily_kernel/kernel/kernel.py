@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ipykernel._version import kernel_protocol_version
 from ipykernel.kernelbase import Kernel
@@ -21,8 +22,11 @@ from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
 from lily_kernel.kernel.output import CellError, KernelSink, Send, no_answer
 from lily_kernel.kernel.stdin import request_input
+from lily_kernel.lifecycle import BackgroundRuntime, workspace_from_environment
 from lily_kernel.redaction import Redactor, secret_values
-from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
+
+if TYPE_CHECKING:
+    from lily_kernel.runtime.runtime import LilyRuntime
 
 __all__ = ["LilyKernel"]
 
@@ -55,7 +59,7 @@ class LilyKernel(Kernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.history = CellHistory()
-        self.lily = BackgroundRuntime(workspace_from_environment())
+        self.lily = BackgroundRuntime(workspace_from_environment(), start=_recorded_session)
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -108,7 +112,7 @@ class LilyKernel(Kernel):
             # IPython's kernel); the base class counted this one already.
             self.execution_count -= 1
         error = await self._run_cell(code, publish if not silent else _discard,
-                                     self._ask if not silent else no_answer)
+                                     self._ask if not silent else no_answer, cell_id)
         if error is None:
             return {"status": "ok", "execution_count": self.execution_count,
                     "payload": [], "user_expressions": {}}
@@ -118,10 +122,12 @@ class LilyKernel(Kernel):
         return {"status": "error", "execution_count": self.execution_count, **content}
 
     async def _run_cell(self, code: str, publish: Send,
-                        ask: Callable[[str], Awaitable[str | None]]) -> CellError | None:
-        """Run the cell as a task the stop button can cancel; None when it succeeded."""
+                        ask: Callable[[str], Awaitable[str | None]],
+                        cell_id: str | None = None) -> CellError | None:
+        """Run the cell as a task the stop button can cancel; None when it succeeded.
+        `cell_id`: the front end's (JupyterLab's cell id, VS Code's cell URI)."""
         sink = KernelSink(publish, ask)
-        task = asyncio.ensure_future(self.lily.run_cell(code, sink))
+        task = asyncio.ensure_future(self.lily.run_cell(code, sink, cell_id))
         with cancel_on_sigint(task) as interrupted:
             try:
                 await task
@@ -184,6 +190,14 @@ class LilyKernel(Kernel):
         """A question to the person (an approval), through the stdin channel; redacted
         like everything else the person sees."""
         return await request_input(self, _redactor()(prompt))
+
+
+def _recorded_session(workspace: Path) -> LilyRuntime:
+    """The notebook's session, its turns recorded and answered from the record (Run
+    All after a restart, docs/sessions.md); imported in the session's start thread."""
+    from lily_kernel.replay.answers import start_recorded_session
+
+    return start_recorded_session(workspace)
 
 
 def _clamped(code: str, cursor_pos: int | None) -> int:

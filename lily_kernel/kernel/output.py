@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lily_kernel.errors import LilyError
 
 if TYPE_CHECKING:
-    from lily_kernel.display import Document
+    from lily_kernel.display import Code, Document, RunOutput
 
 __all__ = ["CellError", "KernelSink", "Send", "no_answer"]
 
@@ -62,6 +62,15 @@ class KernelSink:
         from lily_kernel.display import Notice, bundle
 
         self._display(bundle(Notice(text)))
+
+    def output(self, item: Code | RunOutput) -> None:
+        from lily_kernel.display import Code
+        from lily_kernel.display.runs import code_bundle, output_message
+
+        if isinstance(item, Code):
+            self._display(code_bundle(item))
+        else:
+            self._send(*output_message(item))
 
     def _display(self, data: dict[str, str], transient: dict[str, str] | None = None) -> None:
         self._send("display_data", {"data": data, "metadata": {}, "transient": transient or {}})

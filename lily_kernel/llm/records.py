@@ -16,8 +16,8 @@ from lily_kernel.llm.base import ChatResponse, ToolCall, Usage
 
 _CALL_KEYS = ("id", "name", "arguments")  # a tool call as response_record writes it
 
-__all__ = ["error_from_record", "error_record", "response_from_record", "response_problem",
-           "response_record"]
+__all__ = ["error_from_record", "error_record", "messages_problem", "response_from_record",
+           "response_problem", "response_record"]
 
 
 def response_record(response: ChatResponse) -> dict[str, Any]:
@@ -47,6 +47,31 @@ def response_problem(record: dict[str, Any]) -> str | None:
             for c in calls)):
         return "response.tool_calls is not a list of calls with id, name and arguments"
     return None
+
+
+def messages_problem(messages: Any) -> str | None:
+    """What keeps recorded conversation messages (the turn engine's: user, assistant with
+    its tool calls, tool results) from being read back; None: nothing."""
+    if not isinstance(messages, list):
+        return "not a list of messages"
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            return "a message that is not a user's, an assistant's or a tool's"
+        content, calls = message.get("content"), message.get("tool_calls")
+        if content is not None and not isinstance(content, str):
+            return "a message whose content is not text"
+        if calls is not None and not (isinstance(calls, list) and all(
+                isinstance(c, dict) and isinstance(c.get("id"), str)
+                and isinstance(c.get("function"), dict)
+                and all(isinstance(c["function"].get(k), str) for k in ("name", "arguments"))
+                for c in calls)):
+            return "a message whose tool calls are not calls"
+        if message["role"] == "tool" and not isinstance(message.get("tool_call_id"), str):
+            return "a tool result that names no call"
+    return None
+
+
+_ROLES = ("user", "assistant", "tool")
 
 
 def response_from_record(fields: Mapping[str, Any]) -> ChatResponse:

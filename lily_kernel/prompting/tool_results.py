@@ -54,6 +54,7 @@ def unanswerable_reason(action: str, tool: str, why: str | None) -> str:
     how to allow it without asking where anything can (`why`: tools.policy.AskReason,
     None when the tool asks of its own accord)."""
     where = {"policy": " (tools.ask in lily.yaml)",
+             "default": " (asked by default)",
              "untrusted": " (this folder is not trusted)",
              "call": ""}.get(why or "", "")
     reason = (f"{action} needs the person's approval{where}, and no one can answer here: "
@@ -61,6 +62,10 @@ def unanswerable_reason(action: str, tool: str, why: str | None) -> str:
               "or a frontend without stdin)")
     if why == "policy":
         reason += f". To allow it without asking, name {tool} in tools.allow instead"
+    elif why == "default":
+        reason += (f". To allow it without asking, name {tool} in tools.allow (LILY_TOOLS_ALLOW, "
+                   "or a trusted lily.yaml), or turn on full auto (`/policy auto`, "
+                   "LILY_POLICY=auto)")
     elif why == "untrusted":
         reason += ". To allow it without asking, trust the folder (`lily trust` in it)"
     return reason

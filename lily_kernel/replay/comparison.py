@@ -72,8 +72,10 @@ def _name(text: object) -> str:
 
 
 def normalise(event: Mapping[str, Any]) -> dict[str, Any]:
-    """What replay compares: the kind and the data, without the volatile fields."""
-    data = {k: v for k, v in event.get("data", {}).items() if k not in VOLATILE}
+    """What replay compares: the kind and the data, without the volatile fields; a
+    field that is null compares as absent (a log written before a kind had it)."""
+    data = {k: v for k, v in event.get("data", {}).items()
+            if k not in VOLATILE and v is not None}
     return {"event": event.get("event"), "data": json.loads(json.dumps(data, default=str))}
 
 

@@ -15,6 +15,7 @@ from lily_kernel.events import Approval, ModelCall, ModelLoad, SkillScriptRun
 from lily_kernel.execution.runner import ScriptPlan, ScriptResult
 from lily_kernel.llm.base import ChatRequest, ChatResponse
 from lily_kernel.llm.records import error_from_record, response_from_record
+from lily_kernel.replay.scratch import PathMap
 
 __all__ = ["RecordedLoads", "RecordedScripts", "ReplayModel", "ReplaySink"]
 
@@ -86,20 +87,23 @@ class ReplaySink:
 
     def notice(self, text: str) -> None: ...
 
+    def output(self, item: object) -> None: ...
+
     async def ask(self, prompt: str) -> str | None:
         if not self.approvals:
             raise asyncio.CancelledError  # the recording was interrupted at this question
         outcome = self.approvals.popleft().outcome
         if outcome == "interrupted":
             raise asyncio.CancelledError  # the person pressed stop at this question
-        return {"approved": "y", "declined": "n"}.get(outcome)
+        return {"approved": "y", "always": "a", "declined": "n"}.get(outcome)
 
 
 class RecordedScripts:
     """Stands in for running skill scripts: the recorded results, in order."""
 
-    def __init__(self, runs: list[SkillScriptRun]) -> None:
+    def __init__(self, runs: list[SkillScriptRun], paths: PathMap | None = None) -> None:
         self.runs = deque(runs)
+        self.paths = paths  # the recorded workspace's path, said as the copy's
 
     async def __call__(self, plan: ScriptPlan, timeout: float) -> ScriptResult:
         if not self.runs:
@@ -107,6 +111,8 @@ class RecordedScripts:
         run = self.runs.popleft()
         if run.outcome == "interrupted":
             raise asyncio.CancelledError
+        output = run.output or ""
         return ScriptResult(
-            exit_code=run.exit_code, duration_ms=0.0, output=run.output or "",
+            exit_code=run.exit_code, duration_ms=0.0,
+            output=self.paths.to_scratch(output) if self.paths is not None else output,
             output_bytes=run.output_bytes or 0, timed_out=run.outcome == "timeout")

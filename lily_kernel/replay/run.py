@@ -7,12 +7,13 @@ machine's environment and the current lily.yaml: the log's recorded LILY_* setti
 compared, never applied. The model is replaced by the recorded `model_call` answers (so
 no model or key is needed; a recorded `model_load` ends its cell the same way), the
 person's answers by the recorded `approval` events, the trust store by the recorded
-`trust_checked`, and skill scripts by their recorded `skill_script_run` results (replay
-never runs a script). Everything else runs for real against the files as they are now:
-the skill snapshot and its digest, every command and its output, every tool call and
-its result. Each new event is compared with the recorded one as it comes, after dropping
-what always differs (times, sequence numbers, durations); at the first difference the
-cell stops and no further cell runs.
+`trust_checked`, skill scripts by their recorded `skill_script_run` results (replay
+never runs a script), and what the session's record decided (a turn answered from it, a
+conversation taken up) by the log's own account of it (logged.py). Everything else runs
+for real against the files as they are now: the skill snapshot and its digest, every
+command and its output, every tool call and its result. Each new event is compared with
+the recorded one as it comes, after dropping what always differs (times, sequence
+numbers, durations); at the first difference the cell stops and no further cell runs.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from lily_kernel.events import (
 )
 from lily_kernel.replay.comparison import Comparison, Divergence
 from lily_kernel.replay.log import printable, read_session_log
+from lily_kernel.replay.logged import RECORD_KINDS, LoggedRecord, cell_records
 from lily_kernel.replay.recorded import RecordedLoads, RecordedScripts, ReplayModel, ReplaySink
 from lily_kernel.replay.scratch import PathMap, scratch_copy
 from lily_kernel.runtime.collaborators import Collaborators
@@ -100,16 +102,18 @@ def _shown_as_recorded(paths: PathMap) -> Callable[[CommandResult], str]:
     return shown
 
 
-async def _run_cells(runtime: LilyRuntime, cells: list[str], sink: ReplaySink,
+async def _run_cells(runtime: LilyRuntime, cells: list[Cell], sink: ReplaySink,
                      comparison: Comparison, before_cell: Callable[[int], None]) -> None:
     """The cells one at a time, none after the first divergence; a divergence within a
     cell stops it there (as the stop button would)."""
     loop = asyncio.get_running_loop()
-    for index, code in enumerate(cells):
+    for index, recorded in enumerate(cells):
         if comparison.divergence is not None:
             return
         before_cell(index)
-        cell = asyncio.ensure_future(runtime.run_cell(code, sink))
+        if isinstance(runtime.record, LoggedRecord):
+            runtime.record.cell = index  # the record's decisions in this cell, fed back
+        cell = asyncio.ensure_future(runtime.run_cell(recorded.code, sink, recorded.cell_id))
         comparison.stop = functools.partial(_stop, loop, cell)
         # How the cell ended is in its cell_finished event, compared with the recording;
         # a bug (any other exception) shows up there as a divergence too.
@@ -135,16 +139,22 @@ def replay_session(path: Path, before_cell: Callable[[int, Path], None] | None =
     changes the files of `folder` (the copy) between cells as the person did."""
     recorded = read_session_log(path)
     workspace = _recorded_workspace(recorded[0]["data"])
-    cells = [cell.code for cell in _of(recorded, Cell)]
+    cells = _of(recorded, Cell)
     trust = _of(recorded, TrustChecked)
     loads, calls = _of(recorded, ModelLoad), _of(recorded, ModelCall)
     scripts, approvals = _of(recorded, SkillScriptRun), _of(recorded, Approval)
     with scratch_copy(workspace) as scratch:
         paths = PathMap(str(scratch), str(recorded[0]["data"]["workspace"]))
         comparison = Comparison(recorded, paths)
+        decided = cell_records(recorded)
+        # A session that kept a record (the kernel's) replays with the log's own; one
+        # that kept none (a log of before, a session run in process) with none.
+        kept = any(e["event"] in RECORD_KINDS for e in recorded)
         recording = Collaborators(make_model=RecordedLoads(loads, ReplayModel(calls)),
-                                  run_script=RecordedScripts(scripts),
-                                  shown=_shown_as_recorded(paths))
+                                  run_script=RecordedScripts(scripts, paths),
+                                  shown=_shown_as_recorded(paths),
+                                  record=(lambda runtime: LoggedRecord(runtime, decided))
+                                  if kept else None)
         runtime = _start(scratch, dict(os.environ if environ is None else environ),
                          str(recorded[0].get("session_id") or "replay"), comparison,
                          _recorded_trust(scratch, trust), recording, paths)

@@ -185,6 +185,12 @@ class PathMap:
         strings, keys, lists, tuples and (frozen) dataclasses of them."""
         return self._mapped(value)  # type: ignore[no-any-return]
 
+    def to_scratch(self, text: str) -> str:
+        """`text` recorded in the workspace, as the copy's own run would have said it
+        (a recorded script's output fed back: the turn then sees the copy's paths, as
+        it sees every other path of the replay)."""
+        return text.replace(self.recorded, self.scratch)
+
     def _mapped(self, value: Any) -> Any:
         if isinstance(value, str):
             return value.replace(self.scratch, self.recorded)

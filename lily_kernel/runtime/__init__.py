@@ -1,7 +1,7 @@
 """Runtime: route a cell to the command layer or the conversation, and log events.
 
-Names are loaded on first use (PEP 562): the kernel imports `BackgroundRuntime` at
-start, and the rest of Lily loads in its background thread, not on the main one.
+Names are loaded on first use (PEP 562): the kernel's lifecycle (lily_kernel/lifecycle.py)
+loads the runtime in its background thread, not on the main one.
 """
 
 from __future__ import annotations
@@ -10,15 +10,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lily_kernel.runtime.lifecycle import BackgroundRuntime, workspace_from_environment
     from lily_kernel.runtime.runtime import LilyRuntime
     from lily_kernel.runtime.sink import CellSink
 
-__all__ = ["BackgroundRuntime", "CellSink", "LilyRuntime", "workspace_from_environment"]
+__all__ = ["CellSink", "LilyRuntime"]
 
 _HOMES = {
-    "BackgroundRuntime": "lifecycle",
-    "workspace_from_environment": "lifecycle",
     "CellSink": "sink",
     "LilyRuntime": "runtime",
 }

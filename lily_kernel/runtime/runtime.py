@@ -7,7 +7,6 @@ writes the event log, and (for conversational turns) calls the model.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import threading
 import uuid
@@ -19,8 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lily_kernel.commands import (
-    CommandContext,
-    CommandOutcome,
     CommandResult,
     CommandTable,
     Completion,
@@ -30,33 +27,35 @@ from lily_kernel.commands import (
     parse_command,
     run_command,
 )
+from lily_kernel.config import Profile
 from lily_kernel.display import Told
-from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE
 from lily_kernel.environment import LilyEnvironment
-from lily_kernel.errors import CommandError, LilyError, ModelError, ModelNotConfiguredError
+from lily_kernel.errors import CommandError, LilyError, ModelError
 from lily_kernel.events import (
     Cell,
     CellFinished,
     CellStatus,
-    Command,
     Event,
     EventLog,
     ModelLoad,
+    PolicyChanged,
+    ProfileSetBy,
     SessionStarted,
-    SkillInvoked,
-    SkillLoaded,
     catalog_events,
     recorded_settings,
     session_log_path,
 )
+from lily_kernel.execution.limits import Limits
+from lily_kernel.execution.python_host import PythonHost
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.redaction import Redactor, secret_values
-from lily_kernel.runtime.collaborators import Collaborators
+from lily_kernel.runtime.collaborators import Collaborators, SessionRecord, TurnFacts
+from lily_kernel.runtime.command_flow import command_context, finish_command
+from lily_kernel.runtime.conversation import ask_again, converse
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import (
-    ask_trust,
     log_trust_checked,
     needs_trust,
     settle_trust,
@@ -64,13 +63,13 @@ from lily_kernel.runtime.trust_flow import (
     trusted_elsewhere,
 )
 from lily_kernel.session import Session
-from lily_kernel.skills import Skill, SkillSnapshot, lily_home
-from lily_kernel.tools import ScriptHost, ToolRegistry
+from lily_kernel.skills import SkillSnapshot, lily_home
+from lily_kernel.tools import PolicyState, ScriptHost, ToolRegistry
 from lily_kernel.trust import TrustStore
 
 if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
+    from lily_kernel.mcp_tools.session import McpServers
     from lily_kernel.runtime.tool_gate import ToolGate
-    from lily_kernel.runtime.turn import Turn
 
 __all__ = ["CellSink", "Collaborators", "LilyRuntime"]
 
@@ -87,12 +86,22 @@ class LilyRuntime:
     trust_answered: bool = False  # the trust question was put (runtime/trust_flow.py)
     _model_loading: asyncio.Future[ChatModel] | None = None
     collaborators: Collaborators = field(default_factory=Collaborators)
-    scripts: ScriptHost = field(init=False)  # how skill scripts run here
+    scripts: ScriptHost = field(init=False)  # how skill scripts and commands run here
+    python: PythonHost = field(init=False)  # the session's Python kernel
+    policy_state: PolicyState = field(default_factory=PolicyState)  # the person's choices
+    record: SessionRecord | None = None  # the session's record (collaborators.record)
+    last_turn: tuple[TurnFacts, int] | None = None  # for /rerun: the turn, its start
 
     def __post_init__(self) -> None:
-        self.scripts = ScriptHost(self.env.host.environ, self.env.config.script_timeout,
+        env, config = self.env, self.env.config
+        self.scripts = ScriptHost(env.host.environ, config.script_timeout,
                                   run=self.collaborators.run_script,
-                                  allowed_env=self.env.config.script_env)
+                                  allowed_env=config.script_env,
+                                  limits=Limits(memory_mb=config.memory_limit_mb))
+        self.python = PythonHost(env.host.environ, env.workspace, env.tool_context.protected,
+                                 self.scripts.sandbox, config.python_kernel,
+                                 config.python_timeout, config.script_env,
+                                 limits=self.scripts.limits)
 
     @cached_property
     def gate(self) -> ToolGate:
@@ -101,8 +110,16 @@ class LilyRuntime:
 
         secrets = secret_values(os.environ) + secret_values(self.env.host.environ)
         return ToolGate(self.env.registry, self.env.policy,
-                        replace(self.env.tool_context, scripts=self.scripts), self.log,
-                        redact=Redactor(secrets))
+                        replace(self.env.tool_context, scripts=self.scripts,
+                                python=self.python), self.log,
+                        redact=Redactor(secrets), state=self.policy_state)
+
+    @cached_property
+    def mcp(self) -> McpServers:
+        """The session's MCP servers (none started until a chat cell or `/mcp`)."""
+        from lily_kernel.mcp_tools.session import McpServers
+
+        return McpServers(self.env.workspace, self.env.host.environ)
 
     def use_environment(self, env: LilyEnvironment) -> None:
         """Go on with `env`, the same workspace read again (once it was trusted): its
@@ -115,7 +132,16 @@ class LilyRuntime:
             self.session.model_config, self.model, self._model_loading = model, None, None
         self.scripts.timeout = env.config.script_timeout
         self.scripts.allowed_env = env.config.script_env
+        self.scripts.limits = Limits(memory_mb=env.config.memory_limit_mb)
+        self.update_profile("configuration", configured=env.config.policy)
+        self.python.timeout = env.config.python_timeout  # (a running kernel stays)
         self.__dict__.pop("gate", None)  # the cached gate: built anew with env's policy
+
+    def update_profile(self, by: ProfileSetBy, **change: Profile) -> None:
+        """A new configured or chosen policy profile; the one in force, when it changes,
+        is a `policy_profile` event (replay runs into the same)."""
+        if self.policy_state.update(**change):
+            self.log.emit(PolicyChanged(profile=self.policy_state.profile, by=by))
 
     async def get_model(self) -> ChatModel:
         """The session's model, created (litellm imported, or a local model loaded) on
@@ -199,8 +225,11 @@ class LilyRuntime:
             persona_files=[f.name for f in session.persona.files],
             settings=recorded_settings(env.host.environ),
         ))
+        runtime.update_profile("configuration", configured=env.config.policy)
         log_trust_checked(runtime)
         runtime.log_catalog(session.skill_snapshot)
+        if runtime.collaborators.record is not None:
+            runtime.record = runtime.collaborators.record(runtime)
         return runtime
 
     # --- events ----------------------------------------------------------------
@@ -211,74 +240,28 @@ class LilyRuntime:
 
     # --- commands --------------------------------------------------------------
 
-    def command_context(self, stop: threading.Event | None = None,
-                        sink: CellSink | None = None) -> CommandContext:
-        """What a command may use; with the cell's `sink`, the trust question too."""
-
-        async def trust() -> CommandResult:
-            assert sink is not None
-            return await ask_trust(self, sink)
-
-        return CommandContext(
-            session=self.session,
-            commands=self.env.commands,
-            registry=self.env.registry,
-            policy=self.env.policy,
-            load_snapshot=self.env.load_snapshot,
-            load_persona=self.env.load_persona,
-            list_agents=self.env.list_agents,
-            held_settings=self.env.trust.held_settings,
-            stop=stop,
-            trust=trust if sink is not None else None,
-        )
-
     def run_command(self, parsed: ParsedCommand) -> CommandResult:
         """Run one command outside a cell (for scripts and tests); apply its state change
         only when it succeeded. A command that hands over an intent (a skill for the
         model, a tool to run) is returned with it, not carried out: `run_cell` does that."""
-        outcome = asyncio.run(run_command(self.command_context(), parsed))
+        outcome = asyncio.run(run_command(command_context(self), parsed))
         if outcome.result.dispatch is not None:
             raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
-        return self._finish_command(parsed, outcome)
-
-    def _finish_command(self, parsed: ParsedCommand, outcome: CommandOutcome) -> CommandResult:
-        """Log a command's outcome and apply its state change (only when it succeeded)."""
-        result = outcome.result
-        # What the person was shown, as a digest: replay compares it without the log
-        # holding every listing.
-        shown = (self.collaborators.shown(result) if result.ok and result.invocation is None
-                 else "")
-        self.log.emit(Command(
-            name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
-            output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,
-            output_chars=len(shown) if shown else None))
-        if not result.ok:
-            return result
-        if outcome.change is not None:
-            outcome.change.apply(self.session)
-            if outcome.change.skill_snapshot is not None:
-                self.log_catalog(outcome.change.skill_snapshot)
-        if result.skill is not None:
-            skill = self.session.skill_snapshot.get(result.skill)
-            self.log.emit(SkillInvoked(name=result.skill, mode="manual",
-                                       command=result.command))
-            if skill is not None and skill.invocation_mode == "prompt_rewrite":
-                self.log.emit(SkillLoaded(name=skill.name, path=skill.path,
-                                          digest=skill.digest))
-        return result
+        return finish_command(self, parsed, outcome)
 
     # --- cells -----------------------------------------------------------------
 
-    async def run_cell(self, code: str, sink: CellSink) -> None:
-        """Run a cell; user errors raise LilyError subclasses with the exact message."""
-        self.log.emit(Cell(code=code))
+    async def run_cell(self, code: str, sink: CellSink, cell_id: str | None = None) -> None:
+        """Run a cell (`cell_id`: the front end's name for it, if it sent one); user
+        errors raise LilyError subclasses with the exact message."""
+        self.log.emit(Cell(code=code, cell_id=cell_id))
         status: CellStatus = "error"
         error: str | None = None
         # Set when the cell is stopped: its worker threads go on, so a ranking that
         # encodes skills is told to stop after the chunk in progress.
         stop = threading.Event()
         try:
-            await self._run_cell(code, sink, stop)
+            await self._run_cell(code, sink, stop, cell_id)
             status = "ok"
         except asyncio.CancelledError:
             stop.set()
@@ -295,7 +278,8 @@ class LilyRuntime:
             if self.log.problem and self.told.first("event log"):  # once, not every cell
                 sink.notice(f"The event log is off: {self.log.problem}.")
 
-    async def _run_cell(self, code: str, sink: CellSink, stop: threading.Event) -> None:
+    async def _run_cell(self, code: str, sink: CellSink, stop: threading.Event,
+                        cell_id: str | None) -> None:
         if not code.strip():
             return  # a blank cell does nothing, as in Python kernels
         parsed = parse_command(code)
@@ -308,7 +292,7 @@ class LilyRuntime:
         if needs_trust(self, parsed):
             await settle_trust(self, sink)
         if parsed is None:
-            await self._converse(code, None, sink, stop)
+            await converse(self, TurnFacts(code, None, code, cell_id), None, sink, stop)
             return
         command = self.env.commands.get(parsed.name)
         if command is not None and command.ranks and parsed.argument:
@@ -316,74 +300,21 @@ class LilyRuntime:
         # A handler doing file-system work runs off the event loop (a reload can read
         # thousands of files), so an interrupt can cancel this await; its state change
         # is applied here afterwards, never by a cancelled cell.
-        outcome = await run_command(self.command_context(stop, sink), parsed)
+        outcome = await run_command(command_context(self, stop, sink), parsed)
         if outcome.result.dispatch is not None:
             outcome = await self.gate.dispatch(sink, parsed.name, outcome)
-        result = self._finish_command(parsed, outcome)
+        result = finish_command(self, parsed, outcome)
         if result.error is not None:
             raise CommandError(result.error)
         if result.invocation is not None:
             forced = self.session.skill_snapshot.get(result.invocation.skill)
             assert forced is not None  # the command found it in this very snapshot
-            await self._converse(result.invocation.request, forced, sink, stop)
-        else:
+            await converse(self, TurnFacts(result.invocation.request, forced.name, code,
+                                           cell_id), forced, sink, stop)
+        elif result.ask_again is not None:
+            await ask_again(self, result.ask_again, code, cell_id, sink, stop)
+        elif result.title or result.blocks or result.notices:  # (/python shows its run)
             sink.show(result)
-
-    # --- chat turns --------------------------------------------------------------
-
-    async def _converse(self, text: str, forced: Skill | None, sink: CellSink,
-                        stop: threading.Event) -> None:
-        """Run one turn (with `forced` when the person invoked a skill); append it to the
-        history once it has completed, or, stopped by the person, what they saw of it
-        (marked as stopped). A turn that failed leaves the history as it was."""
-        turn = await self.turn(text, forced, sink, stop)
-        try:
-            messages = await turn.run()
-        except asyncio.CancelledError:
-            self.session.conversation_state.messages.extend(turn.stopped())
-            raise
-        self.session.conversation_state.messages.extend(messages)
-
-    async def turn(self, text: str, forced: Skill | None, sink: CellSink,
-                   stop: threading.Event | None = None) -> Turn:
-        """A turn for `text`, not yet run: the session's model, its request sized to the
-        model, the notices the person is owed (the model, once; a first ranking's time
-        beforehand; left-out skills and turns). The history is the caller's to extend."""
-        # The turn engine (and prompting) load with the first chat cell, not at start.
-        from lily_kernel.prompting.budget import skill_body_budget
-        from lily_kernel.runtime.skill_choice import SkillChoice
-        from lily_kernel.runtime.turn import Turn
-        from lily_kernel.runtime.turn_request import draft_turn_request, fit_request
-
-        session = self.session
-        if session.model_config.model is None:
-            raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
-        model = await self.get_model()
-        if session.embedded_default and self.told.first("embedded model"):
-            sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
-        draft = await asyncio.to_thread(draft_turn_request, session,
-                                        self.env.config.catalog_max_chars, model, text, forced)
-        if draft.ranks:  # a catalog over its budget lists the request's best matches
-            await announce_encoding(session.ranker(), sink)
-        request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
-        if catalog_notice is not None:
-            sink.notice(catalog_notice)
-        if forced is not None and request.forced_left:
-            sink.notice(f"Skill: {forced.name}: its SKILL.md less its last "
-                        f"{request.forced_left:,} characters, to fit the model's context "
-                        "window.")
-        if self.told.first(("persona", session.persona)):  # once per persona read
-            for notice in session.persona.notices:
-                sink.notice(notice)
-        request, trim_notice = fit_request(session, model, request)
-        if trim_notice is not None:
-            sink.notice(trim_notice)
-        choice = SkillChoice(session.skill_snapshot, self.log, sink, forced=forced,
-                             digests=self.env.trust.digests,
-                             body_max_chars=skill_body_budget(model.context_window))
-        return Turn(model=model, gate=self.gate, log=self.log, sink=sink,
-                    settings=session.model_config, request=request, choice=choice,
-                    ranker=session.ranker(), stop=stop)
 
     # --- completion and inspection -----------------------------------------------
 
@@ -397,4 +328,7 @@ class LilyRuntime:
         return inspect(code, cursor, self.session.skill_snapshot, self.env.commands)
 
     def close(self) -> None:
+        if "mcp" in self.__dict__:  # servers were (or may have been) started
+            self.mcp.close()
+        self.python.close()
         self.log.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from lily_kernel.commands import CommandResult
+from lily_kernel.display import Code, RunOutput
 
 __all__ = ["CellSink", "SilentSink"]
 
@@ -22,6 +23,9 @@ class CellSink(Protocol):
 
     def notice(self, text: str) -> None: ...
 
+    def output(self, item: Code | RunOutput) -> None:
+        """Code that runs, and each of its outputs as it comes (display/runs.py)."""
+
     async def ask(self, prompt: str) -> str | None:
         """The person's answer to a yes/no question (Jupyter's input request); None
         when no one can answer (nbclient, papermill, a frontend without stdin)."""
@@ -38,6 +42,8 @@ class SilentSink:
     def reply(self, markdown: str, footer: str | None = None) -> None: ...
 
     def notice(self, text: str) -> None: ...
+
+    def output(self, item: Code | RunOutput) -> None: ...
 
     async def ask(self, prompt: str) -> str | None:
         return None

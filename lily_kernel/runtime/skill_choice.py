@@ -55,7 +55,7 @@ class SkillChoice:
         folder = Path(skill.path).parent
         trusted = skill.trusted_digest
         if trusted is None:
-            return ActiveSkill(skill.name, folder)
+            return ActiveSkill(skill.name, folder, commands=skill.shell_commands)
 
         def changed() -> str | None:
             if folder_digest(str(folder), self.digests) == trusted:
@@ -64,7 +64,7 @@ class SkillChoice:
                     "files are not used until /reload_skills shows the change and you "
                     "trust it again")
 
-        return ActiveSkill(skill.name, folder, changed)
+        return ActiveSkill(skill.name, folder, changed, skill.shell_commands)
 
     def select(self, name: str) -> str:
         """`load_skill(name)`: activate the skill; the SKILL.md the model reads."""

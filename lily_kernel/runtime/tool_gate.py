@@ -2,16 +2,19 @@
 
 A call's arguments are parsed, the policy and the argument dataclass checked
 (`check_call`), the person asked where the policy says `ask` (the tool's own question,
-or its name and arguments), the handler run with its context, and the call recorded as
-a `tool_call` event; a model's call also leaves a notice in the notebook. No tool is
-special-cased here: what differs between tools is declared on the `Tool`.
+or its name and arguments; where the policy itself asks, `a` is an answer too: that
+tool runs unasked for the rest of the session), the handler run with its context, and
+the call recorded as a `tool_call` event; a model's call also leaves a notice in the
+notebook. No tool is special-cased here: what differs between tools is declared on the
+`Tool`. The policy applied is the configured one under the person's choices of this
+session (`PolicyState`: the profile, the "always" answers), read at each call.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lily_kernel.commands import CommandOutcome, dispatched
@@ -29,6 +32,7 @@ from lily_kernel.tools import (
     ActiveSkill,
     AskReason,
     PolicyRefusal,
+    PolicyState,
     Question,
     SkillSelector,
     Tool,
@@ -38,7 +42,7 @@ from lily_kernel.tools import (
     ToolRegistry,
     check_call,
 )
-from lily_kernel.tools.questions import call_question
+from lily_kernel.tools.questions import call_question, offering_always
 
 __all__ = ["ToolGate"]
 
@@ -61,16 +65,23 @@ def _announcement(tool: Tool | None, name: str, arguments: dict[str, Any],
 
 @dataclass(frozen=True)
 class ToolGate:
-    """Runs tool calls for one session: its tools, its policy, the context every call
-    starts from (workspace, Lily's own files, how scripts run), its log."""
+    """Runs tool calls for one session: its tools, its configured policy, the context
+    every call starts from (workspace, Lily's own files, how scripts run), its log, and
+    the person's choices of the session (the runtime's, shared by every gate it makes)."""
 
     registry: ToolRegistry
-    policy: ToolPolicy
+    configured: ToolPolicy
     context: ToolContext
     log: EventLog
     # What the model reads of a call passes the redactor the notebook and the log use:
     # a script that prints a credential (a .env, the kernel's environment) sends none.
     redact: Callable[[str], str] = str
+    state: PolicyState = field(default_factory=PolicyState)
+
+    @property
+    def policy(self) -> ToolPolicy:
+        """The policy in force now: the configured one under the person's choices."""
+        return self.configured.under(self.state)
 
     async def model_call(self, sink: CellSink, name: str, raw_arguments: str, *,
                          offered: list[str], step: int, skill: ActiveSkill | None,
@@ -104,7 +115,8 @@ class ToolGate:
             outcome = checked
         else:
             tool, args = checked
-            ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit)
+            ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit,
+                          show=sink.output, caller=caller)
             outcome = await self._run(sink, tool, args, arguments, ctx, caller)
         self._record(outcome, caller, arguments, step)
         return outcome
@@ -139,7 +151,13 @@ class ToolGate:
                         else call_question(tool.name, arguments))
             why = self._asks(tool, question, caller)
             ctx = replace(ctx, ask=asker(sink, self.log, tool.name, why))
-            if why is not None and not await ctx.ask(question):
+            if why == "default" and self.policy.offers_always(tool.name):
+                question = offering_always(question, tool.name)
+                ask = asker(sink, self.log, tool.name, why,
+                            on_always=lambda: self.state.always.add(tool.name))
+            else:
+                ask = ctx.ask
+            if why is not None and not await ask(question):
                 return ToolOutcome(tool.name, "refused", declined_reason(question.action))
             # The handler does what was made ready (and shown), not a new account of it.
             ctx = replace(ctx, prepared=question)

@@ -19,7 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from lily_kernel.config import ModelConfig
-from lily_kernel.display.messages import footer, reading_notice
+from lily_kernel.display.messages import (
+    FULL_AUTO_NOTE,
+    cannot_run_notice,
+    footer,
+    reading_notice,
+)
 from lily_kernel.errors import ModelError, StepLimitError
 from lily_kernel.events import CallOutcome, DecidedBy, EventLog, ModelCall, SkillSelection
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
@@ -41,6 +46,7 @@ from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.skills import Skill, SkillRanker
+from lily_kernel.skills.needs import execution_needs
 from lily_kernel.tools import Tool
 
 __all__ = ["STREAM_INTERVAL", "Turn"]
@@ -104,6 +110,7 @@ class Turn:
         message first). Raises StepLimitError past `max_steps` model calls."""
         base = list(self.request.messages)
         await self._declare()
+        self._say_if_it_cannot_run()
         try:
             return await self._steps(base)
         finally:
@@ -121,8 +128,7 @@ class Turn:
             if response.text:
                 self.texts.append(response.text)
             if not response.tool_calls:
-                self.sink.reply("\n\n".join(self.texts),
-                                self.footer() if self.settings.footer else None)
+                self.sink.reply("\n\n".join(self.texts), self.footer())
                 return [self.request.user_message, *self.messages]
             for call in response.tool_calls:
                 # Recomputed per call: a skill loaded earlier in this same message
@@ -136,6 +142,16 @@ class Turn:
             f"the model did not finish within {self.settings.max_steps} steps (max_steps); "
             "the request was stopped and is not kept in the history. Raise max_steps in "
             "lily.yaml if the task needs more.")
+
+    def _say_if_it_cannot_run(self) -> None:
+        """A model that cannot call tools, following a skill that runs code: one line
+        saying the work will be described, not done (never a silent description)."""
+        skill = self.choice.active
+        if self.model.supports_tools or skill is None:
+            return
+        needs = execution_needs(skill.body, skill.requires_tools, skill.narrowed_tools)
+        if needs:
+            self.sink.notice(cannot_run_notice(skill.name, needs, self.model.name))
 
     def _reading(self, tokens: int) -> None:
         """Before a long prompt is read on this machine: what, and about how long."""
@@ -310,6 +326,12 @@ class Turn:
         reserve = answer_reserve(window, self.settings.max_tokens)
         return estimate_tokens(messages) <= window - reserve
 
-    def footer(self) -> str:
-        return footer(self.model.name, self.tokens_in, self.tokens_out, self.calls,
-                      self.model.context_window, self.last_context, self.cost)
+    def footer(self) -> str | None:
+        """The answer's footer (the `footer` setting), and whatever it is, the note that
+        full auto is on."""
+        parts = [footer(self.model.name, self.tokens_in, self.tokens_out, self.calls,
+                        self.model.context_window, self.last_context, self.cost)
+                 ] if self.settings.footer else []
+        if self.gate.policy.auto:
+            parts.append(FULL_AUTO_NOTE)
+        return " · ".join(parts) or None

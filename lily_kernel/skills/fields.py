@@ -15,12 +15,15 @@ from typing import Any, ClassVar, Literal
 from lily_kernel.validation import spec
 
 __all__ = [
+    "ANY_COMMAND",
     "INVOCATION_MODES",
     "EligibilityBlock",
     "Frontmatter",
     "InvocationMode",
     "OpenClawBlock",
+    "RequiresBlock",
     "parse_allowed_tools",
+    "shell_commands",
     "shown_fields",
     "tool_names_of_entries",
 ]
@@ -69,6 +72,16 @@ class OpenClawBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class RequiresBlock:
+    """Composio's `requires`: the MCP servers the skill works through (`mcp: [rube]`); a
+    server the session has not configured makes the skill ineligible (skills/loader.py)."""
+
+    unknown_keys: ClassVar[str] = "ignore"
+
+    mcp: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Frontmatter:
     """The recognised keys of a SKILL.md frontmatter (SPEC §2.2), strictly typed."""
 
@@ -110,6 +123,9 @@ class Frontmatter:
     disallowed_tools: str | tuple[str, ...] | None = field(
         default=None, metadata=_shown("disallowed-tools", group="claude",
                                       key="disallowed-tools"))
+    # Composio's skills' field (ComposioHQ/awesome-claude-skills).
+    requires: RequiresBlock | None = field(
+        default=None, metadata=_shown("requires", group="claude"))
 
 
 # `allowed-tools` (Agent Skills): entries are a tool name, optionally followed by an
@@ -130,10 +146,40 @@ def parse_allowed_tools(value: str | tuple[str, ...] | list[str] | None
     return tuple(entry for item in items for entry in _TOOL_ENTRY.findall(item))
 
 
+# A `Bash` entry that names no command (`Bash`, `Bash(*)`) allows any command: besides
+# `bash` it stands for this name, which keeps the tools that run any code (python).
+ANY_COMMAND = "bash(*)"
+_ANY = ("", "*", ":*")
+
+
+def _bash_argument(entry: str) -> str | None:
+    """The argument of a `Bash(...)` entry (stripped), "" for a bare `Bash`, None for
+    an entry of another tool."""
+    name, paren, rest = entry.partition("(")
+    if name.strip().lower() != "bash":
+        return None
+    return rest.removesuffix(")").strip() if paren else ""
+
+
 def tool_names_of_entries(entries: tuple[str, ...]) -> frozenset[str]:
-    """The lower-case tool names of `allowed-tools` entries (`Bash(git:*)` → `bash`)."""
-    names = (_ENTRY_NAME.match(entry) for entry in entries)
-    return frozenset(m.group(0).strip().lower() for m in names if m)
+    """The lower-case tool names of `allowed-tools` entries (`Bash(git:*)` → `bash`;
+    a `Bash` of any command also ANY_COMMAND)."""
+    names = {m.group(0).strip().lower() for m in map(_ENTRY_NAME.match, entries) if m}
+    if any(_bash_argument(entry) in _ANY for entry in entries):
+        names.add(ANY_COMMAND)
+    return frozenset(names)
+
+
+def shell_commands(entries: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The command patterns `allowed-tools` entries allow the shell (`Bash(git status:*)`
+    → `git status:*`, `Bash(npm test)` → `npm test`); None when they allow any command
+    (a bare `Bash`, `Bash(*)`, or `shell` named) or name no `Bash` at all (then the
+    shell is not kept: tools/policy.py)."""
+    names = tool_names_of_entries(entries)
+    if ANY_COMMAND in names or "shell" in names:
+        return None
+    patterns = tuple(a for a in map(_bash_argument, entries) if a)
+    return patterns or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,8 @@ class LoadRules:
     registered_tools: frozenset[str] = frozenset()
     allowed_tools: frozenset[str] = frozenset()
     reserved_commands: frozenset[str] = frozenset()
+    # The MCP servers the session may use: a skill's `requires: {mcp: [...]}` names them.
+    mcp_servers: frozenset[str] = frozenset()
 
 
 def _exclusion(
@@ -92,6 +94,11 @@ def _exclusion(
     reason = check_eligibility(doc.eligibility, host)
     if reason is not None:
         return DiagnosticKind.INELIGIBLE, reason
+    missing = [s for s in (front.requires.mcp if front.requires else ()) if s not in rules.mcp_servers]
+    if missing:
+        return DiagnosticKind.INELIGIBLE, (
+            f"requires MCP server(s) not configured: {', '.join(missing)} (`mcp_servers` in "
+            "lily.yaml, or the Lily home's mcp.json)")
     return None
 
 

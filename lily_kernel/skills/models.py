@@ -16,6 +16,7 @@ from lily_kernel.skills.fields import (
     Frontmatter,
     InvocationMode,
     parse_allowed_tools,
+    shell_commands,
     tool_names_of_entries,
 )
 
@@ -156,6 +157,12 @@ class Skill:
         """The lower-case tool names `allowed-tools` narrows the model to while this skill
         is active; None when it has no `allowed-tools`."""
         return None if self.allowed_tools is None else tool_names_of_entries(self.allowed_tools)
+
+    @property
+    def shell_commands(self) -> tuple[str, ...] | None:
+        """The commands the shell may run while this skill is active, as `Bash(...)`
+        patterns (`git status:*`); None: any (tools/command_rules.py matches them)."""
+        return None if self.allowed_tools is None else shell_commands(self.allowed_tools)
 
     @property
     def refused_tools(self) -> frozenset[str]:

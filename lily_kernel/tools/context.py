@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from lily_kernel.errors import ToolRefusedError
+from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.runner import ScriptHost
 
 if TYPE_CHECKING:  # events load with the first tool call, not with `lily skills`
-    from lily_kernel.events import EventData
+    from lily_kernel.display import Code, RunOutput
+    from lily_kernel.events import Caller, EventData
+    from lily_kernel.execution.python_host import PythonHost
 
 __all__ = ["ActiveSkill", "Ask", "Question", "SkillSelector", "ToolContext"]
 
@@ -27,13 +29,16 @@ def _unchanged() -> str | None:
 
 @dataclass(frozen=True)
 class ActiveSkill:
-    """The skill active in the current request: the folder its own tools work in, and
+    """The skill active in the current request: the folder its own tools work in;
     `changed`: why its files may no longer be used (a workspace skill changed on disk
-    since the person trusted it), or None; asked before any of them is read or run."""
+    since the person trusted it), or None; asked before any of them is read or run; and
+    `commands`: the command patterns its `allowed-tools` narrows the shell to (None:
+    any; tools/command_rules.py)."""
 
     name: str
     folder: Path
     changed: Callable[[], str | None] = _unchanged
+    commands: tuple[str, ...] | None = None
 
     def check(self) -> None:
         """Raise ToolRefusedError when the skill's files changed since it was trusted."""
@@ -78,6 +83,10 @@ def _nowhere(event: EventData) -> None:
     """Events of a context that logs nothing (a test's, or a tool run on its own)."""
 
 
+def _unseen(item: Code | RunOutput) -> None:
+    """What a context outside a cell shows: nothing."""
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a handler may use. `workspace`: where the file tools are confined;
@@ -85,10 +94,12 @@ class ToolContext:
     persona, the Lily home, `.lily`), inside the workspace or not, which no tool may
     write; `skill`: the active skill (None outside a skill); `ask`: a yes/no question to
     the person; `emit`: an event for the session log; `scripts`: how skill scripts run
-    here (None: they cannot); `skills`: the request's skill selection (None: no
-    selection is open, e.g. a command's tool call); `prepared`: the call as it was made
-    ready (`Tool.prepare`) and, where someone was asked, approved: its subject is what
-    the handler does."""
+    here (None: they cannot); `python`: the session's Python kernel (None: no Python
+    here); `show`: code that runs and its outputs, to the cell (display/runs.py);
+    `caller`: who made the call (`model`, or `owner`: the person's command); `skills`:
+    the request's skill selection (None: no selection is open, e.g. a command's tool
+    call); `prepared`: the call as it was made ready (`Tool.prepare`) and, where someone
+    was asked, approved: its subject is what the handler does."""
 
     workspace: Path
     protected: tuple[Path, ...] = ()
@@ -96,5 +107,15 @@ class ToolContext:
     ask: Ask = _no_one_to_ask
     emit: Callable[[EventData], object] = _nowhere
     scripts: ScriptHost | None = None
+    python: PythonHost | None = None
+    show: Callable[[Code | RunOutput], None] = _unseen
+    caller: Caller = "model"
     skills: SkillSelector | None = None
     prepared: Question | None = None
+
+    def host(self) -> ScriptHost:
+        """How code runs here (skill scripts, commands); ToolError where it cannot: a
+        context outside a session."""
+        if self.scripts is None:
+            raise ToolError("code cannot run here (no session runs it).")
+        return self.scripts

@@ -3,35 +3,43 @@
 `allow` (a list or `*`), `ask` and `deny` come from config. Deny wins, then ask, then
 allow; an `explicit` tool (running a skill's script) is not covered by `allow: "*"`:
 only a list that names it allows it. A tool in `ask` runs only after the person said
-yes to that call. The model is offered only allowed (or asked) tools that are not
-`owner_only`, narrowed further by an active skill's `allowed-tools` and
-`disallowed-tools`; the person may also run allowed owner-only tools, through a
-`tool_dispatch` command. Anything else is refused and never run.
+yes to that call. A tool `asked` by default (python, shell: they run code) is covered
+by `allow: "*"` as asked: naming it in `allow` lets it run unasked, and so does the
+profile `auto` ("full auto"), which only the person sets (LILY_POLICY, a trusted
+lily.yaml, `/policy auto`). The person's answer `a` ("always") to the question of a tool
+asked by default lets it run unasked for the rest of the session (`PolicyState`); never
+offered for `tools.ask`, an untrusted folder's question, or a call asked of itself. The
+model is offered only allowed (or asked) tools that are not `owner_only`, narrowed
+further by an active skill's `allowed-tools` and `disallowed-tools`; the person may also
+run allowed owner-only tools, through a `tool_dispatch` command. Anything else is
+refused and never run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
-from lily_kernel.config import ToolsConfig
+from lily_kernel.config import Profile, ToolsConfig
 from lily_kernel.errors import ConfigError
+from lily_kernel.tools.mcp_names import TOOL_PREFIX, server_entry, server_of
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRegistry
 from lily_kernel.validation import ShapeError
 
 if TYPE_CHECKING:  # (the event log stays off `lily skills`' import path)
     from lily_kernel.events import Caller
 
-__all__ = ["AskReason", "Decision", "PolicyRefusal", "Refusal", "ToolPolicy", "check_call",
-           "configured_policy"]
+__all__ = ["AskReason", "Decision", "PolicyRefusal", "PolicyState", "Refusal", "ToolPolicy",
+           "check_call", "configured_policy"]
 
 Decision = Literal["allow", "ask", "deny"]
-# Why a call is put to the person: the policy says `ask`; the person does not trust the
-# folder; or the call itself (it would overwrite a notebook, or make a file that runs
-# later), whatever the policy says.
-AskReason = Literal["policy", "untrusted", "call"]
+# Why a call is put to the person: the policy says `ask` (tools.ask); the tool is asked
+# by default (python, shell); the person does not trust the folder; or the call itself
+# (it would overwrite a notebook, or make a file that runs later), whatever the policy
+# says.
+AskReason = Literal["policy", "default", "untrusted", "call"]
 
 
 class Refusal(StrEnum):
@@ -63,22 +71,45 @@ class ToolPolicy:
     # Allowed tools asked all the same because the person does not trust the folder
     # (trust/settings.py: the tools that change it).
     untrusted: frozenset[str] = frozenset()
+    # Tools asked by default (`Tool.asked`) that `allow` does not name.
+    asked: frozenset[str] = frozenset()
+    auto: bool = False  # the profile `auto`: the `asked` tools run unasked
+    approved: frozenset[str] = frozenset()  # answered "always" this session
 
     def decision(self, name: str) -> Decision:
         """deny > ask > allow; an explicit tool needs its name in `allow` or `ask`; an
-        allowed tool in `untrusted` is asked."""
+        allowed tool in `untrusted` is asked, whatever else; then one the person
+        approved for the session runs; one in `ask` is asked; one asked by default is
+        asked unless the profile is `auto`."""
         if name in self.deny:  # deny wins over everything, including "*"
             return "deny"
-        if name in self.ask:
+        if name not in self.ask and name not in self.allow and not (
+                self.allow == "*" and name not in self.explicit):
+            return "deny"
+        if name in self.untrusted:
             return "ask"
-        if name in self.allow or (self.allow == "*" and name not in self.explicit):
-            return "ask" if name in self.untrusted else "allow"
-        return "deny"
+        if name in self.approved:
+            return "allow"
+        if name in self.ask or (name in self.asked and not self.auto):
+            return "ask"
+        return "allow"
 
     def why_asked(self, name: str) -> AskReason:
-        """Why a tool the policy asks is asked: configured so (`tools.ask`), or the
-        folder is not trusted."""
-        return "policy" if name in self.ask else "untrusted"
+        """Why a tool the policy asks is asked: configured so (`tools.ask`), the folder
+        is not trusted, or the tool is asked by default."""
+        if name in self.ask:
+            return "policy"
+        return "untrusted" if name in self.untrusted else "default"
+
+    def offers_always(self, name: str) -> bool:
+        """Whether the person may answer "always" (for the rest of the session) when the
+        policy asks about `name` because it is asked by default: never while the folder
+        is untrusted. (`tools.ask` is the person's own "ask me each time": kept.)"""
+        return name in self.asked and name not in self.untrusted
+
+    def under(self, state: PolicyState) -> ToolPolicy:
+        """This policy with the person's choices of this session applied."""
+        return replace(self, auto=state.profile == "auto", approved=frozenset(state.always))
 
     def allows(self, name: str) -> bool:
         """True when the tool may run (for `ask` tools: once the person agrees)."""
@@ -130,6 +161,29 @@ class ToolPolicy:
         return None
 
 
+@dataclass
+class PolicyState:
+    """What the person decided in this session over the configured policy: the profile
+    (`configured` from LILY_POLICY or a trusted lily.yaml; `chosen` by `/policy`, which
+    wins) and the tools answered "always". One per session, kept by the runtime."""
+
+    configured: Profile = "ask"
+    chosen: Profile | None = None
+    always: set[str] = field(default_factory=set)
+
+    @property
+    def profile(self) -> Profile:
+        return self.chosen or self.configured
+
+    def update(self, configured: Profile | None = None, chosen: Profile | None = None
+               ) -> bool:
+        """Take a new configured or chosen profile; whether the one in force changed."""
+        before = self.profile
+        self.configured = configured or self.configured
+        self.chosen = chosen or self.chosen
+        return self.profile != before
+
+
 def _offered(tool: Tool, skill_active: bool, selecting: bool) -> bool:
     if tool.offered == "with_skill":
         return skill_active
@@ -171,19 +225,36 @@ def check_call(
         return ToolOutcome(name, "failed", f"bad arguments: {exc.key}: {exc.problem}.")
 
 
-def configured_policy(config: ToolsConfig, registry: ToolRegistry) -> ToolPolicy:
+def _mcp_names(name: str, registry: ToolRegistry) -> tuple[str, ...]:
+    """An MCP entry as the names it covers: a tool's own (kept as written: its server's
+    tools may be listed only later), or a whole server's entry and every tool of that
+    server registered now (the policy is made again once they are: mcp_tools/)."""
+    if not server_entry(name):
+        return (name,)
+    whole = f"{TOOL_PREFIX}{server_of(name)}"
+    return (whole, *(t.name for t in registry if t.name.startswith(whole + "__")))
+
+
+def configured_policy(config: ToolsConfig, registry: ToolRegistry,
+                      mcp_servers: frozenset[str] = frozenset()) -> ToolPolicy:
     """The configured policy with tool names matched case-insensitively to the tools it
-    governs; an unknown name is an error (a typo in `deny` would silently deny nothing)."""
+    governs; an unknown name is an error (a typo in `deny` would silently deny nothing).
+    `mcp__<server>__<tool>` and `mcp__<server>` name the tools of a configured MCP server
+    (`mcp_servers`), listed or not yet."""
     by_lower = {t.name.lower(): t.name for t in registry if t.governed}
 
     def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
-        found = []
+        found: list[str] = []
         for name in names:
-            if name.lower() not in by_lower:
+            if name.lower() in by_lower:
+                found.append(by_lower[name.lower()])
+            elif server_of(name) in mcp_servers:
+                found.extend(_mcp_names(name, registry))
+            else:
                 raise ConfigError(
                     f"key 'tools.{key}' (lily.yaml or LILY_TOOLS_{key.upper()}): unknown "
-                    f"tool '{name}'; the tools are: {', '.join(sorted(by_lower.values()))}.")
-            found.append(by_lower[name.lower()])
+                    f"tool '{name}'; the tools are: {', '.join(sorted(by_lower.values()))}"
+                    + "".join(f", mcp__{s}__<tool>" for s in sorted(mcp_servers)) + ".")
         return tuple(found)
 
     tools = config
@@ -191,4 +262,6 @@ def configured_policy(config: ToolsConfig, registry: ToolRegistry) -> ToolPolicy
         "*" if tools.allow == "*" else resolve("allow", tools.allow))
     return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny),
                       ask=resolve("ask", tools.ask),
-                      explicit=frozenset(t.name for t in registry if t.explicit))
+                      explicit=frozenset(t.name for t in registry if t.explicit),
+                      asked=frozenset(t.name for t in registry
+                                      if t.asked and (allow == "*" or t.name not in allow)))

@@ -4,20 +4,26 @@ What will happen comes first and whole: whether a script is sandboxed, then the 
 and what it acts on (the script, or a `path`), then the other values. Every value is
 shown with control characters and escapes made visible (a newline is `\\n`, an ANSI
 escape `\\x1b`), a long one shortened in the middle with its full length stated, and
-the question is never more than a few lines, whatever the model sent.
+the question is never more than a few lines, whatever the model sent. A shell command
+is shown whole (tools/shell.py bounds its length instead), on one line, escaped alike.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from lily_kernel.execution.runner import ScriptPlan
 from lily_kernel.tools.context import Question
-from lily_kernel.visible import MAX_SHOWN, shown
+from lily_kernel.visible import MAX_SHOWN, shown, visible
 
-__all__ = ["MAX_SHOWN", "call_question", "script_question", "shown"]
+__all__ = ["ALWAYS", "MAX_SHOWN", "YES_NO", "call_question", "offering_always",
+           "python_question", "script_question", "shell_question", "shown"]
 
 MAX_VALUES = 4  # values shown besides the first; the rest are counted
+YES_NO = "[y/N] "  # how every tool question ends
+ALWAYS = frozenset({"a", "always"})  # yes, and for the rest of the session
 # Keys that say what a call acts on: shown first.
 _TARGETS = ("path", "file", "script", "target", "url", "name")
 
@@ -35,7 +41,35 @@ def script_question(plan: ScriptPlan) -> str:
     more = f" and {len(args) - MAX_VALUES} more" if len(args) > MAX_VALUES else ""
     return (f"{status}. Run {shown(plan.script)} of skill {shown(plan.skill)}\n"
             f"  with {f'arguments {listed}{more}' if args else 'no arguments'}\n"
-            "Run it? [y/N] ")
+            f"Run it? {YES_NO}")
+
+
+def shell_question(command: str, workspace: str) -> str:
+    """The sandbox and the workspace first, then the command line whole."""
+    return (f"Sandboxed (no network; only the workspace {shown(workspace)} writable). "
+            "Run with /bin/sh:\n"
+            f"  {shown(command, len(command) * 10 + 10)}\n"
+            f"Run it? {YES_NO}")
+
+
+def offering_always(question: Question, tool: str) -> Question:
+    """The question with a third answer, `a`: yes, and the tool runs unasked for the
+    rest of the session (offered where the policy asks: tools/policy.py)."""
+    *lines, last = question.text.split("\n")
+    lines.append(f"  (a: yes, and run {shown(tool)} without asking for the rest of this "
+                 "session)")
+    lines.append(last.replace(YES_NO, "[y/N/a] "))
+    return replace(question, text="\n".join(lines))
+
+
+def python_question(code: str, kernel: str, workspace: Path) -> str:
+    """The code whole, every line as it is with what is invisible made visible, under
+    where it runs: the sandbox, the kernel, the working folder."""
+    lines = [visible(line) for line in code.splitlines()] or [""]
+    body = "\n".join(f"  | {line}" for line in lines)
+    return (f"Sandboxed Python (no network; only the workspace is writable), in the kernel "
+            f"{shown(kernel)}, working folder {shown(str(workspace))}:\n{body}\n"
+            f"Run it? {YES_NO}")
 
 
 def call_question(name: str, arguments: dict[str, Any]) -> Question:
@@ -47,5 +81,5 @@ def call_question(name: str, arguments: dict[str, Any]) -> Question:
     lines += [f"  {shown(key, 40)[1:-1]}: {shown(arguments[key])}" for key in keys[:MAX_VALUES]]
     if len(keys) > MAX_VALUES:
         lines.append(f"  and {len(keys) - MAX_VALUES} more argument(s)")
-    lines.append("Allow it? [y/N] ")
+    lines.append(f"Allow it? {YES_NO}")
     return Question("\n".join(lines), f"the call of '{name}'")

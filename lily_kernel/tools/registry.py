@@ -82,9 +82,13 @@ class Tool:
     after a question), its `subject` is what the handler then does, and `always` asks
     the person about this very call whatever the policy says (a write over a notebook).
     `asks_untrusted`: the tool changes the workspace, so while the person does not trust
-    the folder each call is asked. `announce`: the notice a call leaves in the
+    the folder each call is asked. `asked`: the tool runs code (python, shell), so
+    `allow: "*"` lets it run only after the person's yes to each call; naming it in
+    `tools.allow`, or the profile `auto`, lets it run without asking. `announce`: the notice a call leaves in the
     notebook, from its arguments and outcome (None: `Tool <name>: ran`, or why not; a
-    function returning None: no notice).
+    function returning None: no notice). `schema`: the arguments' JSON schema as another
+    program gave it (an MCP server's tool): then `args_model` is `dict`, the arguments
+    are passed as the object they are, and that program checks them.
     """
 
     name: str
@@ -99,10 +103,14 @@ class Tool:
     kept_by: frozenset[str] | None = frozenset()
     prepare: Callable[[Any, ToolContext], Awaitable[Question]] | None = None
     asks_untrusted: bool = False
+    asked: bool = False
     announce: Callable[[dict[str, Any], ToolOutcome], str | None] | None = None
+    schema: dict[str, Any] | None = None
 
     def parse_arguments(self, arguments: dict[str, Any]) -> Any:
         """The arguments as `args_model`; raises validation.ShapeError."""
+        if self.schema is not None:
+            return dict(arguments)
         return build(self.args_model, arguments)
 
     def json_schema(self) -> dict[str, Any]:
@@ -112,7 +120,8 @@ class Tool:
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": _parameters(self.args_model),
+                "parameters": (self.schema if self.schema is not None
+                               else _parameters(self.args_model)),
             },
         }
 
@@ -154,6 +163,9 @@ class ToolRegistry:
         if not inspect.iscoroutinefunction(tool.handler):
             raise ValueError(f"{tool.name}: the handler must be async (blocking() wraps "
                              "a synchronous one)")
+        if tool.schema is not None:
+            self._tools[tool.name] = tool  # arguments another program describes
+            return
         if not dataclasses.is_dataclass(tool.args_model):
             raise ValueError(f"{tool.name}: args_model must be a dataclass")
         names = {f.name for f in dataclasses.fields(tool.args_model)}

@@ -19,15 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lily_kernel.errors import ToolError, ToolRefusedError
-from lily_kernel.execution.mounts import plan_mounts
-from lily_kernel.execution.runner import ScriptHost, ScriptPlan
-from lily_kernel.execution.sandbox import (
-    Sandbox,
-    sandboxed,
-    script_environment,
-    search_path,
-    unsandboxed,
-)
+from lily_kernel.execution.limits import Limits
+from lily_kernel.execution.plan import plan_process
+from lily_kernel.execution.runner import ScriptPlan
+from lily_kernel.execution.sandbox import Sandbox, search_path
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
 from lily_kernel.tools.files import short_path
 from lily_kernel.tools.questions import script_question
@@ -84,8 +79,9 @@ def _interpreter(path: Path, relative: str, environ: Mapping[str, str]) -> list[
 
 def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: ToolContext,
                 environ: Mapping[str, str], sandbox: Sandbox,
-                allowed_env: Sequence[str] = ()) -> ScriptPlan:
-    """Resolve the script inside the skill's `scripts/` and build its command line."""
+                allowed_env: Sequence[str] = (), limits: Limits | None = None) -> ScriptPlan:
+    """Resolve the script inside the skill's `scripts/` and build its command line
+    (sandboxed where bubblewrap works, under `limits`: execution/plan.py)."""
     target, relative = resolve_in_skill(skill, script)
     if not relative.startswith("scripts/"):
         raise ToolError(f"'{short_path(script)}' is not in the skill's scripts/ folder; "
@@ -101,27 +97,12 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
     except OSError as exc:
         raise ToolError(f"cannot read '{relative}': {exc.strerror}.") from None
     command = [*_interpreter(target, relative, environ), str(target), *arguments]
-    workspace = ctx.workspace.resolve()
-    placeholders: tuple[Path, ...] = ()
-    if sandbox.bwrap is not None:
-        if workspace == Path(workspace.anchor):
-            # Bound writable, the root would show the host's /tmp, /run, /proc and /dev
-            # again and leave /usr writable: there is no sandbox to offer.
-            raise ToolError("the workspace is the root folder (/): a script cannot be "
-                            "confined to it; open the notebook from a project folder.")
-        visible = [skill.folder.resolve(), Path(sys.prefix).resolve(),
-                   Path(sys.base_prefix).resolve(), Path(command[0]).resolve().parent.parent]
-        home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None
-        mounts = plan_mounts(workspace, ctx.protected, home, visible)
-        command = sandboxed(sandbox.bwrap, command, workspace, mounts)
-        placeholders = mounts.placeholders
-    else:
-        command = unsandboxed(command)
-    return ScriptPlan(
-        skill=skill.name, script=relative, sha256=digest, arguments=tuple(arguments),
-        argv=tuple(command), cwd=workspace, env=script_environment(environ, allowed_env),
-        sandboxed=sandbox.available, sandbox_note=sandbox.reason, placeholders=placeholders,
-    )
+    process = plan_process(command, ctx.workspace, ctx.protected, environ, sandbox,
+                           limits=limits or Limits(), allowed_env=allowed_env,
+                           visible=[skill.folder.resolve(),
+                                    Path(command[0]).resolve().parent.parent])
+    return ScriptPlan(skill=skill.name, script=relative, sha256=digest,
+                      arguments=tuple(arguments), **vars(process))
 
 
 @dataclass(frozen=True)
@@ -148,21 +129,15 @@ def _still_planned(plan: ScriptPlan, ctx: ToolContext) -> None:
                                f"{digest[:12]}…, planned {plan.sha256[:12]}…); not run")
 
 
-def _host(ctx: ToolContext) -> ScriptHost:
-    if ctx.scripts is None:
-        raise ToolError("skill scripts cannot run here.")
-    return ctx.scripts
-
-
 async def _plan(args: RunSkillScriptArgs, ctx: ToolContext) -> ScriptPlan:
-    host = _host(ctx)
+    host = ctx.host()
     # Off the event loop (hashing the script, probing bubblewrap once): the kernel
     # stays responsive and interruptible.
     import asyncio  # on the conversation path only (`lily skills` builds this tool too)
 
     return await asyncio.to_thread(lambda: plan_script(
         active_skill(ctx), args.script, args.args, ctx, host.environ, host.sandbox(),
-        host.allowed_env))
+        host.allowed_env, host.limits))
 
 
 async def _prepare(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:
@@ -176,7 +151,7 @@ async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> str:
 
     from lily_kernel.events import SkillScriptRun
 
-    host = _host(ctx)
+    host = ctx.host()
     # The plan made before the call (its script's sha256 included), which the person
     # approved where they were asked.
     prepared = ctx.prepared.subject if ctx.prepared is not None else None

@@ -9,7 +9,7 @@ person sees (`/help`, the trust question). Everything else in the file applies.
 What each key allows is declared on its field in config.py (`spec(untrusted=...)`,
 with `why`); the tool policy is per tool: no tool more allowed than without the file
 (allow > ask > deny). And while the person does not trust the folder at all, the tools
-that change it (`Tool.asks_untrusted`: `write`, `run_skill_script`) are asked before
+that change it (`Tool.asks_untrusted`: `write`, `run_skill_script`, `shell`) are asked before
 each call, whatever the policy says: a prompt-injected model must not plant a
 `conftest.py` unasked.
 """
@@ -63,17 +63,43 @@ def _widens(rule: str, wanted: Any, kept: Any) -> bool:
 MAX_VALUE_CHARS = 240  # of a value in a held setting's line (the trust question, /help)
 
 
-def _shown(value: Any) -> str:
-    """A value as the line shows it: a long one (a 200 KB `model:`, 5,000 roots) cut in
-    the middle with its length stated, so the question stays a question."""
-    if isinstance(value, tuple):
-        text = ", ".join(map(str, value)) or "(none)"
-    else:
-        text = "(none)" if value is None else str(value)
+MAX_ENTRIES = 20  # of a mapping's entries in one line (mcp_servers); the rest counted
+
+
+def _cut(text: str) -> str:
     if len(text) <= MAX_VALUE_CHARS:
         return text
     half = (MAX_VALUE_CHARS - 1) // 2
     return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
+
+
+def _entry(name: str, value: Any) -> str:
+    """A mapping's entry as the question shows it. An MCP server is what trusting it
+    would run or contact: its command line whole, or its address; its `env` and
+    `headers` by their names only (their values are often keys)."""
+    command = getattr(value, "command", None)
+    url = getattr(value, "url", None)
+    if command is None and url is None:
+        return str(name)
+    what = " ".join([command, *getattr(value, "args", ())]) if command else str(url)
+    secrets = sorted([*getattr(value, "env", {}), *getattr(value, "headers", {})])
+    return _cut(f"{name} ({what}" + (f"; with {', '.join(secrets)}" if secrets else "")
+                + ")")
+
+
+def _shown(value: Any) -> str:
+    """A value as the line shows it: a long one (a 200 KB `model:`, 5,000 roots) cut in
+    the middle with its length stated, so the question stays a question; a mapping
+    (mcp_servers) entry by entry, each cut so, at most MAX_ENTRIES of them."""
+    if isinstance(value, dict):
+        entries = [_entry(str(k), v) for k, v in list(value.items())[:MAX_ENTRIES]]
+        more = len(value) - len(entries)
+        return "; ".join(entries + ([f"and {more:,} more"] if more > 0 else [])) or "(none)"
+    if isinstance(value, tuple):
+        text = ", ".join(map(str, value)) or "(none)"
+    else:
+        text = "(none)" if value is None else str(value)
+    return _cut(text)
 
 
 def _held(owner: type, full: Any, base: Any, held: list[str]) -> Any:
@@ -108,7 +134,10 @@ def _stricter(wanted: Decision, kept: Decision) -> Decision:
 
 def untrusted_policy(full: ToolPolicy, base: ToolPolicy, registry: ToolRegistry
                      ) -> tuple[ToolPolicy, tuple[str, ...]]:
-    """Per governed tool, the stricter of the file's decision and the one without it."""
+    """Per governed tool, the stricter of the file's decision and the one without it. A
+    tool asked by default that stays asked stays asked *by default* (so the profile
+    `auto` and an "always" answer apply to it as without the file, never as if
+    `tools.ask` named it)."""
     decided: dict[str, Decision] = {}
     held: list[str] = []
     for tool in registry:
@@ -118,7 +147,10 @@ def untrusted_policy(full: ToolPolicy, base: ToolPolicy, registry: ToolRegistry
         decided[tool.name] = _stricter(wanted, kept)
         if decided[tool.name] != wanted:
             held.append(f"tools: {tool.name} would be '{wanted}', stays '{kept}'")
-    return _policy(decided, full), tuple(held)
+    by_default = frozenset(
+        name for name, decision in decided.items() if decision == "ask"
+        and name not in full.ask and (name in full.asked or name in base.asked))
+    return _policy(decided, full, by_default), tuple(held)
 
 
 def untrusted_folder_policy(policy: ToolPolicy, registry: ToolRegistry) -> ToolPolicy:
@@ -127,7 +159,11 @@ def untrusted_folder_policy(policy: ToolPolicy, registry: ToolRegistry) -> ToolP
     return replace(policy, untrusted=frozenset(t.name for t in registry if t.asks_untrusted))
 
 
-def _policy(decided: dict[str, Decision], like: ToolPolicy) -> ToolPolicy:
-    by = {d: tuple(n for n, v in decided.items() if v == d) for d in _STRICTNESS}
-    return ToolPolicy(allow=by["allow"], ask=by["ask"], deny=by["deny"],
-                      explicit=like.explicit, untrusted=like.untrusted)
+def _policy(decided: dict[str, Decision], like: ToolPolicy,
+            by_default: frozenset[str]) -> ToolPolicy:
+    """The decisions as a policy: `by_default`, asked by default (allowed, unnamed)."""
+    by = {d: tuple(n for n, v in decided.items() if v == d and n not in by_default)
+          for d in _STRICTNESS}
+    return ToolPolicy(allow=(*by["allow"], *sorted(by_default)), ask=by["ask"],
+                      deny=by["deny"], explicit=like.explicit, untrusted=like.untrusted,
+                      asked=by_default)

@@ -52,7 +52,9 @@ class TrustState:
 
     def __post_init__(self) -> None:
         persona = self.workspace / PERSONA_FOLDER
-        self.persona_digest = (None if self.by_environment or not persona.is_dir()
+        # An empty persona/ says nothing (the sandbox's placeholder while a Python
+        # kernel runs is one: execution/mounts.py).
+        self.persona_digest = (None if self.by_environment or not _holds_files(persona)
                                else folder_digest(str(persona), self.digests))
         if not self.by_environment:
             # A store that cannot be read is known (and told) from the start; what it
@@ -107,3 +109,11 @@ class TrustState:
         these digests (raises TrustStoreError)."""
         self.seen = WorkspaceTrust(self.config_digest, dict(digests), self.persona_digest)
         self.store.record(self.workspace, self.seen)
+
+
+def _holds_files(folder: Path) -> bool:
+    """Whether `folder` is a folder with anything in it."""
+    try:
+        return folder.is_dir() and any(folder.iterdir())
+    except OSError:
+        return True  # unreadable: digested (and so reported), never taken for empty

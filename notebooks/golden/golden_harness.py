@@ -12,6 +12,7 @@ this module. By hand in JupyterLab, create that folder yourself at that point.
 from __future__ import annotations
 
 import configparser
+import functools
 import os
 import re
 import shutil
@@ -24,7 +25,9 @@ __all__ = [
     "LATE_SKILL_TAG",
     "SCRIPTED_REPLIES",
     "add_late_skill",
+    "needs_sandbox",
     "remove_late_skill",
+    "remove_sandbox_placeholders",
     "sanitize",
     "script_cell",
     "start_model_server",
@@ -77,6 +80,35 @@ def script_cell(server: Any, cell: Any) -> None:
 
     server.replies.clear()
     server.script(*(Reply(**reply) for reply in cell.metadata.get(SCRIPTED_REPLIES, [])))
+
+
+# python/python_turn.ipynb runs the model's code and the person's `/python` in bubblewrap:
+# its notebook metadata says so under this key, and nbval skips it where there is none.
+NEEDS_SANDBOX = "lily_needs_sandbox"
+
+
+@functools.cache  # asked for every cell of every golden
+def needs_sandbox(notebook: Path) -> bool:
+    """Whether this golden's cells run code in the sandbox (its metadata says so)."""
+    import nbformat
+
+    return bool(nbformat.read(notebook, as_version=4).metadata.get(NEEDS_SANDBOX))
+
+
+def remove_sandbox_placeholders() -> None:
+    """Remove the empty mount points the subkernel's sandbox made in a golden's folder.
+
+    Lily removes them when its subkernel ends; nbval kills the kernel instead
+    (`shutdown_kernel(now=True)`), so they would be left in the checkout. Only empty
+    folders and files go (execution/mounts.py `remove_placeholders`).
+    """
+    from lily_kernel.execution.mounts import WORKSPACE_READ_ONLY, remove_placeholders
+
+    for notebook in HERE.rglob("*.ipynb"):
+        if needs_sandbox(notebook):
+            folder = notebook.parent
+            remove_placeholders([*(folder / name for name in WORKSPACE_READ_ONLY),
+                                 folder / "no-user-home"])
 
 
 def _patterns() -> list[tuple[re.Pattern[str], str]]:

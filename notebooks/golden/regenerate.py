@@ -20,6 +20,7 @@ from golden_harness import (
     SCRIPTED_REPLIES,
     add_late_skill,
     remove_late_skill,
+    remove_sandbox_placeholders,
     sanitize,
     script_cell,
     start_model_server,
@@ -35,7 +36,7 @@ def golden_env() -> dict[str, str]:
     `local` extra, so a chat cell with no model configured shows the same error anywhere."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LILY_") or k == "LILY_API_BASE"}
-    env["PYTHONPATH"] = str(HIDE_LOCAL_MODEL)
+    env["PYTHONPATH"] = os.pathsep.join((str(HIDE_LOCAL_MODEL), str(HERE.parents[1])))
     env["LILY_TRUST"] = "workspace"  # as the test suite runs them (no one to ask)
     return env
 
@@ -68,6 +69,7 @@ def regenerate(name: str, server: Any) -> None:
         client.execute(env=golden_env())
     finally:
         remove_late_skill()
+        remove_sandbox_placeholders()
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             _sanitize_output(output)

@@ -30,6 +30,9 @@ class Recorder:
     def reply(self, markdown: str, footer: str | None = None) -> None:
         raise AssertionError("commands do not reply")
 
+    def output(self, item: object) -> None:
+        """Code that runs and its outputs (not looked at here)."""
+
     def notice(self, text: str) -> None:
         pass
 

@@ -109,8 +109,8 @@ def test_an_unknown_tool_in_the_policy_is_a_clear_error(workspace: Path,
     with pytest.raises(ConfigError) as err:
         LilyEnvironment.load(workspace, environ)
     assert str(err.value) == ("key 'tools.deny' (lily.yaml or LILY_TOOLS_DENY): unknown tool "
-                              "'wirte'; the tools are: list, read, read_skill_file, run_skill_script, "
-                              "write.")
+                              "'wirte'; the tools are: list, python, read, read_skill_file, "
+                              "run_skill_script, shell, write.")
 
 
 @pytest.mark.parametrize(("make", "said"), [

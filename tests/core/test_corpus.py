@@ -43,8 +43,9 @@ def test_every_corpus_skill_loads_or_is_excluded_with_a_reason() -> None:
     assert len(files) == 1102
     loaded = available = 0
     other_os: list[str] = []
+    everything = LoadRules(mcp_servers=frozenset({"rube"}))  # Composio's one MCP server
     for repo in roots:
-        snap = load_snapshot((repo,), LoadRules(), host)
+        snap = load_snapshot((repo,), everything, host)
         available += len(snap.skills)
         excluded = [d for d in snap.diagnostics if d.excludes]
         loaded += len(snap.skills) + len(excluded)
@@ -57,6 +58,24 @@ def test_every_corpus_skill_loads_or_is_excluded_with_a_reason() -> None:
     # No print past pytest's capture: it broke the progress line. The figures are here.
     assert available == len(files) - len(other_os)
     assert len(other_os) <= 10, f"{available} of {len(files)} available; macOS-only: {other_os}"
+
+
+def test_composio_skills_need_their_mcp_server_configured() -> None:
+    """`requires: {mcp: [rube]}` (835 Composio skills say it, in both YAML spellings):
+    without that server configured, each is ineligible with the reason; with it, each
+    loads. Every other skill is untouched."""
+    repos = sorted(p for p in CORPUS.iterdir() if p.is_dir())
+    roots = tuple(SkillRoot("workspace", str(r), True) for r in repos)
+    host = Host(platform="linux", environ=EveryVariable(), which=lambda name: "/usr/bin/" + name)
+    without = load_snapshot(roots, LoadRules(), host)
+    with_rube = load_snapshot(roots, LoadRules(mcp_servers=frozenset({"rube"})), host)
+    needs = {d.skill for d in without.diagnostics if d.kind is DiagnosticKind.INELIGIBLE
+             and d.reason.startswith("requires MCP server(s) not configured: rube (")}
+    declared = {p.parent.name for p in CORPUS.glob("*/*/SKILL.md")
+                if "\nrequires:\n  mcp:" in p.read_text(encoding="utf-8")}
+    assert len(declared) >= 800 and needs == declared - {s.name for s in without.skills}
+    assert needs <= {s.name for s in with_rube.skills}
+    assert {s.name for s in without.skills} == {s.name for s in with_rube.skills} - needs
 
 
 # Each rule of the Agent Skills specification, by a phrase of its one message (skills/spec.py).

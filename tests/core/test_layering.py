@@ -20,7 +20,7 @@ CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "displ
 ALLOWED = {
     "errors": set(),
     "validation": set(),
-    "events": {"errors", "redaction", "skills"},  # field enums; secrets kept out of settings
+    "events": {"config", "errors", "redaction", "skills"},  # field enums; secrets kept out
     "redaction": set(),
     "visible": set(),
     "display": {"config", "visible"},
@@ -28,29 +28,36 @@ ALLOWED = {
     "persona": set(),
     "skills": {"config", "errors", "validation"},
     # Where and how code runs (bubblewrap, the reaper, the runner, the subkernel).
-    "execution": {"errors", "redaction"},
-    "tools": {"config", "errors", "events", "execution", "redaction", "validation",
-              "visible"},
+    "execution": {"errors", "redaction", "visible"},
+    "tools": {"config", "display", "errors", "events", "execution", "redaction",
+              "validation", "visible"},
     "session": {"config", "persona", "skills"},
     "prompting": {"events", "persona", "skills"},
     "llm": {"config", "errors", "redaction"},
-    "commands": {"config", "display", "errors", "persona", "session", "skills", "tools",
-                 "visible"},
+    "commands": {"config", "display", "errors", "execution", "mcp_tools", "persona", "session",
+                 "skills", "tools", "visible"},
+    # MCP servers' tools on the one tool seam (the SDK imported lazily, where used).
+    "mcp_tools": {"config", "errors", "events", "execution", "tools", "validation"},
     "trust": {"config", "errors", "skills", "tools", "validation", "visible"},
     # What a session is built from, one workspace's files read (environment.py).
-    "environment": {"commands", "config", "errors", "llm", "persona", "session", "skills",
-                    "tools", "trust"},
+    "environment": {"commands", "config", "errors", "llm", "mcp_tools", "persona", "session",
+                    "skills", "tools", "trust"},
     "runtime": {"commands", "config", "environment", "errors", "events", "execution", "llm",
-                "persona",
+                "mcp_tools", "persona",
                 "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "display", "errors", "events", "execution", "llm",
-               "runtime",
+               "persona", "runtime",
                "skills", "tools", "trust", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
-    "kernel": {"__init__", "display", "errors", "redaction", "runtime", "visible"},
-    "cli": {"commands", "display", "environment", "errors", "evals", "replay", "runtime", "skills", "trust",
-            "visible"},
+    # The kernel's session keeps the record that Run All is answered from (replay/).
+    "lifecycle": {"commands", "errors", "runtime"},  # a runtime on a thread of its own
+    "kernel": {"__init__", "display", "errors", "lifecycle", "redaction", "replay", "runtime",
+               "visible"},
+    # `lily mcp`: a thin edge beside the kernel, over the runtime's session and gate.
+    "mcp_server": {"errors", "runtime", "skills", "tools"},
+    "cli": {"commands", "display", "environment", "errors", "evals", "mcp_server", "replay",
+            "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
     "__init__": set(),
 }

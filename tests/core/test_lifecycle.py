@@ -1,4 +1,4 @@
-"""The session's lifecycle (runtime/lifecycle.py): background start, retry, warm-up."""
+"""The session's lifecycle (lily_kernel/lifecycle.py): background start, retry, warm-up."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ from typing import Any
 
 import pytest
 
+from lily_kernel import lifecycle
 from lily_kernel.errors import ConfigError
-from lily_kernel.runtime import (
-    BackgroundRuntime,
-    LilyRuntime,
-    lifecycle,
-    workspace_from_environment,
-)
+from lily_kernel.lifecycle import BackgroundRuntime, workspace_from_environment
+from lily_kernel.runtime import LilyRuntime
 
 
 class Sink:
@@ -28,6 +25,9 @@ class Sink:
     def stream(self, markdown: str) -> None: ...
 
     def reply(self, markdown: str, footer: str | None = None) -> None: ...
+
+    def output(self, item: object) -> None:
+        """Code that runs and its outputs (not looked at here)."""
 
     def notice(self, text: str) -> None: ...
 
@@ -95,7 +95,7 @@ def test_the_warm_up_waits_for_a_quiet_moment(workspace: Path,
         def warm_up(self) -> None:
             warmed.append(time.monotonic())
 
-        async def run_cell(self, code: str, sink: Any) -> None:
+        async def run_cell(self, code: str, sink: Any, cell_id: str | None = None) -> None:
             await asyncio.sleep(0.3)  # a long cell: no warm-up while it runs
 
     lily = BackgroundRuntime(workspace, lambda path: Runtime(), warm_up=True)  # type: ignore[arg-type,return-value]

@@ -60,6 +60,8 @@ def diagnostic(snap: SkillSnapshot, name: str, kind: DiagnosticKind) -> str:
         ("ineligible_binary", DiagnosticKind.INELIGIBLE, "lily-test-no-such-binary not found"),
         ("bad_os_value", DiagnosticKind.MALFORMED, "unknown os 'macos'"),
         ("openclaw_metadata", DiagnosticKind.INELIGIBLE, "lily-test-no-such-binary"),
+        ("requires_mcp", DiagnosticKind.INELIGIBLE,
+         "requires MCP server(s) not configured: rube (`mcp_servers` in lily.yaml"),
         ("python_tag", DiagnosticKind.MALFORMED, "invalid YAML frontmatter"),
         ("unclosed_frontmatter", DiagnosticKind.MALFORMED, "never closed"),
     ],
@@ -92,7 +94,7 @@ def test_unknown_keys_are_ignored_but_kept(rules_snapshot: SkillSnapshot) -> Non
     skill = rules_snapshot.get("unknown_keys")
     assert skill is not None
     assert skill.extra == {"homepage": "https://example.invalid/skill",
-                           "requires": {"mcp": ["rube"]}, "x-other-agent": True}
+                           "related": {"skills": ["pdf"]}, "x-other-agent": True}
 
 
 def test_name_differing_from_folder_warns_and_folder_name_wins(
@@ -288,6 +290,14 @@ def test_a_root_listed_twice_is_read_once(tmp_path: Path) -> None:
     snap = load_snapshot((root(tmp_path), root(tmp_path, "bundled")), RULES, LINUX)
     assert [s.source for s in snap.skills] == ["workspace"]
     assert snap.diagnostics == ()
+
+
+def test_a_configured_mcp_server_makes_requires_mcp_eligible() -> None:
+    rules = LoadRules(registered_tools=TOOLS, allowed_tools=TOOLS,
+                      mcp_servers=frozenset({"rube"}))
+    skill = load_snapshot((root(RULES_ROOT),), rules, LINUX).get("requires_mcp")
+    assert skill is not None and skill.front.requires is not None
+    assert skill.front.requires.mcp == ("rube",) and "requires" not in skill.extra
 
 
 def test_one_bad_skill_never_stops_the_others(rules_snapshot: SkillSnapshot) -> None:

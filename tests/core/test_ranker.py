@@ -139,7 +139,9 @@ def test_the_whole_corpus_is_ranked(tmp_path: Path) -> None:
     root.mkdir()
     for skill in (SHARED / "corpus").glob("*/*/SKILL.md"):
         os.symlink(skill.parent, root / f"{skill.parent.parent.name}__{skill.parent.name}")
-    snap = load_snapshot((SkillRoot("workspace", str(root), True),), LoadRules(), Host())
+    # Composio's skills need their MCP server (`requires: {mcp: [rube]}`): configured.
+    snap = load_snapshot((SkillRoot("workspace", str(root), True),),
+                         LoadRules(mcp_servers=frozenset({"rube"})), Host())
     assert len(snap.skills) > 1000
     ranker = SkillRanker(snap.skills)
     ranked = ranker.rank("make a scatter plot with matplotlib")

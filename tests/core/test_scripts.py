@@ -247,7 +247,7 @@ def test_a_missing_bwrap_is_reported() -> None:
 def test_policy_scripts_are_denied_by_default_and_star_does_not_cover_them() -> None:
     registry = default_registry()
     explicit = frozenset(t.name for t in registry if t.explicit)
-    assert explicit == {"run_skill_script"}
+    assert explicit == {"run_skill_script"}  # python and shell are asked instead
     star = ToolPolicy(allow="*", explicit=explicit)
     assert star.decision("run_skill_script") == "deny" and star.decision("read") == "allow"
     named = ToolPolicy(allow=("read", "run_skill_script"), explicit=explicit)
@@ -260,7 +260,8 @@ def test_policy_scripts_are_denied_by_default_and_star_does_not_cover_them() -> 
                         explicit=explicit)
     assert denied.decision("run_skill_script") == "deny"  # deny wins over everything
     offered = [t.name for t in asked.model_tools(registry, frozenset({"read", "bash"}), skill_active=True)]
-    assert offered == ["read", "read_skill_file", "run_skill_script"]  # Bash keeps scripts
+    # Bash keeps scripts (and the shell)
+    assert offered == ["read", "read_skill_file", "run_skill_script", "shell"]
     assert "run_skill_script" not in [
         t.name for t in asked.model_tools(registry, frozenset({"read"}), skill_active=True)]
 

@@ -46,9 +46,11 @@ def test_deny_wins_over_allow_star_and_lists() -> None:
 def test_model_sees_only_allowed_non_owner_tools() -> None:
     registry = registry_with_owner_tool()
     policy = ToolPolicy(allow="*", deny=("write",))
-    assert [t.name for t in policy.model_tools(registry)] == ["list", "read"]
+    assert [t.name for t in policy.model_tools(registry)] == ["list", "python", "read",
+                                                              "shell"]
     narrowed = policy.model_tools(registry, frozenset({"read", "bash"}))
-    assert [t.name for t in narrowed] == ["read"]
+    # `Bash` keeps the shell, and (its kept_by) Python too
+    assert [t.name for t in narrowed] == ["read", "shell"]  # Bash of some commands only
 
 
 def test_disallowed_tools_narrow_the_other_way() -> None:

@@ -24,8 +24,10 @@ from tests.conftest import write_skill
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30
 HOSTILE = "<img src=x onerror=alert(1)>"
-# Environment for a kernel started as if Lily were installed without its `local` extra.
-WITHOUT_LOCAL_MODEL = {"PYTHONPATH": str(REPO / "tests" / "support" / "hide_local_model")}
+# Environment for a kernel started as if Lily were installed without its `local` extra;
+# the checkout under test comes next, so the kernel runs this code whatever is installed.
+WITHOUT_LOCAL_MODEL = {"PYTHONPATH": os.pathsep.join(
+    (str(REPO / "tests" / "support" / "hide_local_model"), str(REPO)))}
 
 
 def kernel_env(home: Path, **extra: str) -> dict[str, str]:

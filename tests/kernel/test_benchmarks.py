@@ -41,6 +41,19 @@ def test_kernel_benchmark_prints_its_ratio(script: str, args: tuple[str, ...],
         assert text in out
 
 
+@pytest.mark.parametrize(("script", "args", "expected"), [
+    ("mcp_serve.py", ("--runs", "1", "--calls", "5", "--skills", "5"),
+     ["workspace: 5 skills, 5 served by skills/list", "ratio lily mcp / lily skills --json",
+      "over in-process"]),
+    ("mcp_tools.py", ("--calls", "5"), ["the SDK's client, directly", "over the SDK"]),
+])
+def test_mcp_benchmarks_print_their_figures(script: str, args: tuple[str, ...],
+                                            expected: list[str]) -> None:
+    out = run_benchmark(script, *args)
+    for text in expected:
+        assert text in out
+
+
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc (Linux)")
 def test_start_breakdown_reports_every_stage_of_both_kernels() -> None:
     # The script itself fails unless /skills succeeded with every generated skill loaded.
@@ -68,3 +81,19 @@ def test_local_model_benchmark_prints_every_figure_and_its_ratio() -> None:
                    "prompt tokens/s ", "decode tokens/s ", "first token, Lily / raw llama-cpp ",
                    "skill selected in turns 1 and 2 "):
         assert out.count(figure) == 2, figure
+
+
+def test_python_execution_benchmark_prints_every_goal() -> None:
+    import os
+
+    from lily_kernel.execution.sandbox import find_sandbox
+
+    if not find_sandbox(os.environ).available and os.environ.get("CI") != "true":
+        pytest.skip(find_sandbox(os.environ).reason)
+    out = run_benchmark("python_execution.py", "--runs", "1", "--calls", "3")
+    for figure in ("start -> ready -> first empty run: plain jupyter_client ",
+                   "python call (3 calls): raw execute_interactive ",
+                   "stop during `while True: pass` (1 runs): median ",
+                   "kill -9 of the Lily kernel: "):
+        assert figure in out, out
+    assert "0 alive 2 s later" in out

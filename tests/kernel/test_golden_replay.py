@@ -19,6 +19,7 @@ import pytest
 from nbclient import NotebookClient
 
 from lily_kernel.replay import replay_session
+from tests.core.test_scripts import sandbox_or_skip
 from tests.kernel.conftest import REPO, kernel_env
 from tests.support.openai_server import OpenAIServer, Reply
 
@@ -38,7 +39,9 @@ def _harness(folder: Path) -> Any:
 @pytest.fixture(scope="module")
 def golden_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("golden-replay") / "golden"
-    shutil.copytree(GOLDEN, folder, ignore=shutil.ignore_patterns(".lily", ".ipynb_checkpoints"))
+    # As committed: a golden's record (.lily/sessions) with it, no cache.
+    shutil.copytree(GOLDEN, folder,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "index.jsonl"))
     return folder
 
 
@@ -57,6 +60,8 @@ def test_golden_session_replays_as_identical(name: str, golden_copy: Path,
     sessions = workspace / ".lily" / "sessions"
     before = set(sessions.glob("*.jsonl")) if sessions.is_dir() else set()
     nb = nbformat.read(path, as_version=4)
+    if nb.metadata.get("lily_needs_sandbox"):  # python/: it runs code in bubblewrap
+        sandbox_or_skip()
     cells = _code_cells(nb)
     late = {i for i, c in enumerate(cells) if harness.LATE_SKILL_TAG in c.metadata.get("tags", [])}
 

@@ -131,9 +131,9 @@ def test_kernel_info_describes_lily_and_has_no_debugger(shared_kernel: LilyProce
 
 @pytest.mark.parametrize(("code", "cursor", "matches", "start"), [
     ("/sk", None, ["/skill", "/skills"], 0),
-    ("/", None, ["/agent", "/echo", "/greeter", "/help", "/hi", "/hostile", "/ls", "/plan",
-                 "/plan_compiler", "/reload_skills", "/skill", "/skills", "/trust",
-                 "/workspace_files"],
+    ("/", None, ["/agent", "/echo", "/greeter", "/help", "/hi", "/hostile", "/ls", "/mcp", "/new",
+                 "/plan", "/plan_compiler", "/policy", "/python", "/reload_skills", "/rerun",
+                 "/resume", "/skill", "/skills", "/trust", "/workspace_files"],
      0),
     ("/skill g", None, ["greeter"], 7),
     ("/help ", None, ["echo", "greeter", "hostile", "plan_compiler", "workspace_files"], 6),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -15,22 +17,80 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_notebook
 
+from lily_kernel.execution.sandbox import find_sandbox
 from lily_kernel.llm.local_files import find_embedded_model
 from tests.kernel.conftest import REPO, WITHOUT_LOCAL_MODEL, kernel_env
 
 NOTEBOOKS = REPO / "notebooks"
 GOLDEN = NOTEBOOKS / "golden"
 MIMETYPES = {"text/html", "text/markdown", "text/plain"}
+RECORDED = "lily_recorded_with"  # a replayed golden cell's answers, for record.py
+
+
+# The goldens as committed: a golden's record (`.lily/sessions`) with it, not the caches.
+WITH_RECORDS = shutil.ignore_patterns(".ipynb_checkpoints", "index.jsonl")
+REPLAYED = GOLDEN / "replayed"
+PYTHON_GOLDEN = GOLDEN / "python" / "python_turn.ipynb"
 
 
 def _code_cells(nb: Any) -> list[Any]:
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
+def _nbval(folder: Path, env: dict[str, str], *names: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest", "--nbval", *names, "--nbval-kernel-name", "lily",
+               "-p", "no:cacheprovider", "-q"]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_the_replayed_golden_passes_nbval_with_no_model(tmp_path: Path) -> None:
+    """A notebook recorded with a model, committed with its record, passes nbval with no
+    key and the model unreachable; a changed prompt fails at its cell, with the model's
+    error (the first turn the record does not have)."""
+    copy = tmp_path / "elsewhere" / "replayed"
+    shutil.copytree(REPLAYED, copy, ignore=WITH_RECORDS)
+    assert list((copy / ".lily" / "sessions").glob("*.jsonl")), "the record is committed"
+    env = kernel_env(tmp_path / "home", LILY_API_BASE="http://127.0.0.1:9/v1")
+    env.pop("OPENAI_API_KEY", None)
+    done = _nbval(copy, env, "replayed.ipynb")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    cells = len(_code_cells(nbformat.read(copy / "replayed.ipynb", as_version=4)))
+    assert re.search(rf"\b{cells} passed\b", done.stdout), done.stdout[-2000:]
+    assert not (copy / ".lily" / "index.jsonl").exists()  # checking writes nothing
+    nb = nbformat.read(copy / "replayed.ipynb", as_version=4)
+    _code_cells(nb)[1].source = "Shout the day it ships, please"
+    nbformat.write(nb, copy / "replayed.ipynb")
+    changed = _nbval(copy, env, "replayed.ipynb")
+    assert changed.returncode == 1
+    # The changed cell fails, and the turn after it (its conversation so far changed).
+    assert "2 failed, 1 passed" in changed.stdout, changed.stdout[-2000:]
+    failed = re.findall(r"FAILED replayed.ipynb::Cell (\d+)", changed.stdout)
+    assert failed == ["1", "2"]
+    assert "Error: model call failed" in changed.stdout
+
+
+def test_the_replayed_golden_is_answered_from_its_record_alone(tmp_path: Path) -> None:
+    """Its stored outputs say so: each chat cell replayed, its tools run again."""
+    nb = nbformat.read(REPLAYED / "replayed.ipynb", as_version=4)
+    for cell in _code_cells(nb):
+        first = cell.outputs[0].data["text/plain"]
+        assert first.startswith("Replayed from the record: the answer openai/golden-model "
+                                "gave on "), cell.source
+        assert cell.metadata[RECORDED], "record.py records each chat cell's answers anew"
+
+
 def test_golden_transcripts_pass_nbval(tmp_path: Path) -> None:
-    notebooks = sorted(GOLDEN.rglob("*.ipynb"))
-    cells = sum(len(_code_cells(nbformat.read(p, as_version=4))) for p in notebooks)
+    """All of them pass; where there is no bubblewrap (and not under CI, where it must
+    be), the golden that runs code is skipped, cell by cell, saying why."""
+    notebooks = [nbformat.read(p, as_version=4) for p in sorted(GOLDEN.rglob("*.ipynb"))]
+    cells = sum(len(_code_cells(nb)) for nb in notebooks)
     assert len(notebooks) >= 4 and cells >= 30
+    sandboxed = sum(len(_code_cells(nb)) for nb in notebooks
+                    if nb.metadata.get("lily_needs_sandbox"))
+    assert sandboxed >= 3, "a golden runs code (the python tool and /python)"
+    skipped = 0 if find_sandbox(os.environ).available or os.environ.get("CI") == "true" \
+        else sandboxed
     command = [sys.executable, "-m", "pytest", "--nbval", "notebooks/golden",
                "--nbval-kernel-name", "lily",
                "--nbval-sanitize-with", "notebooks/golden/sanitize.cfg", "-q"]
@@ -39,15 +99,19 @@ def test_golden_transcripts_pass_nbval(tmp_path: Path) -> None:
                           env=kernel_env(tmp_path / "home", **WITHOUT_LOCAL_MODEL),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert re.search(rf"\b{cells} passed\b", done.stdout), done.stdout[-2000:]
+    assert re.search(rf"\b{cells - skipped} passed\b", done.stdout), done.stdout[-2000:]
+    if skipped:
+        assert re.search(rf"\b{skipped} skipped\b", done.stdout), done.stdout[-2000:]
     assert not (GOLDEN / "skills" / "late_arrival").exists()
+    # The subkernel's sandbox left no mount point behind (nbval kills the kernel).
+    assert sorted(p.name for p in PYTHON_GOLDEN.parent.iterdir()) == [
+        "lily.yaml", "python_turn.ipynb"]
 
 
 def test_golden_transcripts_pass_from_another_folder(tmp_path: Path) -> None:
     """Paths differ in length between machines: the goldens must not depend on it."""
     copy = tmp_path / "a-folder-with-a-much-longer-name-than-the-checkout" / "repo"
-    shutil.copytree(GOLDEN, copy / "notebooks" / "golden",
-                    ignore=shutil.ignore_patterns(".lily", ".ipynb_checkpoints"))
+    shutil.copytree(GOLDEN, copy / "notebooks" / "golden", ignore=WITH_RECORDS)
     shutil.copytree(REPO / "tests" / "support", copy / "tests" / "support")
     (copy / "tests" / "__init__.py").write_text("")
     command = [sys.executable, "-m", "pytest", "--nbval", "notebooks/golden",
@@ -92,7 +156,9 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     for cell in _code_cells(nb):
         kinds = [o.output_type for o in cell.outputs]
         assert "error" not in kinds, (cell.source, cell.outputs)
-        if cell.source.startswith("/") and not cell.source.startswith("/haiku"):
+        if cell.source.startswith("/python "):  # the code shown, then what it gave
+            assert kinds == ["display_data", "display_data"], cell.outputs
+        elif cell.source.startswith("/") and not cell.source.startswith("/haiku"):
             assert kinds == ["display_data"], cell.source
             assert set(cell.outputs[0].data) == MIMETYPES
         else:
@@ -104,7 +170,7 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
 
     commands = {"/help", "/skills", "/help haiku", "/peek lily.yaml", "/ls skills",
                 "/skill workspace_files persona", "/agent", "/agent reviewer",
-                "/agent default", "/reload_skills"}
+                "/agent default", "/reload_skills", "/python"}
     assert commands <= set(outputs), "the tour covers every command"
     assert re.search(r"^haiku +Answer in a single haiku\. +workspace +prompt_rewrite +/haiku$",
                      plain("/skills"), re.M)
@@ -114,6 +180,11 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     assert "reviewer/" in plain("/skill workspace_files persona")
     assert plain("/agent reviewer").startswith("Switched to agent reviewer")
     assert "No changes." in plain("/reload_skills")
+    # The person's own Python, in the sandboxed kernel: the code, then its value.
+    ran = outputs["/python import statistics\nscores = [3, 5, 8, 13]\nstatistics.mean(scores)"]
+    assert "statistics.mean(scores)" in ran[0].data["text/plain"]
+    assert ran[1].data["text/plain"] == "7.25"
+    assert "scores" in plain("/python") and "statistics" in plain("/python")
     # Three chat cells, each answered (Markdown) with the footer naming the local model;
     # no line of an answer comes twice, in it or in another answer (the small model
     # copied its last answer whole before DRY saw the conversation).
@@ -173,3 +244,21 @@ def test_chat_transcript_scripts_every_model_turn() -> None:
                   "Tool list: refused: tool 'list' is not allowed by the tool policy",
                   "only one skill can be used per request", "rate limit"):
         assert shown in texts
+
+
+def test_the_python_golden_runs_the_models_code_then_the_persons() -> None:
+    """Its stored outputs: the model's `python` call shown as code, what it printed and
+    the table it displayed; then `/python` reading the variables that code defined."""
+    nb = nbformat.read(PYTHON_GOLDEN, as_version=4)
+    assert nb.metadata.get("lily_needs_sandbox") is True
+    turn, person, *_ = _code_cells(nb)
+    [call] = turn.metadata["lily_scripted_replies"][0]["tool_calls"]
+    code = json.loads(call["arguments"])["code"]
+    assert call["name"] == "python" and "total = " in code
+    shown = [o.get("data", {}) for o in turn.outputs]
+    assert shown[0]["text/markdown"] == f"```python\n{code}\n```"
+    printed = [o.text for o in turn.outputs if o.output_type == "stream"]
+    assert printed == ["sum of the squares of 1 to 5: 55\n"]
+    assert any("<table>" in d.get("text/html", "") for d in shown)
+    assert person.source.startswith("/python") and "total" in person.source
+    assert [o.text for o in person.outputs if o.output_type == "stream"] == ["55 25\n"]

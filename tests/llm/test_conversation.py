@@ -26,6 +26,7 @@ class Sink:
         self.footers: list[str | None] = []
         self.notices: list[str] = []
         self.shown: list[CommandResult] = []
+        self.outputs: list[object] = []
 
     def show(self, result: CommandResult) -> None:
         self.shown.append(result)
@@ -36,6 +37,9 @@ class Sink:
     def reply(self, markdown: str, footer: str | None = None) -> None:
         self.replies.append(markdown)
         self.footers.append(footer)
+
+    def output(self, item: object) -> None:
+        self.outputs.append(item)
 
     def notice(self, text: str) -> None:
         self.notices.append(text)
@@ -95,7 +99,8 @@ def test_plain_reply_streams_then_lands_in_history(runtime: LilyRuntime) -> None
     assert "\n- echo: Echo in uppercase\n" in sent.messages[0]["content"]
     assert "private" not in sent.messages[0]["content"]  # hidden from the model
     assert sent.messages[-1] == {"role": "user", "content": "hello there"}
-    assert [t["function"]["name"] for t in sent.tools] == ["load_skill", "list", "read"]
+    assert [t["function"]["name"] for t in sent.tools] == ["load_skill", "list", "python",
+                                                                 "read", "shell"]
     assert runtime.session.conversation_state.messages == [
         {"role": "user", "content": "hello there"},
         {"role": "assistant", "content": "Hi! How can I help?"},

@@ -59,7 +59,8 @@ def test_plain_streamed_reply(make_runtime, server: OpenAIServer) -> None:  # ty
     sent = server.requests[0]
     assert sent["model"] == "test-model" and sent["stream"] is True
     assert sent["messages"][-1] == {"role": "user", "content": "hi"}
-    assert [t["function"]["name"] for t in sent["tools"]] == ["load_skill", "list", "read"]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["load_skill", "list", "python",
+                                                                    "read", "shell"]
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
 
 
@@ -93,7 +94,7 @@ def test_denied_and_unknown_tools_are_never_executed(make_runtime, server: OpenA
     runtime = make_runtime()
     server.script(
         Reply(tool_calls=[tool_call("write", {"path": "pwned.txt", "content": "x"}, "w"),
-                          tool_call("shell", {"cmd": "rm -rf /"}, "s"),
+                          tool_call("teleport", {"cmd": "rm -rf /"}, "s"),
                           tool_call("read", {"path": "notes.txt"}, "r")]),
         Reply(text="ok"),
     )
@@ -101,7 +102,7 @@ def test_denied_and_unknown_tools_are_never_executed(make_runtime, server: OpenA
     results = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"]
                if m["role"] == "tool"}
     assert results == {"w": "Refused: tool 'write' is not allowed by the tool policy.",
-                       "s": "Refused: unknown tool 'shell'.", "r": "the note"}
+                       "s": "Refused: unknown tool 'teleport'.", "r": "the note"}
     assert not (workspace / "pwned.txt").exists()
 
 

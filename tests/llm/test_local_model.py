@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,14 +16,15 @@ from typing import Any
 
 import pytest
 
-from lily_kernel.display.messages import EMBEDDED_NOTICE
+from lily_kernel.display.messages import EMBEDDED_NOTICE, PYTHON_CELL_HINT
 from lily_kernel.llm.local_files import find_embedded_model
 from tests.kernel.conftest import REPO, Execution, LilyProcess, lily_kernel
 
 EMBEDDED = find_embedded_model()
 pytestmark = pytest.mark.skipif(
     EMBEDDED is None, reason="the `local` extra is not installed (./setup.sh installs it)")
-GUARD = str(REPO / "tests" / "support" / "guard_network")
+# The network guard, then the checkout under test (a worktree's own code too).
+GUARD = os.pathsep.join((str(REPO / "tests" / "support" / "guard_network"), str(REPO)))
 NAME = "SmolLM2-135M-Instruct (local)"
 
 
@@ -356,3 +358,22 @@ def test_an_answer_is_llama_cpp_pythons_own_completion_the_same_every_time() -> 
     asyncio.run(ask(5))
     again, _ = asyncio.run(ask(80))
     assert again.text == response.text
+
+
+def test_a_skill_that_runs_code_is_said_to_be_beyond_this_model(kernel: LilyProcess) -> None:
+    """#29: the embedded model cannot call tools; a chosen skill that runs Python says
+    so in one line, and a cell of plain Python is pointed at /python (still answered)."""
+    folder = kernel.workspace / "skills" / "sine-plot"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nsummary: Plot a sine wave\n---\nRun:\n\n```python\n"
+                                     "import math\nprint(math.sin(1))\n```\n")
+    assert kernel.execute("/reload_skills").status == "ok"
+    run = kernel.execute("/skill sine-plot plot a sine wave", timeout=120)
+    assert run.status == "ok", run.reply
+    said = [n for n in notices(run) if "cannot call tools" in n]
+    assert len(said) == 1 and said[0].startswith(
+        f"Skill sine-plot runs code (python), and this model ({NAME}) cannot call tools")
+    code = kernel.execute("import math\nprint(math.sqrt(2))", timeout=120)
+    assert code.status == "ok", code.reply
+    assert PYTHON_CELL_HINT in notices(code)
+    assert answer(code)["text/plain"].strip()  # the model answered it all the same

@@ -17,6 +17,7 @@ from lily_kernel.commands import CommandResult
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.runtime.collaborators import Collaborators
+from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.turn import STOPPED_BEFORE
 from tests.conftest import FIXTURES
 
@@ -39,6 +40,9 @@ class Sink:
 
     def reply(self, markdown: str, footer: str | None = None) -> None:
         self.replies.append(markdown)
+
+    def output(self, item: object) -> None:
+        """Code that runs and its outputs (not looked at here)."""
 
     def notice(self, text: str) -> None:
         self.notices.append(text)
@@ -66,7 +70,7 @@ def start(workspace: Path, environ: dict[str, str],
     return LilyRuntime.start(workspace, env, session_id="s1", collaborators=collaborators)
 
 
-def run(runtime: LilyRuntime, code: str, sink: Sink,
+def run(runtime: LilyRuntime, code: str, sink: CellSink,
         *replies: ChatResponse | BaseException) -> ScriptedModel:
     model = ScriptedModel(*replies)
     runtime.model = model

@@ -60,6 +60,9 @@ class Person:
 
     def reply(self, markdown: str, footer: str | None = None) -> None: ...
 
+    def output(self, item: object) -> None:
+        """Code that runs and its outputs (not looked at here)."""
+
     def notice(self, text: str) -> None:
         self.notices.append(text)
 

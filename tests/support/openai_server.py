@@ -11,15 +11,18 @@ only; binds 127.0.0.1.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
+import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OpenAIServer", "Reply", "tool_call"]
+__all__ = ["OpenAIServer", "Reply", "fresh_tokens", "tool_call"]
 
 
 def tool_call(name: str, arguments: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
@@ -50,10 +53,24 @@ class Reply:
     )
 
 
-class OpenAIServer:
-    """Start with `with OpenAIServer() as server:`; script replies with `server.script(...)`."""
+def fresh_tokens(text: str = "Answer") -> Callable[[dict[str, Any]], Reply]:
+    """A `default` that answers every request anew: `<text> <token>`, the token fresh
+    each time (a recorded answer given again can be told from a new one)."""
+    count = itertools.count(1)
 
-    def __init__(self, default: Reply | None = None) -> None:
+    def answer(body: dict[str, Any]) -> Reply:
+        return Reply(text=f"{text} {next(count)}-{uuid.uuid4().hex[:8]}")
+
+    return answer
+
+
+class OpenAIServer:
+    """Start with `with OpenAIServer() as server:`; script replies with `server.script(...)`.
+    `default` answers what nothing was scripted for: a Reply, or a function of the
+    request's body giving one (`fresh_tokens()`)."""
+
+    def __init__(self, default: Reply | Callable[[dict[str, Any]], Reply] | None = None
+                 ) -> None:
         self.default = default
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
@@ -88,8 +105,10 @@ class OpenAIServer:
             self.headers.append(headers)
             if self.replies:
                 return self.replies.popleft()
-        if self.default is not None:
+        if isinstance(self.default, Reply):
             return self.default
+        if self.default is not None:
+            return self.default(body)
         return Reply(status=500, error_message="the test server has no scripted reply left")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -1,5 +1,8 @@
 """A session's lifecycle, for the kernel adapter to await: background start, retry, warm-up.
 
+It sits beside the runtime, not in it: the runtime is routing and the turn; this is how
+a synchronous host (the kernel) starts one on a thread of its own and waits for it.
+
 The session starts in a background thread as soon as the kernel is created: loading
 Lily and the skills then overlaps the client's connection instead of delaying it, and
 the first request that needs the session waits for it. A session that cannot start (a
@@ -142,12 +145,12 @@ class BackgroundRuntime:
 
     # --- what the adapter asks ---------------------------------------------------------
 
-    async def run_cell(self, code: str, sink: CellSink) -> None:
+    async def run_cell(self, code: str, sink: CellSink, cell_id: str | None = None) -> None:
         """Run one cell; while the session cannot start, raise why (a LilyError)."""
         self._busy += 1
         try:
             runtime = await self._started()
-            await runtime.run_cell(code, sink)
+            await runtime.run_cell(code, sink, cell_id)
         finally:
             self._busy -= 1
             self._last_activity = time.monotonic()

@@ -1,0 +1,115 @@
+"""What the person sees of code that runs: the code itself, highlighted, then its outputs
+as a notebook shows them, made safe.
+
+An output comes from code the model wrote, or a package it imported: nothing in it may
+act on the notebook. HTML is cleaned by nh3 (ammonia: no scripts, no event handlers,
+no `javascript:` links, no styles), SVG is shown as an image (a browser runs no script
+in an image), raster images pass as they are, and what a notebook would run or cannot
+render here (JavaScript, widgets, Markdown and LaTeX, whose HTML is not cleaned) falls
+back to the output's plain text. Text passes `program_output` (no terminal escapes).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lily_kernel.visible import program_output
+
+__all__ = ["Code", "RunOutput", "code_bundle", "error_text", "output_message"]
+
+# Images shown as they are: the bytes are base64 (checked), never markup.
+_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+TRACEBACK_ENTRIES = 3  # the last entries of a traceback: where it failed, and why
+
+
+@dataclass(frozen=True)
+class Code:
+    """Code that runs (or ran), shown highlighted."""
+
+    text: str
+    language: str = "python"
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """One output of a run as nbformat writes it: a stream, a display, a result, an error."""
+
+    output: Mapping[str, Any]
+
+
+def _fence(text: str, language: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
+def code_bundle(code: Code) -> dict[str, str]:
+    """Markdown (the notebook highlights the fenced code) and plain text."""
+    text = program_output(code.text)
+    return {"text/markdown": _fence(text, code.language), "text/plain": text}
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _base64(value: Any) -> str | None:
+    text = _text(value).replace("\n", "")
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return text
+
+
+def _safe_data(data: Mapping[str, Any]) -> dict[str, str]:
+    safe: dict[str, str] = {}
+    for mime in _IMAGES:
+        if mime in data and (encoded := _base64(data[mime])) is not None:
+            safe[mime] = encoded
+    if "text/html" in data:
+        import nh3  # with the first HTML output
+
+        safe["text/html"] = nh3.clean(_text(data["text/html"]))
+    elif "image/svg+xml" in data:
+        svg = base64.b64encode(_text(data["image/svg+xml"]).encode()).decode()
+        safe["text/html"] = f'<img src="data:image/svg+xml;base64,{svg}" alt="SVG image">'
+    plain = data.get("text/plain")
+    if plain is not None:
+        safe["text/plain"] = program_output(_text(plain))
+    elif not safe:
+        kinds = ", ".join(sorted(data)) or "nothing"
+        safe["text/plain"] = f"[an output Lily does not show here: {kinds}]"
+    return safe
+
+
+def error_text(output: Mapping[str, Any]) -> str:
+    """An error's short traceback, as plain text: its last entries (where and why)."""
+    entries = [program_output(str(e)) for e in output.get("traceback", []) if str(e).strip()]
+    summary = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
+    shown = entries[-TRACEBACK_ENTRIES:] or [program_output(summary)]
+    return "\n".join(shown)
+
+
+def output_message(item: RunOutput) -> tuple[str, dict[str, Any]]:
+    """The Jupyter message (type, content) that shows one output: a stream as a stream,
+    an error as a short traceback on stderr (the cell itself goes on), anything else as
+    a display of its safe representations."""
+    output = item.output
+    kind = output.get("output_type")
+    if kind == "stream":
+        name = "stderr" if output.get("name") == "stderr" else "stdout"
+        return "stream", {"name": name, "text": program_output(_text(output.get("text", "")))}
+    if kind == "error":
+        return "stream", {"name": "stderr", "text": error_text(output) + "\n"}
+    metadata = output.get("metadata") or {}
+    kept = {m: {k: v for k, v in size.items() if k in ("width", "height")
+                and isinstance(v, int)}
+            for m, size in metadata.items() if m in _IMAGES and isinstance(size, dict)}
+    return "display_data", {"data": _safe_data(output.get("data") or {}),
+                            "metadata": kept, "transient": {}}

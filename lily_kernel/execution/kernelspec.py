@@ -1,0 +1,78 @@
+"""Which Jupyter kernel the session's Python runs in: a kernelspec the person names
+(`python_kernel`, `LILY_PYTHON_KERNEL`: e.g. their data-science environment), or by
+default an IPython kernel of Lily's own environment.
+
+Only Python kernels are taken (the tool is `python`), never Lily's own kernel, and the
+kernel is always interrupted by message: in the sandbox's own PID namespace a signal
+from outside does not reach it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lily_kernel.errors import ToolError
+from lily_kernel.execution.sandbox import search_path
+
+__all__ = ["LILYS_OWN", "KernelChoice", "choose_kernel"]
+
+LILYS_OWN = "Python (Lily's environment)"
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """A kernel to start: its command line (with `{connection_file}`), its display
+    name, the variables its kernelspec sets, and the installation it runs from (shown
+    read-only in the sandbox)."""
+
+    name: str  # the kernelspec's name ("" for Lily's own)
+    display_name: str
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def installation(self) -> Path:
+        """The folder the interpreter is installed in (`<prefix>` of `<prefix>/bin/python`)."""
+        return Path(os.path.realpath(self.argv[0])).parent.parent
+
+    def described(self) -> str:
+        return self.display_name if not self.name else f"{self.display_name} ({self.name})"
+
+
+def _lilys_own() -> KernelChoice:
+    return KernelChoice("", LILYS_OWN, (sys.executable, "-m", "ipykernel_launcher",
+                                        "-f", "{connection_file}"))
+
+
+def choose_kernel(name: str | None) -> KernelChoice:
+    """The kernel named `name` (a kernelspec Jupyter knows), or Lily's own Python."""
+    if not name:
+        return _lilys_own()
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(name)
+    except NoSuchKernel:
+        raise ToolError(f"no Jupyter kernel named '{name}' (python_kernel); `jupyter "
+                        "kernelspec list` shows the installed ones.") from None
+    argv = list(spec.argv)
+    if not argv:
+        raise ToolError(f"the kernel '{name}' has no command line (its kernel.json).")
+    if not (spec.language or "").lower().startswith("python"):
+        raise ToolError(f"the kernel '{name}' runs {spec.language or 'an unknown language'}, "
+                        "not Python (python_kernel).")
+    if any("lily_kernel" in part for part in argv):
+        raise ToolError(f"the kernel '{name}' is Lily itself; python_kernel names a Python "
+                        "kernel such as `python3`.")
+    if argv[0] in ("python", "python3"):  # a kernelspec that means this very Python
+        argv[0] = sys.executable
+    elif not os.path.isabs(argv[0]):
+        found = shutil.which(argv[0], path=search_path(os.environ))
+        if found is None:
+            raise ToolError(f"the kernel '{name}' needs {argv[0]}, which is not installed.")
+        argv[0] = found
+    return KernelChoice(name, spec.display_name or name, tuple(argv), dict(spec.env or {}))

@@ -1,0 +1,49 @@
+"""A command planned to run: in bubblewrap where there is one, else through the reaper.
+
+`plan_process` is the one place a command becomes a run (a skill's script, a shell
+command line): the sandbox's file system (execution/mounts.py) and namespaces
+(execution/sandbox.py), the run's limits (execution/limits.py), the environment without
+secrets; or, without a sandbox, the reaper. The tools decide what the command is and
+whether it may run unsandboxed at all (the shell may not).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from lily_kernel.errors import ToolError
+from lily_kernel.execution.limits import LIMITER, Limits, limited
+from lily_kernel.execution.mounts import plan_mounts
+from lily_kernel.execution.runner import ProcessPlan
+from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment, unsandboxed
+
+__all__ = ["plan_process"]
+
+
+def plan_process(command: Sequence[str], workspace: Path, protected: Sequence[Path],
+                 environ: Mapping[str, str], sandbox: Sandbox, *, limits: Limits,
+                 allowed_env: Sequence[str] = (), visible: Sequence[Path] = ()
+                 ) -> ProcessPlan:
+    """`command` run in `workspace`: sandboxed when `sandbox` is available (Lily's own
+    files `protected`, `visible` shown read-only through the private home and /tmp
+    besides the interpreter and the limiter), under `limits`; else through the reaper.
+    Raises ToolError when the workspace is the root folder (nothing can be confined)."""
+    workspace = workspace.resolve()
+    env = script_environment(environ, allowed_env)
+    if sandbox.bwrap is None:
+        return ProcessPlan(argv=tuple(unsandboxed(list(command))), cwd=workspace, env=env,
+                           sandboxed=False, sandbox_note=sandbox.reason)
+    if workspace == Path(workspace.anchor):
+        # Bound writable, the root would show the host's /tmp, /run, /proc and /dev
+        # again and leave /usr writable: there is no sandbox to offer.
+        raise ToolError("the workspace is the root folder (/): nothing run there can be "
+                        "confined to it; open the notebook from a project folder.")
+    shown = [*visible, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+             Path(sys.executable).resolve().parent.parent, LIMITER.parent.resolve()]
+    home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None
+    mounts = plan_mounts(workspace, protected, home, list(dict.fromkeys(shown)))
+    argv = sandboxed(sandbox.bwrap, limited(command, limits), workspace, mounts)
+    return ProcessPlan(argv=tuple(argv), cwd=workspace, env=env, sandboxed=True,
+                       sandbox_note="", placeholders=mounts.placeholders, limits=limits)

@@ -1,0 +1,152 @@
+"""The session's Python: one sandboxed kernel (execution/subkernel.py), started on first
+use, kept across turns and cells, ended with the session.
+
+What the kernel may touch is the sandbox's rules for skill scripts, written once
+(execution/mounts.py): the workspace writable, Lily's own files read-only whether or
+not they exist, the home folder empty, no network, the environment an allowlist; its
+private folder (the connection file and sockets) bound writable. Nothing runs outside
+the sandbox: without a working bubblewrap, the Python tool says why and runs nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lily_kernel.errors import ToolError, ToolRefusedError
+from lily_kernel.execution.cgroups import RunGroup, open_run_group
+from lily_kernel.execution.kernelspec import KernelChoice, choose_kernel
+from lily_kernel.execution.limits import LIMITER, Limits, limited
+from lily_kernel.execution.mounts import plan_mounts, remove_placeholders
+from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment
+from lily_kernel.execution.subkernel import RunReply, Subkernel
+
+__all__ = ["MAX_KEPT_BYTES", "PythonHost"]
+
+# What one run shows the person at most (images included); past it, the run goes on
+# and the rest is counted, not shown.
+MAX_KEPT_BYTES = 5_000_000
+
+
+@dataclass
+class PythonHost:
+    """How this session runs Python: the host's environment and bubblewrap (the script
+    host's, found once), the workspace and Lily's own paths, the kernel to start, the
+    time limit of a run, and the resource limits of the kernel's processes."""
+
+    environ: Mapping[str, str]
+    workspace: Path
+    protected: Sequence[Path]
+    sandbox: Callable[[], Sandbox]
+    kernel_name: str | None = None
+    timeout: float = 600.0
+    allowed_env: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    _kernel: Subkernel | None = field(default=None, repr=False)
+    _choice: KernelChoice | None = field(default=None, repr=False)
+    _placeholders: tuple[Path, ...] = field(default=(), repr=False)
+    _group: RunGroup | None = field(default=None, repr=False)  # the kernel's control group
+    _lock: asyncio.Lock | None = field(default=None, repr=False)
+
+    @property
+    def running(self) -> Subkernel | None:
+        """The kernel, while it runs."""
+        kernel = self._kernel
+        return kernel if kernel is not None and kernel.alive else None
+
+    def choice(self) -> KernelChoice:
+        """The kernel a run uses (looked up once; raises ToolError)."""
+        if self._choice is None:
+            self._choice = choose_kernel(self.kernel_name)
+        return self._choice
+
+    def check(self) -> KernelChoice:
+        """Whether Python can run here at all, before anyone is asked: a sandbox, a
+        workspace it can confine, a kernel to start. The kernel it would use."""
+        box = self.sandbox()
+        if box.bwrap is None:
+            raise ToolRefusedError(
+                f"Python runs only in the sandbox, and there is none here ({box.reason}); "
+                "install bubblewrap (apt-get install bubblewrap) and restart the kernel")
+        workspace = self.workspace.resolve()
+        if workspace == Path(workspace.anchor):
+            raise ToolError("the workspace is the root folder (/): Python cannot be "
+                            "confined to it; open the notebook from a project folder.")
+        return self.choice()
+
+    async def run(self, code: str, on_output: Callable[[dict[str, Any]], None]) -> RunReply:
+        """Run `code` in the session's kernel, starting it first if it is not running."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            kernel = self.running or await self._start()
+            return await kernel.execute(code, on_output, self.timeout, MAX_KEPT_BYTES)
+
+    async def _start(self) -> Subkernel:
+        choice = self.check()
+        self.close()  # a kernel that died: its folder and placeholders go first
+        box = self.sandbox()
+        assert box.bwrap is not None
+        bwrap = box.bwrap
+        folder = Path(tempfile.mkdtemp(prefix="lily-python-"))  # mode 0700
+        workspace = self.workspace.resolve()
+        home = Path(self.environ["HOME"]).resolve() if self.environ.get("HOME") else None
+        visible = [choice.installation, Path(sys.prefix).resolve(),
+                   Path(sys.base_prefix).resolve(), LIMITER.parent.resolve()]
+        mounts = plan_mounts(workspace, self.protected, home, visible, writable=[folder])
+        self._placeholders = mounts.placeholders
+        # The kernel and all it starts in one control group where the host allows it:
+        # the process and memory limits for them together (a fork bomb from Python meets
+        # pids.max, as a shell command's does), and what is left is killed with it.
+        group = self._group = open_run_group(self.limits)
+
+        def wrap(argv: list[str]) -> list[str]:
+            command = sandboxed(bwrap, limited(argv, self.limits), workspace, mounts)
+            return group.argv(command) if group is not None else command
+
+        env = {**script_environment(self.environ, self.allowed_env), **choice.env}
+        kernel = Subkernel(choice, wrap, workspace, env, folder)
+        self._kernel = kernel
+        try:
+            await kernel.start()
+        except BaseException:
+            self.close()
+            raise
+        return kernel
+
+    async def names(self) -> list[str] | None:
+        """The names the person's and the model's code defined, or None when no kernel
+        runs (or it does not say)."""
+        kernel = self.running
+        if kernel is None:
+            return None
+        text = await kernel.evaluate("sorted(get_ipython().run_line_magic('who_ls', ''))")
+        if text is None:
+            return None
+        import ast
+
+        try:
+            names = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return None
+        return [str(n) for n in names] if isinstance(names, list) else None
+
+    def close(self) -> None:
+        """End the kernel (if any) and everything in its sandbox; remove what it left."""
+        kernel, self._kernel = self._kernel, None
+        if kernel is not None:
+            kernel.kill()
+        group, self._group = self._group, None
+        if group is not None:
+            for _ in range(20):  # a group goes once its processes are reaped
+                if group.kill():
+                    break
+                time.sleep(0.05)  # (else the next run's sweep removes it)
+        remove_placeholders(self._placeholders)
+        self._placeholders = ()

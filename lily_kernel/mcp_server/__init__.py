@@ -1,0 +1,2 @@
+"""`lily mcp`: an MCP server over stdio, serving the workspace's skills (SEP-2640) and
+Lily's tools under its policy. fastmcp is imported only when it runs."""

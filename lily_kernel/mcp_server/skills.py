@@ -1,0 +1,132 @@
+"""The session's skill snapshot as the MCP skills extension (SEP-2640) serves it.
+
+Each available skill of the snapshot (its roots, precedence, eligibility and trust holds
+already applied: a held skill is not in it) is one `skill://<name>/SKILL.md` entry whose
+resources are every file of its folder (hidden ones and links left out) with its sha256
+digest and size; fastmcp's `SkillManifestProvider` speaks `skills/list`, `skills/get`
+and `resources/read`. The frontmatter is the skill's own, with Lily's name for it (the
+folder's) and, without a description, its summary. A skill the extension cannot carry
+(a name outside its rule, no description, a value that is not JSON, too many files) is
+left out with a reason. A file is read when a client reads it, and refused when its
+bytes are no longer those the digest was made from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fastmcp.skills import SkillFile, SkillFrontmatter, SkillManifest
+from fastmcp.skills._constants import MAX_SKILL_BYTES, MAX_SKILL_FILES
+from fastmcp.skills.provider import SkillFileResource, SkillManifestProvider
+from pydantic import ValidationError
+
+from lily_kernel.errors import ToolError
+from lily_kernel.skills import Skill, SkillSnapshot
+from lily_kernel.skills.fields import Frontmatter
+
+__all__ = ["SnapshotSkills", "skill_manifests"]
+
+
+def _files(folder: Path) -> list[tuple[str, Path]]:
+    """The skill's files by their path in it (POSIX), in path order: regular files, no
+    link and nothing hidden (`.git`, `.DS_Store`)."""
+    found: list[tuple[str, Path]] = []
+    for top, folders, names in os.walk(folder):
+        folders[:] = sorted(d for d in folders if not d.startswith("."))
+        base = Path(top)
+        for name in sorted(names):
+            path = base / name
+            if not name.startswith(".") and path.is_file() and not path.is_symlink():
+                found.append((path.relative_to(folder).as_posix(), path))
+    return found
+
+
+def _json(value: Any) -> Any:
+    """A YAML value as JSON has it (dates as ISO text, tuples as lists)."""
+    if isinstance(value, tuple | list):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _json(v) for k, v in dataclasses.asdict(value).items() if v not in ((), None)}
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return value
+
+
+def _frontmatter(skill: Skill) -> dict[str, Any]:
+    """The skill's frontmatter keys as written (the ones Lily reads, and the rest)."""
+    found: dict[str, Any] = {}
+    for f in dataclasses.fields(Frontmatter):
+        value = getattr(skill.front, f.name)
+        if value is not None and value != f.default:
+            found[f.metadata.get("lily", {}).get("key") or f.name] = _json(value)
+    found.update(_json(skill.extra))
+    found["name"] = skill.name  # Lily's identity: the folder's name
+    found["description"] = skill.description or skill.summary
+    return found
+
+
+def _manifest(skill: Skill) -> SkillManifest:
+    """The skill's entry; raises ValueError when the extension cannot carry it."""
+    front = SkillFrontmatter.model_validate(_frontmatter(skill))
+    files = _files(Path(skill.path).parent)
+    sizes = [path.stat().st_size for _, path in files]
+    if len(files) > MAX_SKILL_FILES or sum(sizes) > MAX_SKILL_BYTES:
+        raise ValueError(f"more than {MAX_SKILL_FILES} files or {MAX_SKILL_BYTES:,} bytes")
+    return SkillManifest.model_construct(frontmatter=front, files={
+        rel: SkillFile.model_construct(
+            digest=f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}", size=size)
+        for (rel, path), size in zip(files, sizes, strict=True)})
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+    return str(exc)
+
+
+def skill_manifests(snapshot: SkillSnapshot) -> tuple[dict[str, SkillManifest], list[str]]:
+    """The snapshot's skills as manifests by name, and a line for each one left out."""
+    manifests: dict[str, SkillManifest] = {}
+    left_out: list[str] = []
+    for skill in snapshot.skills:
+        try:
+            manifests[skill.name] = _manifest(skill)
+        except (OSError, ValueError) as exc:
+            left_out.append(f"{skill.name}: not served ({_why(exc)})")
+    return manifests, left_out
+
+
+class SnapshotSkills(SkillManifestProvider):
+    """The manifests, made once (the snapshot is the session's), and each skill's folder
+    to read a file from when a client asks for it."""
+
+    def __init__(self, manifests: Mapping[str, SkillManifest], folders: Mapping[str, Path]
+                 ) -> None:
+        super().__init__()
+        self._manifests = dict(manifests)
+        self._folders = dict(folders)
+
+    async def load_manifests(self) -> Mapping[str, SkillManifest]:
+        return self._manifests
+
+    async def _is_served(self, path: str, manifest: SkillManifest) -> bool:
+        """Every file of every manifest is this provider's to read, and `lily mcp` has
+        no per-caller authorization: fastmcp's check (a lookup per file, per request:
+        half of a 1,000-skill `skills/list`) would always say yes."""
+        return True
+
+    async def read_file(self, resource: SkillFileResource) -> bytes:
+        path = self._folders[resource.skill_path] / resource.file_path
+        data = path.read_bytes()
+        if f"sha256:{hashlib.sha256(data).hexdigest()}" != resource.file.digest:
+            raise ToolError(f"{resource.uri} changed since this server listed it; "
+                            "restart `lily mcp` to serve it again.")
+        return data

@@ -1,0 +1,131 @@
+"""Which MCP servers a session may use: the person's own (`<Lily home>/mcp.json`) and
+the workspace's (`mcp_servers` in lily.yaml, held until the workspace is trusted).
+
+Both are written as Claude Code's `.mcp.json` entries (config.py, `McpServerConfig`):
+a program run over stdio, or a server reached over HTTP. The person's file is the very
+shape of `.mcp.json` (`{"mcpServers": {...}}`), so one can be copied over. `${VAR}` and
+`${VAR:-default}` in a command, its arguments, `env`, a URL or `headers` are the
+person's variables, as in Claude Code. A workspace's server of the same name as one of
+the person's wins, as a project's does in Claude Code (it applies only once trusted).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from lily_kernel.config import McpServerConfig, read_config_file
+from lily_kernel.errors import ConfigError
+from lily_kernel.tools.mcp_names import TOOL_PREFIX
+from lily_kernel.validation import ShapeError, build
+
+__all__ = ["PERSON_FILE", "McpServer", "configured_servers", "held_servers"]
+
+PERSON_FILE = "mcp.json"  # under the Lily home
+# A server's name goes into its tools' names (`mcp__<server>__<tool>`): no `__` in it,
+# so the name splits back unambiguously.
+_NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+Origin = Literal["person", "workspace"]
+Transport = Literal["stdio", "http", "sse"]
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """One configured server: its name, whose configuration named it, how it is reached,
+    and its settings with the person's variables filled in."""
+
+    name: str
+    origin: Origin
+    transport: Transport
+    config: McpServerConfig
+
+    @property
+    def target(self) -> str:
+        """What it runs or reaches, as people read it (never its env or headers)."""
+        if self.transport == "stdio":
+            return " ".join((self.config.command or "", *self.config.args))
+        return self.config.url or ""
+
+    @property
+    def prefix(self) -> str:
+        """The start of its tools' names: `mcp__<name>__`."""
+        return f"{TOOL_PREFIX}{self.name}__"
+
+
+def _expand(text: str, environ: Mapping[str, str]) -> str:
+    return _VARIABLE.sub(lambda m: environ.get(m.group(1)) or (m.group(2) or ""), text)
+
+
+def _filled(config: McpServerConfig, environ: Mapping[str, str]) -> McpServerConfig:
+    def fill(text: str | None) -> str | None:
+        return None if text is None else _expand(text, environ)
+
+    return replace(config, command=fill(config.command),
+                   args=tuple(_expand(a, environ) for a in config.args),
+                   env={k: _expand(v, environ) for k, v in config.env.items()},
+                   url=fill(config.url),
+                   headers={k: _expand(v, environ) for k, v in config.headers.items()})
+
+
+def _server(name: str, origin: Origin, config: McpServerConfig, where: str,
+            environ: Mapping[str, str]) -> McpServer:
+    if not _NAME.fullmatch(name):
+        raise ConfigError(f"{where}: MCP server name '{name}': letters, digits, '-' and "
+                          "single '_' only (its tools are named mcp__<server>__<tool>).")
+    kind = config.type or ("stdio" if config.command else "http" if config.url else None)
+    if kind is None or (config.command and config.url):
+        raise ConfigError(f"{where}: MCP server '{name}': give either `command` (a program "
+                          "run over stdio) or `url` (a server reached over HTTP).")
+    if kind == "stdio" and not config.command:
+        raise ConfigError(f"{where}: MCP server '{name}': type stdio needs a `command`.")
+    if kind != "stdio" and not config.url:
+        raise ConfigError(f"{where}: MCP server '{name}': type {kind} needs a `url`.")
+    return McpServer(name, origin, kind, _filled(config, environ))
+
+
+def _person_servers(home: Path) -> dict[str, McpServerConfig]:
+    """`<home>/mcp.json`'s `mcpServers` (none without the file); raises ConfigError."""
+    path = home / PERSON_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read the file ({exc}).") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
+        raise ConfigError(f"{path}: expected an object with `mcpServers`, as .mcp.json has.")
+    try:
+        return {str(name): build(McpServerConfig, entry if isinstance(entry, dict) else {
+            "type": entry}, forbid_unknown=True, prefix=f"mcpServers.{name}.")
+            for name, entry in data.get("mcpServers", {}).items()}
+    except ShapeError as exc:
+        raise ConfigError(f"{path}: key '{exc.key}': {exc.problem}.") from None
+
+
+def configured_servers(workspace_servers: Mapping[str, McpServerConfig], home: Path,
+                       where: Path, environ: Mapping[str, str]) -> tuple[McpServer, ...]:
+    """The servers of the person (`<home>/mcp.json`) and of the workspace (lily.yaml at
+    `where`, as the configuration applies it: held while untrusted), by name."""
+    servers = {name: _server(name, "person", config, str(home / PERSON_FILE), environ)
+               for name, config in _person_servers(home).items()}
+    for name, config in workspace_servers.items():
+        servers[name] = _server(name, "workspace", config, str(where), environ)
+    return tuple(servers[name] for name in sorted(servers))
+
+
+def held_servers(workspace: Path, applied: tuple[McpServer, ...]) -> tuple[str, ...]:
+    """The names of the workspace's servers (its lily.yaml's) that do not apply: held
+    until the person trusts the workspace."""
+    try:
+        named = read_config_file(workspace).data.get("mcp_servers")
+    except ConfigError:
+        return ()
+    started = {s.name for s in applied if s.origin == "workspace"}
+    return tuple(sorted(n for n in named if n not in started)) \
+        if isinstance(named, dict) else ()

@@ -1,0 +1,113 @@
+"""The replay of one turn: the model a turn talks to when the record has it.
+
+`TurnModel` stands in for the session's model for one turn. While each request is the
+one recorded at that step (the same digest: the tool results the turn's recorded calls
+gave again, under today's policy, are those of the record), the recorded answer is
+given, with no model call; at the first request that differs, the live model answers,
+from there to the end of the turn, and the record says so. Every step, replayed or
+not, is written down for the turn's own record. With no recorded steps it only writes
+them down: a turn the model answers.
+
+The same engine replays a turn for the kernel (Run All, the record's steps) and for
+`lily replay` (the log's own answers, the step where the recording diverged fed back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lily_kernel.events import ModelCall
+from lily_kernel.events.turns import TurnSource
+from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
+from lily_kernel.llm.records import response_record
+
+__all__ = ["Replay", "TurnModel", "recorded_calls"]
+
+
+@dataclass
+class Replay:
+    """How a turn is answered from the record: `answering`, the recorded answers in
+    order; `matches(step, digest)`, whether the request of a step (from 0) is the
+    recorded one; told when the first recorded answer is given (`on_replayed`) and at
+    the step (from 1) the live model takes over (`on_diverged`)."""
+
+    answering: ChatModel
+    matches: Callable[[int, str], bool]
+    on_replayed: Callable[[], None]
+    on_diverged: Callable[[int], None]
+
+
+def recorded_calls(steps: list[dict[str, Any]]) -> list[ModelCall]:
+    """A turn record's steps as the `model_call`s replay's model answers with."""
+    return [ModelCall(model=str(s.get("model") or ""), step=n, outcome="ok", latency_ms=0.0,
+                      context_window=s.get("context_window"),
+                      supports_tools=bool(s.get("supports_tools", True)),
+                      response=s.get("response"), prompt_tokens=s.get("prompt_tokens"),
+                      completion_tokens=s.get("completion_tokens"),
+                      finish_reason=s.get("finish_reason"), cost=s.get("cost"))
+            for n, s in enumerate(steps, 1)]
+
+
+class TurnModel:
+    """A ChatModel for one turn: the record's answers while the requests match, then
+    the live model (`live`, made on first need); `steps` what each call was asked
+    (digest) and answered, `source` who answered."""
+
+    def __init__(self, digest: Callable[[ChatRequest], str],
+                 live: Callable[[], Awaitable[ChatModel]], answering: ChatModel,
+                 replay: Replay | None = None) -> None:
+        self.digest, self.live, self.replay = digest, live, replay
+        self.answering = answering
+        self.steps: list[dict[str, Any]] = []
+        self.replayed = 0  # steps answered from the record
+        self.diverged = False
+
+    @property
+    def name(self) -> str:
+        return self.answering.name
+
+    @name.setter
+    def name(self, value: str) -> None:  # (ChatModel's are plain attributes)
+        self.answering.name = value
+
+    @property
+    def supports_tools(self) -> bool:
+        return self.answering.supports_tools
+
+    @supports_tools.setter
+    def supports_tools(self, value: bool) -> None:
+        self.answering.supports_tools = value
+
+    @property
+    def context_window(self) -> int | None:
+        return self.answering.context_window
+
+    @property
+    def source(self) -> TurnSource:
+        if self.replay is None or self.replayed == 0:
+            return "model"
+        return "diverged" if self.diverged else "record"
+
+    async def complete(self, request: ChatRequest,
+                       on_text: Callable[[str], None]) -> ChatResponse:
+        digest = self.digest(request)
+        if self.replay is not None and not self.diverged:
+            if self.replay.matches(len(self.steps), digest):
+                if self.replayed == 0:
+                    self.replay.on_replayed()
+                self.replayed += 1
+                return self._kept(digest, await self.answering.complete(request, on_text))
+            self.diverged = True
+            self.replay.on_diverged(len(self.steps) + 1)
+            self.answering = await self.live()
+        return self._kept(digest, await self.answering.complete(request, on_text))
+
+    def _kept(self, digest: str, response: ChatResponse) -> ChatResponse:
+        model = self.answering
+        self.steps.append({"request": digest, "model": model.name,
+                           "context_window": model.context_window,
+                           "supports_tools": model.supports_tools,
+                           **response_record(response)})
+        return response

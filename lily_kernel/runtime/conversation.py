@@ -1,0 +1,155 @@
+"""A chat turn from the cell to the history: the session's record plans it (from the
+record, continuing a recorded conversation, or by the model; docs/sessions.md), the
+turn engine runs it (turn.py). `/rerun` asks a turn again, afresh."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
+
+from lily_kernel.commands import AskAgain
+from lily_kernel.commands.python import looks_like_python
+from lily_kernel.display import Told
+from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE, PYTHON_CELL_HINT
+from lily_kernel.environment import LilyEnvironment
+from lily_kernel.errors import CommandError, ModelNotConfiguredError
+from lily_kernel.events import EventLog
+from lily_kernel.llm.base import ChatModel
+from lily_kernel.runtime.collaborators import SessionRecord, TurnFacts
+from lily_kernel.runtime.encoding_notice import announce_encoding
+from lily_kernel.runtime.sink import CellSink
+from lily_kernel.session import Session
+from lily_kernel.skills import Skill
+
+if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
+    from lily_kernel.mcp_tools.session import McpServers
+    from lily_kernel.runtime.tool_gate import ToolGate
+    from lily_kernel.runtime.turn import Turn
+    from lily_kernel.tools import PolicyState
+
+__all__ = ["RuntimeView", "ask_again", "build_turn", "converse"]
+
+ModelSource = Callable[[Callable[[], Awaitable[ChatModel]]], Awaitable[ChatModel]]
+
+
+class RuntimeView(Protocol):
+    """What a turn uses of the runtime (LilyRuntime, which imports this module)."""
+
+    env: LilyEnvironment
+    session: Session
+    log: EventLog
+    told: Told
+    record: SessionRecord | None
+    last_turn: tuple[TurnFacts, int] | None  # the last chat turn, where it begins (/rerun)
+
+    policy_state: PolicyState
+
+    @property
+    def gate(self) -> ToolGate: ...
+
+    @property
+    def mcp(self) -> McpServers: ...
+
+    async def get_model(self) -> ChatModel: ...
+
+    def use_environment(self, env: LilyEnvironment) -> None: ...
+
+
+async def converse(runtime: RuntimeView, facts: TurnFacts, forced: Skill | None,
+                   sink: CellSink, stop: threading.Event) -> None:
+    """Run one turn; append it to the history once it has completed, or, stopped by the
+    person, what they saw of it (marked as stopped). A turn that failed leaves the
+    history as it was (a recorded conversation it continues stays taken up)."""
+    plan = await runtime.record.plan(facts, sink) if runtime.record is not None else None
+    state = runtime.session.conversation_state
+    if plan is not None and plan.history is not None:
+        state.messages[:] = plan.history
+    start = len(state.messages)
+    turn = await build_turn(runtime, facts.text, forced, sink, stop,
+                            plan.model if plan is not None else None)
+    try:
+        messages = await turn.run()
+    except asyncio.CancelledError:
+        stopped = turn.stopped()
+        state.messages.extend(stopped)
+        if plan is not None:
+            plan.finished(stopped, stopped=True)
+        raise
+    state.messages.extend(messages)
+    runtime.last_turn = (facts, start)
+    if plan is not None:
+        plan.finished(messages, stopped=False)
+
+
+async def ask_again(runtime: RuntimeView, again: AskAgain, code: str, cell_id: str | None,
+                    sink: CellSink, stop: threading.Event) -> None:
+    """`/rerun`: `again.request` answered by the model, or the session's last turn asked
+    again in its place (the history as before it; restored if the new answer fails)."""
+    if again.request is not None or runtime.last_turn is None:  # (the command checked)
+        facts = TurnFacts(again.request or "", None, code, cell_id, fresh=True)
+        return await converse(runtime, facts, None, sink, stop)
+    last, start = runtime.last_turn
+    forced = runtime.session.skill_snapshot.get(last.forced) if last.forced else None
+    if last.forced and forced is None:
+        raise CommandError(f"/rerun: the skill '{last.forced}' of the last turn is no "
+                           "longer in this session's snapshot.")
+    messages = runtime.session.conversation_state.messages
+    dropped, messages[start:] = messages[start:], []
+    try:
+        await converse(runtime, replace(last, code=code, cell_id=cell_id, fresh=True,
+                                        rerun=True), forced, sink, stop)
+    except BaseException:
+        if len(messages) == start:  # nothing of the new turn kept: the old one back
+            messages.extend(dropped)
+        raise
+
+
+async def build_turn(runtime: RuntimeView, text: str, forced: Skill | None, sink: CellSink,
+                     stop: threading.Event | None = None,
+                     model_source: ModelSource | None = None) -> Turn:
+    """A turn for `text`, not yet run: its model (the session's, or `model_source`'s),
+    its request sized to the model, the notices the person is owed (the model, once; a
+    first ranking's time; left-out skills and turns). The caller extends the history."""
+    # The turn engine (and prompting) load with the first chat cell, not at start.
+    from lily_kernel.prompting.budget import skill_body_budget
+    from lily_kernel.runtime.mcp_flow import start_mcp_servers
+    from lily_kernel.runtime.skill_choice import SkillChoice
+    from lily_kernel.runtime.turn import Turn
+    from lily_kernel.runtime.turn_request import draft_turn_request, fit_request
+
+    session = runtime.session
+    if looks_like_python(text):  # said even when no model can answer it
+        sink.notice(PYTHON_CELL_HINT)
+    if session.model_config.model is None:
+        raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
+    model = await (model_source(runtime.get_model) if model_source is not None
+                   else runtime.get_model())
+    if session.embedded_default and runtime.told.first("embedded model"):
+        sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
+    draft = await asyncio.to_thread(draft_turn_request, session,
+                                    runtime.env.config.catalog_max_chars, model, text, forced)
+    if draft.ranks:  # a catalog over its budget lists the request's best matches
+        await announce_encoding(session.ranker(), sink)
+    request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
+    if catalog_notice is not None:
+        sink.notice(catalog_notice)
+    if forced is not None and request.forced_left:
+        sink.notice(f"Skill: {forced.name}: its SKILL.md less its last "
+                    f"{request.forced_left:,} characters, to fit the model's context "
+                    "window.")
+    if runtime.told.first(("persona", session.persona)):  # once per persona read
+        for notice in session.persona.notices:
+            sink.notice(notice)
+    request, trim_notice = fit_request(session, model, request)
+    if trim_notice is not None:
+        sink.notice(trim_notice)
+    await start_mcp_servers(runtime, sink)  # their tools join the registry and policy
+    choice = SkillChoice(session.skill_snapshot, runtime.log, sink, forced=forced,
+                         digests=runtime.env.trust.digests,
+                         body_max_chars=skill_body_budget(model.context_window))
+    return Turn(model=model, gate=runtime.gate, log=runtime.log, sink=sink,
+                settings=session.model_config, request=request, choice=choice,
+                ranker=session.ranker(), stop=stop)

@@ -1,0 +1,162 @@
+"""The `shell` tool: one command line, run by `/bin/sh -c` in the workspace, in the sandbox.
+
+The same run as a skill's script (execution/plan.py, execution/runner.py): bubblewrap's
+file system and namespaces, the environment without secrets, the limits, the time
+limit (`script_timeout`), the output cap, nothing left behind. Never outside the
+sandbox: without a working bubblewrap the call is refused, saying how to get one. The
+command is made ready before anyone is asked (`prepare`: a command a narrowing skill
+does not allow is refused there), the person reads it whole, and each run is a
+`code_run` event (the command and its digest, how it ended, the digest of its output).
+Asked by default (`Tool.asked`), and in an untrusted folder whatever the policy says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lily_kernel.errors import ToolError, ToolRefusedError
+from lily_kernel.execution.plan import plan_process
+from lily_kernel.execution.runner import ProcessPlan, RunResult, ScriptHost
+from lily_kernel.tools.command_rules import command_refusal
+from lily_kernel.tools.context import Question, ToolContext
+from lily_kernel.tools.questions import shell_question
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolOutcome
+from lily_kernel.visible import shown
+
+if TYPE_CHECKING:
+    from lily_kernel.events import RunStatus
+
+__all__ = ["MAX_COMMAND_CHARS", "SHELL", "ShellPlan", "no_sandbox_reason", "plan_shell",
+           "shell_tool"]
+
+SHELL = "/bin/sh"
+# The question shows a command whole: a longer one is refused (a script belongs in a
+# file the person can read, written with `write`).
+MAX_COMMAND_CHARS = 10_000
+
+
+def no_sandbox_reason(why: str) -> str:
+    """Why a run that needs the sandbox is refused here, and what to do."""
+    return (f"code runs only in the sandbox, and there is none here ({why}); install "
+            "bubblewrap (the `bubblewrap` package, e.g. `apt install bubblewrap`) and "
+            "restart the kernel")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShellPlan(ProcessPlan):
+    """A shell command's run: the command line and its sha256."""
+
+    command: str
+    sha256: str
+
+
+def plan_shell(command: str, ctx: ToolContext, host: ScriptHost) -> ShellPlan:
+    """The command checked (its size, the active skill's narrowing) and planned in the
+    sandbox; ToolRefusedError without one."""
+    if not command.strip():
+        raise ToolError("the command is empty.")
+    if "\0" in command:
+        raise ToolError("the command contains a NUL character.")
+    if len(command) > MAX_COMMAND_CHARS:
+        raise ToolError(f"the command is {len(command):,} characters long; at most "
+                        f"{MAX_COMMAND_CHARS:,} (write a longer script to a file first).")
+    skill = ctx.skill
+    if skill is not None and skill.commands is not None:
+        why = command_refusal(command, skill.commands, skill.name)
+        if why is not None:
+            raise ToolRefusedError(why)
+    sandbox = host.sandbox()
+    if not sandbox.available:
+        raise ToolRefusedError(no_sandbox_reason(sandbox.reason))
+    process = plan_process([SHELL, "-c", command], ctx.workspace, ctx.protected,
+                           host.environ, sandbox, limits=host.limits,
+                           allowed_env=host.allowed_env)
+    return ShellPlan(command=command, sha256=hashlib.sha256(command.encode()).hexdigest(),
+                     **vars(process))
+
+
+@dataclass(frozen=True)
+class ShellArgs:
+    __pydantic_config__ = ARGS_CONFIG
+
+    command: str
+    """One command line, run by /bin/sh -c in the workspace (sandboxed: no network)."""
+
+
+async def _plan(args: ShellArgs, ctx: ToolContext) -> ShellPlan:
+    import asyncio  # the conversation path only (`lily skills` builds this tool too)
+
+    host = ctx.host()
+    # Off the event loop: bubblewrap is probed once, the workspace looked at.
+    return await asyncio.to_thread(plan_shell, args.command, ctx, host)
+
+
+async def _prepare(args: ShellArgs, ctx: ToolContext) -> Question:
+    plan = await _plan(args, ctx)
+    return Question(shell_question(plan.command, str(plan.cwd)),
+                    f"running the command {shown(plan.command, 80)}", subject=plan)
+
+
+def _status(result: RunResult) -> RunStatus:
+    if result.timed_out:
+        return "timeout"
+    return "ok" if result.exit_code == 0 else "error"
+
+
+WORKSPACE_MARK = "{workspace}"
+
+
+def output_record(result: RunResult, plan: ShellPlan) -> tuple[str, int]:
+    """The sha256 and size of what the command printed, its workspace's path written as
+    `{workspace}` (in what was kept of it): replay runs it in a copy elsewhere
+    (replay/scratch.py), and compares these."""
+    path = str(plan.cwd)
+    size = result.output_bytes + result.output.count(path) * (len(WORKSPACE_MARK) - len(path))
+    text = result.output.replace(path, WORKSPACE_MARK)
+    return hashlib.sha256(text.encode()).hexdigest(), size
+
+
+async def _run(args: ShellArgs, ctx: ToolContext) -> str:
+    import asyncio
+
+    from lily_kernel.events import CodeRun
+    from lily_kernel.execution.runner import run_process
+
+    host = ctx.host()
+    prepared = ctx.prepared.subject if ctx.prepared is not None else None
+    plan = prepared if isinstance(prepared, ShellPlan) else await _plan(args, ctx)
+    started = CodeRun(tool="shell", caller=ctx.caller, code=plan.command, sha256=plan.sha256,
+                      status="interrupted")
+    try:
+        # Started here, on the event loop's thread: bubblewrap dies with that thread.
+        result = await run_process(plan, host.timeout)
+    except asyncio.CancelledError:
+        ctx.emit(started)
+        raise
+    digest, size = output_record(result, plan)
+    ctx.emit(CodeRun(tool="shell", caller=ctx.caller, code=plan.command, sha256=plan.sha256,
+                     status=_status(result), exit_code=result.exit_code,
+                     duration_ms=result.duration_ms, output_sha256=digest, output_bytes=size))
+    return result.for_model(host.timeout)
+
+
+def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str:
+    command = shown(arguments.get("command", ""), 100)
+    if outcome.status != "ran":
+        return f"Shell {command}: {outcome.detail.rstrip('.')}"
+    return f"Shell {command}: {outcome.text.split(chr(10), 1)[0].strip('[]')} (sandboxed)"
+
+
+def shell_tool() -> Tool:
+    return Tool(
+        "shell",
+        "Run one command line with /bin/sh in the workspace, in a sandbox: no network, "
+        "only the workspace writable, a time limit. Returns its exit code and output.",
+        ShellArgs, _run, prepare=_prepare, asked=True,
+        # It changes the workspace: in a folder the person does not trust, each call is
+        # asked like `write`. Kept by `Bash` entries of allowed-tools (narrowed by their
+        # patterns: tools/command_rules.py).
+        asks_untrusted=True, kept_by=frozenset({"bash"}), announce=_announce,
+    )

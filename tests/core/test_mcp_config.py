@@ -1,0 +1,115 @@
+"""MCP servers in the configuration and the policy, without any server running:
+lily.yaml's `mcp_servers` and the person's mcp.json, held until trusted, the policy's
+`mcp__<server>` names, a skill's `allowed-tools` narrowing to them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lily_kernel.config import ToolsConfig
+from lily_kernel.environment import LilyEnvironment
+from lily_kernel.errors import ConfigError
+from lily_kernel.tools import Tool, ToolContext, default_registry
+from lily_kernel.tools.policy import configured_policy
+
+SERVERS = "mcp_servers:\n  fx:\n    command: fx-server\n    args: [--flag, '${FX_ARG}']\n" \
+          "    env: {TOKEN: '${FX_TOKEN:-none}'}\n"
+
+
+async def _echo(args: dict[str, object], ctx: ToolContext) -> str:
+    return "x"
+
+
+def mcp_tool(name: str) -> Tool:
+    server = name.split("__")[1]
+    return Tool(name, "an MCP tool", dict, _echo, schema={"type": "object"}, asked=True,
+                asks_untrusted=True, kept_by=frozenset({f"mcp__{server}", f"mcp__{server}__*"}))
+
+
+def environ(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"HOME": str(tmp_path / "home"), "LILY_HOME": str(tmp_path / "home" / ".lily"),
+            "LILY_TRUST": "workspace", **extra}
+
+
+def test_servers_from_lily_yaml_and_the_persons_file(tmp_path: Path) -> None:
+    (tmp_path / "lily.yaml").write_text(SERVERS)
+    (tmp_path / "home" / ".lily").mkdir(parents=True)
+    (tmp_path / "home" / ".lily" / "mcp.json").write_text(
+        '{"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}')
+    env = LilyEnvironment.load(tmp_path, environ(tmp_path, FX_ARG="from-env"))
+    fx, web = env.mcp_servers
+    assert (fx.name, fx.origin, fx.transport) == ("fx", "workspace", "stdio")
+    assert fx.config.args == ("--flag", "from-env") and fx.config.env == {"TOKEN": "none"}
+    assert (web.name, web.origin, web.transport, web.target) == (
+        "web", "person", "http", "http://127.0.0.1:9/mcp")
+
+
+def test_an_untrusted_workspace_holds_its_servers_as_they_would_run(tmp_path: Path) -> None:
+    (tmp_path / "lily.yaml").write_text(SERVERS + "tools:\n  allow: [mcp__fx__run]\n")
+    env = LilyEnvironment.load(tmp_path, environ(tmp_path, LILY_TRUST="",
+                                                 FX_TOKEN="sk-held-SECRET-123456"))
+    assert env.mcp_servers == ()
+    [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
+    # What trusting it would run, whole; its env by names only (no value, no secret).
+    assert line == ("mcp_servers: fx (fx-server --flag ${FX_ARG}; with TOKEN) (starts the "
+                    "programs and contacts the servers it names; stays (none))")
+    assert "sk-held" not in line
+
+
+def test_the_held_servers_line_stays_a_line(tmp_path: Path) -> None:
+    many = "".join(f"  s{i}: {{command: run-{i}, headers: {{}}}}\n" for i in range(30))
+    (tmp_path / "lily.yaml").write_text("mcp_servers:\n" + many +
+                                        "  web: {type: http, url: 'https://mcp.example/x', "
+                                        "headers: {Authorization: 'Bearer sk-x'}}\n")
+    env = LilyEnvironment.load(tmp_path, environ(tmp_path, LILY_TRUST=""))
+    [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
+    assert line.startswith("mcp_servers: s0 (run-0); s1 (run-1); ")
+    assert "s19 (run-19); and 11 more (starts" in line and "sk-x" not in line
+
+
+@pytest.mark.parametrize(("config", "problem"), [
+    ("mcp_servers:\n  fx: {}\n", "give either `command`"),
+    ("mcp_servers:\n  fx: {command: a, url: 'http://x'}\n", "give either `command`"),
+    ("mcp_servers:\n  a__b: {command: a}\n", "single '_' only"),
+    ("mcp_servers:\n  fx: {type: http, command: a}\n", "type http needs a `url`"),
+    ("mcp_servers:\n  fx: {comand: a}\n", "key 'mcp_servers.fx.comand': unknown key"),
+    ("tools:\n  deny: [mcp__nope__x]\n", "unknown tool 'mcp__nope__x'"),
+])
+def test_a_broken_server_entry_is_a_config_error(tmp_path: Path, config: str,
+                                                 problem: str) -> None:
+    (tmp_path / "lily.yaml").write_text(config)
+    with pytest.raises(ConfigError, match=None) as caught:
+        LilyEnvironment.load(tmp_path, environ(tmp_path))
+    assert problem in str(caught.value)
+
+
+def test_policy_names_a_tool_or_a_whole_server_and_asks_by_default() -> None:
+    registry = default_registry()
+    for name in ("mcp__fx__run", "mcp__fx__stop", "mcp__gh__issue"):
+        registry.register(mcp_tool(name))
+    servers = frozenset({"fx", "gh"})
+    policy = configured_policy(ToolsConfig(), registry, servers)
+    assert policy.decision("mcp__fx__run") == "ask" and policy.why_asked("mcp__fx__run") \
+        == "default"
+    policy = configured_policy(ToolsConfig(allow=("read", "mcp__fx"), deny=("mcp__fx__stop",)),
+                               registry, servers)
+    assert [policy.decision(n) for n in ("mcp__fx__run", "mcp__fx__stop", "mcp__gh__issue")] \
+        == ["allow", "deny", "deny"]
+
+
+def test_allowed_tools_narrow_to_an_mcp_tool_or_its_server() -> None:
+    registry = default_registry()
+    for name in ("mcp__fx__run", "mcp__gh__issue"):
+        registry.register(mcp_tool(name))
+    policy = configured_policy(ToolsConfig(), registry, frozenset({"fx", "gh"}))
+
+    def offered(*names: str) -> list[str]:
+        return [t.name for t in policy.model_tools(registry, frozenset(names))
+                if t.name.startswith("mcp__")]
+
+    assert offered("read") == []
+    assert offered("mcp__fx__run") == ["mcp__fx__run"]
+    assert offered("mcp__gh") == ["mcp__gh__issue"]
+    assert offered("mcp__gh__*", "mcp__fx__run") == ["mcp__fx__run", "mcp__gh__issue"]

@@ -1,0 +1,223 @@
+"""The notebook is the session across restarts, through real Lily kernels (jupyter_client
+and nbclient over ZeroMQ) and the loopback model answering with a fresh token each time
+(a replayed answer can be told from a new one): Run All after a restart answers from
+the record with no request; a follow-up after a reopen reaches the model with the
+earlier turns (JupyterLab's JPY_SESSION_NAME and cell ids, VS Code's cell URIs, neither);
+an edited cell and LILY_ANSWERS=fresh ask the model; a tool call replayed is asked
+again under `ask`; the record answers with the model unreachable; the session that
+replayed replays as identical with `lily replay` (docs/sessions.md)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from lily_kernel.replay import replay_session
+from tests.kernel.conftest import Execution, LilyProcess, kernel_env, lily_kernel
+from tests.llm.test_kernel_skills import execute_answering
+from tests.support.openai_server import OpenAIServer, Reply, fresh_tokens, tool_call
+
+CELLS = (("lab-1", "What is 2+2?"), ("lab-2", "Read my notes"),
+         ("lab-3", "Which was my first question?"))
+UNREACHABLE = "http://127.0.0.1:9/v1"  # the discard port: nothing answers there
+REPLAYED = "Replayed from the record: the answer openai/loop gave on "
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer(default=fresh_tokens()) as srv:
+        yield srv
+
+
+def workspace_for(root: Path, policy: str = "") -> Path:
+    workspace = root / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "lily.yaml").write_text(
+        f"model: openai/loop\nstream: false\nretries: 0\n{policy}")
+    (workspace / "notes.md").write_text("Ship on Friday.\n")
+    return workspace
+
+
+def save(path: Path, cells: tuple[tuple[str, str], ...]) -> Any:
+    """The notebook as JupyterLab saves it (nbformat 4.5: each cell has its id)."""
+    nb = new_notebook(cells=[new_markdown_cell("# Talk")])
+    nb.metadata["kernelspec"] = {"name": "lily", "display_name": "Lily", "language": "lily"}
+    for cell_id, code in cells:
+        cell = new_code_cell(code)
+        cell.id = cell_id
+        nb.cells.append(cell)
+    nbformat.write(nb, path)
+    return nb
+
+
+def run_all(path: Path, env: dict[str, str]) -> Any:
+    """Run All, as JupyterLab after a restart (nbclient: a new kernel, every cell)."""
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, kernel_name="lily", timeout=120, allow_errors=True,
+                   record_timing=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
+    return nb
+
+
+def shown(cell: Any) -> list[str]:
+    return [str(o.get("data", {}).get("text/plain", o.get("evalue", "")))
+            for o in cell.get("outputs", [])]
+
+
+def env_for(root: Path, server: OpenAIServer, **extra: str) -> dict[str, str]:
+    return kernel_env(root / "home", LILY_EVENT_LOG="1", LILY_API_BASE=server.base_url,
+                      OPENAI_API_KEY="sk-record-not-a-real-key-0000", **extra)
+
+
+def test_run_all_after_a_restart_answers_from_the_record(server: OpenAIServer,
+                                                         tmp_path: Path) -> None:
+    workspace = workspace_for(tmp_path)
+    path = workspace / "talk.ipynb"
+    save(path, CELLS)
+    env = env_for(tmp_path, server, JPY_SESSION_NAME=str(path))
+    server.script(Reply(text="Four."), Reply(tool_calls=[tool_call("read", {"path": "notes.md"})]))
+    first = run_all(path, env)
+    asked = len(server.requests)
+    assert asked == 4  # three cells, one of them in two steps
+    answers = [shown(c) for c in first.cells[1:]]
+    assert answers[1][0] == "Tool read: ran" and answers[2][0].startswith("Answer ")
+    nbformat.write(first, path)
+
+    again = run_all(path, env)  # restart, Run All
+    assert len(server.requests) == asked  # no model call
+    for before, after in zip(answers, (shown(c) for c in again.cells[1:]), strict=True):
+        assert after[0].startswith(REPLAYED) and "/rerun asks the model afresh." in after[0]
+        assert after[1:] == before  # the conversation comes back as it was
+
+    sessions = sorted((workspace / ".lily" / "sessions").glob("*.jsonl"),
+                      key=lambda p: p.stat().st_mtime)
+    report = replay_session(sessions[-1], environ=env)
+    assert report.identical, report.describe()
+
+    # With the model unreachable and no key, the record still answers every cell; an
+    # edited cell is the first that cannot be answered, and says why.
+    offline = {**env, "LILY_API_BASE": UNREACHABLE}
+    offline.pop("OPENAI_API_KEY")
+    unreachable = run_all(path, offline)
+    assert [shown(c)[1:] for c in unreachable.cells[1:]] == answers
+    edited = copy.deepcopy(first)
+    edited.cells[2].source = "Read my notes, please"
+    nbformat.write(edited, path)
+    failed = run_all(path, offline)
+    assert shown(failed.cells[1])[0].startswith(REPLAYED)
+    assert [o.output_type for o in failed.cells[2].outputs] == ["error"]
+    assert failed.cells[2].outputs[0].ename == "ModelError"
+    assert len(server.requests) == asked
+
+
+def test_an_edited_cell_and_the_turns_after_it_ask_the_model(server: OpenAIServer,
+                                                             tmp_path: Path) -> None:
+    workspace = workspace_for(tmp_path)
+    path = workspace / "talk.ipynb"
+    save(path, CELLS)
+    env = env_for(tmp_path, server)
+    server.script(Reply(text="Four."), Reply(tool_calls=[tool_call("read", {"path": "notes.md"})]))
+    run_all(path, env)
+    asked = len(server.requests)
+    save(path, (CELLS[0], ("lab-2", "Read my notes, please"), CELLS[2]))
+    server.script(Reply(tool_calls=[tool_call("read", {"path": "notes.md"})]))
+    again = run_all(path, env)
+    assert len(server.requests) == asked + 3  # the edited cell in two steps, the next one
+    assert shown(again.cells[1])[0].startswith(REPLAYED)
+    assert not any(REPLAYED in line for c in again.cells[2:] for line in shown(c))
+    fresh = run_all(path, {**env, "LILY_ANSWERS": "fresh"})
+    assert len(server.requests) == asked + 3 + 3  # every cell asks (none calls a tool now)
+    assert not any(REPLAYED in line for c in fresh.cells for line in shown(c))
+
+
+def execute_in_cell(kernel: LilyProcess, code: str, cell_id: str) -> Execution:
+    """An execute_request carrying the cell's id in its metadata, as JupyterLab and VS
+    Code send it."""
+    msg = kernel.kc.session.msg("execute_request", {
+        "code": code, "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False, "stop_on_error": True}, metadata={"cellId": cell_id})
+    kernel.kc.shell_channel.send(msg)
+    msg_id = msg["header"]["msg_id"]
+    reply = kernel.kc.get_shell_msg(timeout=60)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    run = Execution(reply["content"])
+    while True:
+        out = kernel.kc.get_iopub_msg(timeout=60)
+        if out["parent_header"].get("msg_id") != msg_id:
+            continue
+        if out["msg_type"] == "status" and out["content"]["execution_state"] == "idle":
+            return run
+        if out["msg_type"] not in ("status", "execute_input"):
+            run.outputs.append(out)
+
+
+def users(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+def test_a_follow_up_after_a_reopen_knows_what_was_said(server: OpenAIServer,
+                                                        tmp_path: Path) -> None:
+    workspace = workspace_for(tmp_path)
+    path = workspace / "talk.ipynb"
+    save(path, CELLS)
+    settings = {"LILY_EVENT_LOG": "1", "LILY_API_BASE": server.base_url,
+                "OPENAI_API_KEY": "sk-record-not-a-real-key-0000"}
+    home = tmp_path / "home"
+    server.script(Reply(text="Four."), Reply(tool_calls=[tool_call("read", {"path": "notes.md"})]))
+    with lily_kernel(workspace, home, JPY_SESSION_NAME=str(path), **settings) as kernel:
+        for cell_id, code in CELLS:
+            assert execute_in_cell(kernel, code, cell_id).status == "ok"
+    earlier = [code for _, code in CELLS]
+    question = "Which was the first thing I asked?"
+
+    # JupyterLab, reopened: JPY_SESSION_NAME and a new cell's id.
+    with lily_kernel(workspace, home, JPY_SESSION_NAME=str(path), **settings) as kernel:
+        run = execute_in_cell(kernel, question, "lab-new")
+    assert users(server.requests[-1]) == [*earlier, question]
+    assert run.plain.startswith("Continuing this notebook's conversation of ")
+
+    # VS Code, the second cell deleted and the notebook saved: its cell URIs name the file.
+    save(path, (CELLS[0], CELLS[2]))
+    uri = f"vscode-notebook-cell:{path.as_posix()}#W3sZmlsZQ%3D%3D"
+    with lily_kernel(workspace, home, **settings) as kernel:
+        run = execute_in_cell(kernel, question, uri)
+    assert users(server.requests[-1]) == [earlier[0], earlier[2], question]
+    # The follow-up of the reopen above was never saved in the notebook: left out too.
+    assert "Left out of the conversation, their cells are no longer in the notebook: " \
+        f"'Read my notes', {question!r}." in run.plain
+
+    # No notebook named: nothing to continue.
+    with lily_kernel(workspace, home, **settings) as kernel:
+        run = execute_in_cell(kernel, question, "lab-other")
+    assert users(server.requests[-1]) == [question]
+    assert "Continuing" not in run.plain
+
+
+def test_a_replayed_tool_call_is_asked_again_under_ask(server: OpenAIServer,
+                                                       tmp_path: Path) -> None:
+    workspace = workspace_for(tmp_path, "tools:\n  ask: [read]\n")
+    settings = {"LILY_EVENT_LOG": "1", "LILY_API_BASE": server.base_url,
+                "OPENAI_API_KEY": "sk-record-not-a-real-key-0000"}
+    home = tmp_path / "home"
+    server.script(Reply(tool_calls=[tool_call("read", {"path": "notes.md"})]))
+    with lily_kernel(workspace, home, **settings) as kernel:
+        run, prompts = execute_answering(kernel, "Read my notes", ["y"])
+        assert run.status == "ok" and len(prompts) == 1
+    asked = len(server.requests)
+    with lily_kernel(workspace, home, **settings) as kernel:  # restarted
+        again, prompts_again = execute_answering(kernel, "Read my notes", ["y"])
+    assert prompts_again == prompts  # asked again, never silently
+    assert len(server.requests) == asked  # and answered from the record
+    assert again.plain.startswith(REPLAYED)
+    with lily_kernel(workspace, home, **settings) as kernel:
+        declined, _ = execute_answering(kernel, "Read my notes", ["n"])
+    assert len(server.requests) == asked + 1  # the live model reads the refusal
+    assert str(server.requests[-1]["messages"][-1]["content"]).startswith("Refused:")
+    assert "A tool's result differs from the record (step 2)" in declined.plain

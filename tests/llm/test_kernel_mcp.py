@@ -1,0 +1,255 @@
+"""MCP servers' tools through a real Lily kernel (jupyter_client over ZeroMQ), the loopback
+model scripting its calls, a real stdio MCP server made with the SDK
+(tests/support/mcp_fixture_server.py): allowed, asked (yes, no, no one to answer),
+denied; never started before the workspace is trusted; a server that fails to start,
+crashes or hangs; `/mcp`; and no server outlives the kernel, `kill -9` included."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kernel.conftest import lily_kernel
+from tests.llm.test_kernel_skills import execute_answering, log_events, running_with
+from tests.support.openai_server import OpenAIServer, Reply, tool_call
+
+FIXTURE = Path(__file__).resolve().parents[1] / "support" / "mcp_fixture_server.py"
+SECRET = "sk-kernel-mcp-SECRET-1234567890"
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def workspace_with(root: Path, *flags: str, tools: str = "", timeout: float = 20) -> Path:
+    """A workspace whose lily.yaml configures the fixture server (`fx`), writing its
+    starts to root/marker.txt."""
+    workspace = root / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    args = ", ".join(f'"{a}"' for a in (str(FIXTURE), "--marker", str(root / "marker.txt"),
+                                          *flags))
+    (workspace / "lily.yaml").write_text(
+        f"mcp_servers:\n  fx:\n    command: {sys.executable}\n    args: [{args}]\n"
+        f"    timeout: {timeout}\n{tools}")
+    return workspace
+
+
+def start(server: OpenAIServer, root: Path, **env: str) -> Any:
+    settings = {"LILY_MODEL": "openai/kernel-mcp", "LILY_API_BASE": server.base_url,
+                "OPENAI_API_KEY": SECRET, "LILY_STREAM": "0", "LILY_EVENT_LOG": "1",
+                "LILY_RETRY_BACKOFF": "0.01", **env}
+    return lily_kernel(root / "workspace", root / "home", **settings)
+
+
+def script(server: OpenAIServer, *calls: tuple[str, dict[str, Any]], final: str = "Done.") -> None:
+    server.replies.clear()
+    server.requests.clear()
+    server.script(*(Reply(tool_calls=[tool_call(name, args, f"c{i}")])
+                    for i, (name, args) in enumerate(calls)), Reply(text=final))
+
+
+def tool_result(server: OpenAIServer, index: int = -1) -> str:
+    return str(server.requests[index]["messages"][-1]["content"])
+
+
+def offered(server: OpenAIServer, index: int = -1) -> dict[str, Any]:
+    return {t["function"]["name"]: t["function"] for t in server.requests[index].get("tools", [])}
+
+
+def starts(root: Path) -> int:
+    marker = root / "marker.txt"
+    return len(marker.read_text().splitlines()) if marker.exists() else 0
+
+
+def test_an_allowed_tool_runs_with_its_schema_and_is_logged(server: OpenAIServer,
+                                                            tmp_path: Path) -> None:
+    workspace_with(tmp_path, tools="tools:\n  allow: [read, list, mcp__fx__echo]\n")
+    with start(server, tmp_path) as kernel:  # LILY_TRUST=workspace: trusted
+        script(server, ("mcp__fx__echo", {"text": f"hello {SECRET}"}))
+        run = kernel.execute("Echo hello", allow_stdin=True)  # would hang if it asked
+        assert run.status == "ok", run.reply
+        tools = offered(server)
+        assert tools["mcp__fx__echo"]["parameters"]["properties"]["text"]["type"] == "string"
+        assert "(MCP server 'fx')" in tools["mcp__fx__echo"]["description"]
+        assert "mcp__fx__add" not in tools  # not in tools.allow: denied, so not offered
+        assert tool_result(server).startswith("hello ") and SECRET not in tool_result(server)
+        assert "Tool mcp__fx__echo: ran" in run.plain
+        listing = kernel.execute("/mcp").plain
+        assert [line for line in listing.splitlines() if "mcp__fx__echo" in line
+                and "allowed" in line]
+        assert [line for line in listing.splitlines() if "mcp__fx__add" in line
+                and "denied" in line]
+        [call] = log_events(kernel, "tool_call")
+        assert call["name"] == "mcp__fx__echo" and call["allowed"] is True
+        assert SECRET not in str(call)  # redacted as for the model
+        [started] = log_events(kernel, "mcp_server")
+        assert started["outcome"] == "running" and "mcp__fx__hang" in started["tools"]
+        assert starts(tmp_path) == 1
+
+
+def test_asked_by_default_yes_no_and_no_one_to_answer(server: OpenAIServer,
+                                                      tmp_path: Path) -> None:
+    workspace_with(tmp_path)
+    with start(server, tmp_path) as kernel:
+        script(server, ("mcp__fx__add", {"a": 2, "b": 3}))
+        run, prompts = execute_answering(kernel, "Add", ["y"])
+        assert run.status == "ok", run.reply
+        assert prompts[0].startswith('Let the model run the tool "mcp__fx__add"')
+        assert prompts[0].endswith("Allow it? [y/N/a] ")
+        assert tool_result(server) == "5"
+        script(server, ("mcp__fx__echo", {"text": "no"}))
+        execute_answering(kernel, "Echo", ["n"])
+        assert tool_result(server).startswith("Refused: the person declined")
+        script(server, ("mcp__fx__echo", {"text": "unattended"}))
+        unattended = kernel.execute("Echo", allow_stdin=False)
+        assert unattended.status == "ok"
+        assert "asked by default" in tool_result(server)
+        assert "name mcp__fx__echo in tools.allow" in tool_result(server)
+        assert [a["outcome"] for a in log_events(kernel, "approval")] == [
+            "approved", "declined", "unanswerable"]
+
+
+def test_a_denied_tool_is_not_offered_and_a_call_is_refused(server: OpenAIServer,
+                                                            tmp_path: Path) -> None:
+    workspace_with(tmp_path, tools="tools:\n  deny: [mcp__fx]\n")
+    with start(server, tmp_path) as kernel:
+        script(server, ("mcp__fx__echo", {"text": "x"}))
+        run = kernel.execute("Echo", allow_stdin=True)
+        assert run.status == "ok", run.reply
+        assert not [n for n in offered(server) if n.startswith("mcp__")]
+        assert tool_result(server).startswith("Refused: ")
+        [call] = log_events(kernel, "tool_call")
+        assert call["allowed"] is False
+        listing = kernel.execute("/mcp")
+        assert "mcp__fx__echo" in listing.plain and "denied" in listing.plain
+        assert "allowed" not in listing.plain and "asked" not in listing.plain
+
+
+def test_an_untrusted_workspace_never_starts_its_server(server: OpenAIServer,
+                                                        tmp_path: Path) -> None:
+    workspace_with(tmp_path, tools="tools:\n  allow: [mcp__fx__echo]\n")
+    with start(server, tmp_path, LILY_TRUST="") as kernel:
+        script(server, ("mcp__fx__echo", {"text": "planted"}))
+        run, prompts = execute_answering(kernel, "Echo", ["n"])  # the trust question: no
+        assert run.status == "ok", run.reply
+        # The question shows what trusting would run: the server's command line.
+        assert f"mcp_servers: fx ({sys.executable} " in prompts[0]
+        assert ") (starts the programs and contacts the servers it names; stays (none))" \
+            in prompts[0]
+        assert tool_result(server).startswith("Refused: ")  # no such tool here
+        assert not [n for n in offered(server) if n.startswith("mcp__")]
+        listing = kernel.execute("/mcp")
+        assert "held until you trust this workspace" in listing.plain
+        assert starts(tmp_path) == 0 and log_events(kernel, "mcp_server") == []
+        # Trusted: the server starts with the next chat cell, its lily.yaml allowing it.
+        run, _ = execute_answering(kernel, "/trust", ["y"])
+        assert run.status == "ok", run.reply
+        script(server, ("mcp__fx__echo", {"text": "now"}))
+        run = kernel.execute("Echo", allow_stdin=True)  # would hang if it asked
+        assert run.status == "ok" and tool_result(server) == "now"
+        assert starts(tmp_path) == 1
+
+
+def test_a_server_that_cannot_start_is_one_line_and_the_session_goes_on(
+        server: OpenAIServer, tmp_path: Path) -> None:
+    workspace_with(tmp_path, "--crash-on-start")
+    with start(server, tmp_path) as kernel:
+        script(server, final="Answered anyway.")
+        run = kernel.execute("Hello", allow_stdin=True)
+        assert run.status == "ok", run.reply
+        [line] = [n for n in run.plain.splitlines() if "MCP server" in n]
+        assert line.startswith("MCP server 'fx' could not start: ")
+        assert "fixture: crashing on purpose" in line
+        assert "Answered anyway." in str(run.outputs)
+        [failed] = log_events(kernel, "mcp_server")
+        assert failed["outcome"] == "failed" and failed["error"]
+        assert "failed: " in kernel.execute("/mcp").plain
+        script(server, final="Still here.")
+        assert kernel.execute("Again", allow_stdin=True).status == "ok"
+        assert starts(tmp_path) == 1  # not tried again at each cell
+
+
+def test_a_server_breaking_the_protocol_or_crashing_mid_call(server: OpenAIServer,
+                                                             tmp_path: Path) -> None:
+    workspace_with(tmp_path, "--garbage",
+                   tools="tools:\n  allow: [mcp__fx__crash, mcp__fx__echo]\n")
+    with start(server, tmp_path) as kernel:
+        script(server, ("mcp__fx__echo", {"text": "through the garbage"}),
+               ("mcp__fx__crash", {}), ("mcp__fx__echo", {"text": "after"}))
+        run = kernel.execute("Go", allow_stdin=True)
+        assert run.status == "ok", run.reply
+        assert tool_result(server, -3) == "through the garbage"
+        assert tool_result(server, -2).startswith("Error: MCP server 'fx' stopped: ")
+        assert tool_result(server).startswith("Error: MCP server 'fx' is not running")
+        assert "Tool mcp__fx__crash: MCP server 'fx' stopped" in run.plain
+        assert "failed: the connection ended" in kernel.execute("/mcp").plain
+
+
+def test_the_stop_button_cancels_a_hanging_call(server: OpenAIServer, tmp_path: Path) -> None:
+    workspace_with(tmp_path, tools="tools:\n  allow: [mcp__fx__hang, mcp__fx__echo]\n")
+    with start(server, tmp_path) as kernel:
+        script(server, ("mcp__fx__hang", {}), final="never")
+        msg_id = kernel.kc.execute("Hang")
+        deadline = time.monotonic() + 30
+        while len(server.requests) < 1 or starts(tmp_path) < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(3)  # the server started and the call is in flight
+        began = time.monotonic()
+        kernel.km.interrupt_kernel()
+        reply = kernel.kc.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        assert time.monotonic() - began < 5
+        kernel.drain_iopub()
+        script(server, ("mcp__fx__echo", {"text": "still here"}))
+        run = kernel.execute("Echo")
+        assert run.status == "ok" and tool_result(server) == "still here"
+
+
+def test_mcp_lists_servers_tools_and_what_the_policy_says(server: OpenAIServer,
+                                                          tmp_path: Path) -> None:
+    workspace_with(tmp_path, tools="tools:\n  deny: [mcp__fx__crash]\n  ask: [mcp__fx__add]\n")
+    (tmp_path / "home" / ".lily").mkdir(parents=True)
+    (tmp_path / "home" / ".lily" / "mcp.json").write_text(
+        '{"mcpServers": {"gone": {"command": "/nonexistent/server"}}}')
+    with start(server, tmp_path) as kernel:
+        run = kernel.execute("/mcp")
+        assert run.status == "ok", run.reply
+        text = run.plain
+        rows = {line.split()[0]: line for line in text.splitlines()
+                if line.startswith("mcp__fx__")}
+        assert "asked (tools.ask)" in rows["mcp__fx__add"]
+        assert "asked (by default)" in rows["mcp__fx__hang"]
+        assert "denied" in rows["mcp__fx__crash"]
+        assert "this workspace (lily.yaml)" in text and "you" in text
+        assert "gone" in text and "failed: " in text
+
+
+@pytest.mark.parametrize("end", ["kill -9", "shutdown"])
+def test_no_server_outlives_the_kernel(server: OpenAIServer, tmp_path: Path, end: str) -> None:
+    token = f"lily-mcp-end-{os.getpid()}-{time.monotonic_ns()}"
+    workspace_with(tmp_path, "--child", token)
+    with start(server, tmp_path) as kernel:
+        assert kernel.execute("/mcp").status == "ok"  # starts the server
+        deadline = time.monotonic() + 10
+        while len(running_with(token)) < 3:  # the reaper, the server, its child
+            assert time.monotonic() < deadline, running_with(token)
+            time.sleep(0.1)
+        pid = kernel.km.provisioner.pid  # type: ignore[union-attr]
+        if end == "kill -9":
+            os.kill(pid, signal.SIGKILL)
+        else:
+            kernel.km.shutdown_kernel(now=False)
+        deadline = time.monotonic() + 3
+        while running_with(token) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert running_with(token) == [], f"alive 3 s after {end}"

@@ -1,0 +1,58 @@
+"""One `shell` call through Lily's real gate (runtime/tool_gate.py) outside a session, with
+a real sandbox: what the model reads, the events, the questions the person was asked."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lily_kernel.config import ToolsConfig
+from lily_kernel.events import Event, EventLog
+from lily_kernel.execution.limits import Limits
+from lily_kernel.execution.runner import ScriptHost
+from lily_kernel.prompting import tool_result_text
+from lily_kernel.runtime.tool_gate import ToolGate
+from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
+from lily_kernel.tools.policy import configured_policy
+from tests.llm.test_skill_tools import Sink
+
+
+@dataclass(frozen=True)
+class ShellCall:
+    """A shell call as the tests read it."""
+
+    status: str  # ran, refused, failed
+    output: str  # what the model reads
+    events: list[Event]
+    questions: list[str]
+    notices: list[str]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e.data for e in self.events if e.event == kind]
+
+
+def shell_policy(**tools: Any) -> ToolPolicy:
+    """The configured policy of `tools` (allow, ask, deny) over the built-in tools."""
+    return configured_policy(ToolsConfig(**tools), default_registry())
+
+
+def run_shell(command: str, workspace: Path, environ: Mapping[str, str], *,
+              protected: Sequence[Path] = (), policy: ToolPolicy | None = None,
+              answers: Sequence[str] = (), limits: Limits | None = None,
+              timeout: float = 30, skill: ActiveSkill | None = None,
+              host: ScriptHost | None = None) -> ShellCall:
+    """Run `command` as the model's `shell` call; by default the policy allows the shell
+    without asking (it is named in `allow`)."""
+    events: list[Event] = []
+    host = host or ScriptHost(environ, timeout, limits=limits or Limits())
+    context = ToolContext(workspace, protected=tuple(protected), scripts=host)
+    gate = ToolGate(default_registry(), policy or shell_policy(allow=("shell",)), context,
+                    EventLog(None, "test", listener=events.append))
+    sink = Sink(*answers)
+    outcome = asyncio.run(gate.run(sink, "shell", {"command": command}, "model", skill=skill,
+                                   offered=["shell"]))
+    return ShellCall(outcome.status, tool_result_text(outcome.status, outcome.text), events,
+                     sink.questions, sink.notices)
