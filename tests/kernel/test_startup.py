@@ -1,5 +1,6 @@
-"""The kernel's start path stays light: no litellm, no openai, no debugpy, and none of the
-sentence encoder's numpy and tokenizers (loaded with the first ranking by meaning)."""
+"""The kernel's start path stays light: no litellm, no openai, no debugpy, no MCP SDK or
+nh3, and none of the sentence encoder's numpy and tokenizers (loaded with the first
+ranking by meaning)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ print(json.dumps({
     "started": runtime is not None,
     "features": info["supported_features"],
     "heavy": sorted({m.split(".")[0] for m in sys.modules}
-                    & {"litellm", "openai", "debugpy", "numpy", "tokenizers"}),
+                    & {"litellm", "openai", "debugpy", "numpy", "tokenizers", "mcp",
+                       "fastmcp", "nh3"}),
 }))
 """
 
