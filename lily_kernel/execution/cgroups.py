@@ -108,6 +108,11 @@ def _values(place: _Place, limits: Limits) -> list[tuple[str, str]]:
     return [(name, value[c]) for c in place.controllers for name in files[c]]
 
 
+# How long a group's end waits for its last processes to be reaped: 40 tries, 50 ms apart
+# (what is left after that is removed by a later sweep).
+_CLOSE_TRIES, _CLOSE_PAUSE = 40, 0.05
+
+
 @dataclass(frozen=True)
 class RunGroup:
     """The groups of one run, one per hierarchy."""
@@ -149,10 +154,20 @@ class RunGroup:
         last process has been reaped: a few tries)."""
         import asyncio
 
-        for _ in range(40):
+        for _ in range(_CLOSE_TRIES):
             if self.kill():
                 return
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(_CLOSE_PAUSE)
+
+    def close_now(self) -> None:
+        """`close` for a caller without an event loop (the Python kernel's end): the same
+        tries, waited for in this thread."""
+        import time
+
+        for _ in range(_CLOSE_TRIES):
+            if self.kill():
+                return
+            time.sleep(_CLOSE_PAUSE)
 
 
 def open_run_group(limits: Limits) -> RunGroup | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,9 +143,6 @@ class PythonHost:
             kernel.kill()
         group, self._group = self._group, None
         if group is not None:
-            for _ in range(20):  # a group goes once its processes are reaped
-                if group.kill():
-                    break
-                time.sleep(0.05)  # (else the next run's sweep removes it)
+            group.close_now()
         remove_placeholders(self._placeholders)
         self._placeholders = ()
