@@ -30,6 +30,7 @@ from lily_kernel.config import (
     OFF_ONLY,
     ON_ONLY,
     LilyConfig,
+    McpServerConfig,
     ModelConfig,
 )
 from lily_kernel.tools import ToolPolicy, ToolRegistry
@@ -77,12 +78,11 @@ def _entry(name: str, value: Any) -> str:
     """A mapping's entry as the question shows it. An MCP server is what trusting it
     would run or contact: its command line whole, or its address; its `env` and
     `headers` by their names only (their values are often keys)."""
-    command = getattr(value, "command", None)
-    url = getattr(value, "url", None)
-    if command is None and url is None:
-        return str(name)
-    what = " ".join([command, *getattr(value, "args", ())]) if command else str(url)
-    secrets = sorted([*getattr(value, "env", {}), *getattr(value, "headers", {})])
+    if not isinstance(value, McpServerConfig) or (value.command is None and value.url is None):
+        return name  # (one with neither is refused where servers start)
+    what = " ".join([value.command, *value.args]) if value.command is not None \
+        else str(value.url)
+    secrets = sorted([*value.env, *value.headers])
     return _cut(f"{name} ({what}" + (f"; with {', '.join(secrets)}" if secrets else "")
                 + ")")
 
