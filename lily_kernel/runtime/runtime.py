@@ -134,7 +134,10 @@ class LilyRuntime:
         self.scripts.allowed_env = env.config.script_env
         self.scripts.limits = Limits(memory_mb=env.config.memory_limit_mb)
         self.update_profile("configuration", configured=env.config.policy)
-        self.python.timeout = env.config.python_timeout  # (a running kernel stays)
+        # The Python kernel's settings (a running kernel keeps the ones it started with).
+        python = self.python
+        python.timeout, python.allowed_env = env.config.python_timeout, env.config.script_env
+        python.limits = self.scripts.limits
         self.__dict__.pop("gate", None)  # the cached gate: built anew with env's policy
 
     def update_profile(self, by: ProfileSetBy, **change: Profile) -> None:
