@@ -6,7 +6,6 @@ attacker reaches first: the attacks read /proc from inside it."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,17 +13,10 @@ import psutil
 import pytest
 
 from lily_kernel.environment import LilyEnvironment
-from lily_kernel.events import Event, EventLog
 from lily_kernel.execution.limits import Limits
-from lily_kernel.execution.python_host import PythonHost
-from lily_kernel.execution.runner import ScriptHost
-from lily_kernel.prompting import tool_result_text
-from lily_kernel.runtime.tool_gate import ToolGate
-from lily_kernel.tools import ToolContext, default_registry
 from tests.core.test_scripts import sandbox_or_skip
-from tests.llm.test_skill_tools import Sink
 from tests.support.attacks import ATTACKS, SECRET, Attack, Scene, attack_target, watching_processes
-from tests.support.shell_gate import shell_policy
+from tests.support.shell_gate import ShellCall, run_python
 
 
 @pytest.fixture
@@ -34,28 +26,12 @@ def target(workspace: Path, environ: dict[str, str]) -> Iterator[tuple[Scene, di
         yield made
 
 
-def run_python(code: str, made: Scene, env: dict[str, str]) -> tuple[str, list[Event]]:
-    """`code` as the model's `python` call, allowed, in a session's kernel with Lily's
-    own paths protected as a session protects them; the kernel ends afterwards."""
+def run_python_attack(code: str, made: Scene, env: dict[str, str]) -> ShellCall:
+    """`code` as the model's `python` call, allowed, with Lily's own paths protected as
+    a session protects them; the kernel ends afterwards."""
     protected = LilyEnvironment.load(made.workspace, env).tool_context.protected
-    scripts = ScriptHost(env, 60, limits=Limits(memory_mb=512))
-    host = PythonHost(env, made.workspace, protected, scripts.sandbox, timeout=60,
-                      limits=scripts.limits)
-    events: list[Event] = []
-    gate = ToolGate(default_registry(), shell_policy(allow=("python",)),
-                    ToolContext(made.workspace, protected=tuple(protected), scripts=scripts,
-                                python=host),
-                    EventLog(None, "test", listener=events.append))
-
-    async def call() -> str:
-        try:
-            outcome = await gate.run(Sink(), "python", {"code": code}, "model",
-                                     offered=["python"])
-            return tool_result_text(outcome.status, outcome.text)
-        finally:
-            host.close()
-
-    return asyncio.run(call()), events
+    return run_python(code, made.workspace, env, protected=protected,
+                      limits=Limits(memory_mb=512), timeout=60)
 
 
 def _python_capped(made: Scene, output: str) -> str | None:
@@ -77,8 +53,9 @@ def _python_bounded(made: Scene, output: str) -> str | None:
 def test_no_escape_from_python(attack: Attack, target: tuple[Scene, dict[str, str]]) -> None:
     made, env = target
     with watching_processes(made):
-        output, events = run_python(attack.python_code(made), made, env)
-    runs = [e.data for e in events if e.event == "code_run"]
+        done = run_python_attack(attack.python_code(made), made, env)
+    output = done.output
+    runs = done.of("code_run")
     assert [r["tool"] for r in runs] == ["python"], output
     check = {"huge_output": _python_capped, "fork_bomb": _python_bounded}.get(
         attack.name, attack.check)
@@ -93,7 +70,7 @@ def test_the_kernels_own_environment_holds_no_secret(
         target: tuple[Scene, dict[str, str]]) -> None:
     """Not only what a command it starts sees: the subkernel process itself."""
     made, env = target
-    output, _ = run_python("import os\nprint(sorted(os.environ))\n"
-                           "print(open('/proc/self/environ').read())", made, env)
+    output = run_python_attack("import os\nprint(sorted(os.environ))\n"
+                               "print(open('/proc/self/environ').read())", made, env).output
     assert SECRET not in output and "OPENAI_API_KEY" not in output
     assert made.host_environ_entry() not in output

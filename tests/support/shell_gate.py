@@ -1,4 +1,4 @@
-"""One `shell` call through Lily's real gate (runtime/tool_gate.py) outside a session, with
+"""One `shell` (or `python`) call through Lily's real gate (runtime/tool_gate.py) outside a session, with
 a real sandbox: what the model reads, the events, the questions the person was asked."""
 
 from __future__ import annotations
@@ -46,13 +46,44 @@ def run_shell(command: str, workspace: Path, environ: Mapping[str, str], *,
               host: ScriptHost | None = None) -> ShellCall:
     """Run `command` as the model's `shell` call; by default the policy allows the shell
     without asking (it is named in `allow`)."""
-    events: list[Event] = []
     host = host or ScriptHost(environ, timeout, limits=limits or Limits())
     context = ToolContext(workspace, protected=tuple(protected), scripts=host)
-    gate = ToolGate(default_registry(), policy or shell_policy(allow=("shell",)), context,
+    return asyncio.run(_model_call(context, "shell", {"command": command}, policy, answers,
+                                   skill))
+
+
+def run_python(code: str, workspace: Path, environ: Mapping[str, str], *,
+               protected: Sequence[Path] = (), limits: Limits | None = None,
+               timeout: float = 30) -> ShellCall:
+    """Run `code` as the model's `python` call, allowed, in a kernel of its own that
+    ends afterwards."""
+    from lily_kernel.execution.python_host import PythonHost
+
+    scripts = ScriptHost(environ, timeout, limits=limits or Limits())
+    kernel = PythonHost(environ, workspace, protected, scripts.sandbox, timeout=timeout,
+                        limits=scripts.limits)
+    context = ToolContext(workspace, protected=tuple(protected), scripts=scripts,
+                          python=kernel)
+
+    async def call() -> ShellCall:
+        try:
+            return await _model_call(context, "python", {"code": code},
+                                     shell_policy(allow=("python",)), (), None)
+        finally:
+            kernel.close()
+
+    return asyncio.run(call())
+
+
+async def _model_call(context: ToolContext, tool: str, arguments: dict[str, Any],
+                      policy: ToolPolicy | None, answers: Sequence[str],
+                      skill: ActiveSkill | None) -> ShellCall:
+    """One call of `tool` by the model through the real gate (by default, the policy
+    allows it without asking): what it read, the events, what the person was asked."""
+    events: list[Event] = []
+    gate = ToolGate(default_registry(), policy or shell_policy(allow=(tool,)), context,
                     EventLog(None, "test", listener=events.append))
     sink = Sink(*answers)
-    outcome = asyncio.run(gate.run(sink, "shell", {"command": command}, "model", skill=skill,
-                                   offered=["shell"]))
+    outcome = await gate.run(sink, tool, arguments, "model", skill=skill, offered=[tool])
     return ShellCall(outcome.status, tool_result_text(outcome.status, outcome.text), events,
                      sink.questions, sink.notices)
