@@ -1,7 +1,8 @@
 """Who lets the model's Python run, through a real Lily kernel (jupyter_client over
 ZeroMQ), the loopback model scripting `python` calls and a real subkernel in real
-bubblewrap: asked by default (yes, no, `a`, no one to answer), a trusted lily.yaml
-allowing it, an untrusted one that cannot, and the kernel's memory limit."""
+bubblewrap: asked by default (yes, no, `a`, no one to answer) and the kernel's memory
+limit (a trusted and an untrusted lily.yaml allowing it: test_kernel_shell.py, for both
+tools)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.core.test_scripts import sandbox_or_skip
-from tests.llm.test_kernel_shell import start  # the same kernel, the loopback model
+from tests.llm.test_kernel_shell import script_call, start, tool_result  # the same kernel
 from tests.llm.test_kernel_skills import execute_answering, log_events
-from tests.support.openai_server import OpenAIServer, Reply, tool_call
+from tests.support.openai_server import OpenAIServer
 
 
 @pytest.fixture(autouse=True)
@@ -28,18 +29,12 @@ def server() -> Iterator[OpenAIServer]:
         yield srv
 
 
-def script(server: OpenAIServer, code: str, final: str = "Done.") -> None:
-    server.replies.clear()
-    server.script(Reply(tool_calls=[tool_call("python", {"code": code}, "p0")]),
-                  Reply(text=final))
+def script(server: OpenAIServer, code: str) -> None:
+    script_call(server, "python", code)
 
 
 def printed(run: Any) -> str:
     return "".join(m["text"] for m in run.of_type("stream"))
-
-
-def tool_result(server: OpenAIServer) -> str:
-    return str(server.requests[-1]["messages"][-1]["content"])
 
 
 def test_asked_by_default_yes_no_always_and_no_one_to_answer(server: OpenAIServer,
@@ -73,32 +68,6 @@ def test_asked_by_default_yes_no_always_and_no_one_to_answer(server: OpenAIServe
         # The person's own /python is never asked: they typed it.
         mine = kernel.execute("/python print(open('yes.txt').read())", allow_stdin=True)
         assert mine.status == "ok" and "yes" in printed(mine)
-
-
-def test_a_trusted_lily_yaml_allows_python(server: OpenAIServer, tmp_path: Path) -> None:
-    (tmp_path / "workspace").mkdir()
-    (tmp_path / "workspace" / "lily.yaml").write_text("tools:\n  allow: [read, list, python]\n")
-    with start(server, tmp_path) as kernel:  # LILY_TRUST=workspace: trusted
-        script(server, "print('trusted')")
-        run = kernel.execute("Say it", allow_stdin=True)  # would hang if it asked
-        assert run.status == "ok" and "trusted" in tool_result(server)
-        assert log_events(kernel, "approval") == []
-
-
-def test_an_untrusted_lily_yaml_cannot_allow_python(server: OpenAIServer,
-                                                     tmp_path: Path) -> None:
-    (tmp_path / "workspace").mkdir()
-    (tmp_path / "workspace" / "lily.yaml").write_text(
-        "tools:\n  allow: [read, list, python]\npolicy: auto\n")
-    with start(server, tmp_path, LILY_TRUST="") as kernel:
-        script(server, "open('planted.txt', 'w')")
-        run, prompts = execute_answering(kernel, "Go", ["n", "n"])
-        assert run.status == "ok", run.reply
-        trust, asked = prompts
-        assert "tools: python would be 'allow', stays 'ask'" in trust
-        assert asked.endswith("Run it? [y/N] ")  # no `a` in a folder not trusted
-        assert tool_result(server).startswith("Refused: the person declined")
-        assert not (kernel.workspace / "planted.txt").exists()
 
 
 def test_the_kernel_runs_under_the_memory_limit(server: OpenAIServer, tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """The shell through a real Lily kernel (jupyter_client over ZeroMQ), the loopback model
 scripting its calls, real bubblewrap: the question as an `input_request` answered yes,
-no, `a`, or not at all; a trusted and an untrusted lily.yaml allowing it; a skill's
-narrowing; the stop button during a long command; and nothing it started outlives the
-kernel: not its shutdown, its restart, nor a `kill -9`."""
+no, `a`, or not at all; a trusted and an untrusted lily.yaml allowing it (and Python);
+a skill's narrowing; the stop button during a long command; and nothing it started
+outlives the kernel: not its shutdown, its restart, nor a `kill -9`."""
 
 from __future__ import annotations
 
@@ -86,27 +86,47 @@ def test_yes_no_always_and_no_one_to_answer(server: OpenAIServer, tmp_path: Path
         assert [r["status"] for r in log_events(kernel, "code_run")] == ["ok", "ok", "ok"]
 
 
-def test_a_trusted_lily_yaml_allows_the_shell(server: OpenAIServer, tmp_path: Path) -> None:
+# The argument each code-running tool takes.
+ARGUMENT = {"shell": "command", "python": "code"}
+
+
+def script_call(server: OpenAIServer, tool: str, code: str, final: str = "Done.") -> None:
+    server.replies.clear()
+    server.script(Reply(tool_calls=[tool_call(tool, {ARGUMENT[tool]: code}, "c0")]),
+                  Reply(text=final))
+
+
+@pytest.mark.parametrize(("tool", "code", "ran"), [
+    ("shell", "echo trusted", "[exit code 0]\ntrusted\n"),
+    ("python", "print('trusted')", "[ran]\ntrusted"),
+])
+def test_a_trusted_lily_yaml_allows_it(tool: str, code: str, ran: str, server: OpenAIServer,
+                                       tmp_path: Path) -> None:
     (tmp_path / "workspace").mkdir()
-    (tmp_path / "workspace" / "lily.yaml").write_text("tools:\n  allow: [read, list, shell]\n")
+    (tmp_path / "workspace" / "lily.yaml").write_text(
+        f"tools:\n  allow: [read, list, {tool}]\n")
     with start(server, tmp_path) as kernel:  # LILY_TRUST=workspace: trusted
-        script(server, "echo trusted")
-        run = kernel.execute("Echo", allow_stdin=True)  # would hang if it asked
-        assert run.status == "ok" and tool_result(server) == "[exit code 0]\ntrusted\n"
+        script_call(server, tool, code)
+        run = kernel.execute("Do it", allow_stdin=True)  # would hang if it asked
+        assert run.status == "ok" and tool_result(server) == ran
         assert log_events(kernel, "approval") == []
 
 
-def test_an_untrusted_lily_yaml_cannot_allow_the_shell(server: OpenAIServer,
-                                                        tmp_path: Path) -> None:
+@pytest.mark.parametrize(("tool", "code", "answers"), [
+    ("shell", "touch planted.txt", ["n", "a"]),
+    ("python", "open('planted.txt', 'w')", ["n", "n"]),
+])
+def test_an_untrusted_lily_yaml_cannot_allow_it(tool: str, code: str, answers: list[str],
+                                                server: OpenAIServer, tmp_path: Path) -> None:
     (tmp_path / "workspace").mkdir()
     (tmp_path / "workspace" / "lily.yaml").write_text(
-        "tools:\n  allow: [read, list, shell]\npolicy: auto\n")
+        f"tools:\n  allow: [read, list, {tool}]\npolicy: auto\n")
     with start(server, tmp_path, LILY_TRUST="") as kernel:
-        script(server, "touch planted.txt")
-        run, prompts = execute_answering(kernel, "Go", ["n", "a"])
+        script_call(server, tool, code)
+        run, prompts = execute_answering(kernel, "Go", answers)
         assert run.status == "ok", run.reply
         trust, asked = prompts
-        assert "tools: shell would be 'allow', stays 'ask'" in trust
+        assert f"tools: {tool} would be 'allow', stays 'ask'" in trust
         assert "policy: auto (would let the model run code without asking" in trust
         assert asked.endswith("Run it? [y/N] ")  # no `a` in a folder not trusted
         assert tool_result(server).startswith("Refused: the person declined")
