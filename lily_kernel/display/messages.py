@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from lily_kernel.config import EMBEDDED_MODEL
 
-__all__ = ["EMBEDDED_NOTICE", "NO_MODEL_MESSAGE", "catalog_notice", "continued_notice",
+__all__ = ["EMBEDDED_NOTICE", "FULL_AUTO_NOTE", "KEY_PART_NAMES", "NO_MODEL_MESSAGE",
+           "PYTHON_CELL_HINT", "cannot_run_notice", "catalog_notice", "continued_notice",
            "diverged_notice", "encoding_notice", "footer", "left_out_notice",
            "not_replayed_notice", "reading_notice", "recorded_time", "replayed_notice",
            "trimmed_notice"]
