@@ -15,11 +15,23 @@ from pathlib import Path
 
 from lily_kernel.errors import ToolError
 from lily_kernel.execution.limits import LIMITER, Limits, limited
-from lily_kernel.execution.mounts import plan_mounts
+from lily_kernel.execution.mounts import MountPlan, plan_mounts
 from lily_kernel.execution.runner import ProcessPlan
 from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment, unsandboxed
 
-__all__ = ["plan_process"]
+__all__ = ["plan_process", "sandbox_mounts"]
+
+
+def sandbox_mounts(workspace: Path, protected: Sequence[Path], environ: Mapping[str, str],
+                   visible: Sequence[Path] = (), writable: Sequence[Path] = ()) -> MountPlan:
+    """The sandbox's file system for a run in `workspace` (resolved): Lily's own files
+    `protected`, `visible` and what every run needs (the interpreter, the limiter) shown
+    read-only through the private home and /tmp, `writable` bound as they are."""
+    shown = [*visible, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+             Path(sys.executable).resolve().parent.parent, LIMITER.parent.resolve()]
+    home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None
+    return plan_mounts(workspace, protected, home, list(dict.fromkeys(shown)),
+                       writable=list(writable))
 
 
 def plan_process(command: Sequence[str], workspace: Path, protected: Sequence[Path],
@@ -40,10 +52,7 @@ def plan_process(command: Sequence[str], workspace: Path, protected: Sequence[Pa
         # again and leave /usr writable: there is no sandbox to offer.
         raise ToolError("the workspace is the root folder (/): nothing run there can be "
                         "confined to it; open the notebook from a project folder.")
-    shown = [*visible, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
-             Path(sys.executable).resolve().parent.parent, LIMITER.parent.resolve()]
-    home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None
-    mounts = plan_mounts(workspace, protected, home, list(dict.fromkeys(shown)))
+    mounts = sandbox_mounts(workspace, protected, environ, visible)
     argv = sandboxed(sandbox.bwrap, limited(command, limits), workspace, mounts)
     return ProcessPlan(argv=tuple(argv), cwd=workspace, env=env, sandboxed=True,
                        sandbox_note="", placeholders=mounts.placeholders, limits=limits)

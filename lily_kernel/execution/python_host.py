@@ -11,7 +11,6 @@ the sandbox: without a working bubblewrap, the Python tool says why and runs not
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +20,9 @@ from typing import Any
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.cgroups import RunGroup, open_run_group
 from lily_kernel.execution.kernelspec import KernelChoice, choose_kernel
-from lily_kernel.execution.limits import LIMITER, Limits, limited
-from lily_kernel.execution.mounts import plan_mounts, remove_placeholders
+from lily_kernel.execution.limits import Limits, limited
+from lily_kernel.execution.mounts import remove_placeholders
+from lily_kernel.execution.plan import sandbox_mounts
 from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment
 from lily_kernel.execution.subkernel import RunReply, Subkernel
 
@@ -95,10 +95,8 @@ class PythonHost:
         bwrap = box.bwrap
         folder = Path(tempfile.mkdtemp(prefix="lily-python-"))  # mode 0700
         workspace = self.workspace.resolve()
-        home = Path(self.environ["HOME"]).resolve() if self.environ.get("HOME") else None
-        visible = [choice.installation, Path(sys.prefix).resolve(),
-                   Path(sys.base_prefix).resolve(), LIMITER.parent.resolve()]
-        mounts = plan_mounts(workspace, self.protected, home, visible, writable=[folder])
+        mounts = sandbox_mounts(workspace, self.protected, self.environ,
+                                [choice.installation], writable=[folder])
         self._placeholders = mounts.placeholders
         # The kernel and all it starts in one control group where the host allows it:
         # the process and memory limits for them together (a fork bomb from Python meets
