@@ -187,22 +187,23 @@ def _notice_html(text: str) -> str:
 
 
 def _reply_bundle(reply: Reply) -> dict[str, str]:
-    """A model's answer: Markdown rendered by the notebook, the same text for consoles;
+    """A model's answer: its Markdown rendered here and cleaned (display/markup.py; the
+    notebook would render raw Markdown's HTML unsanitized), the same text for consoles;
     the footer as a small line under it."""
-    markdown, footer = reply.markdown, reply.footer
-    if footer is None:
-        return {"text/markdown": markdown, "text/plain": visible_prose(markdown)}
-    # An answer cut off inside a code block would show the footer as code: close it.
-    closed = markdown + "\n```" if markdown.count("```") % 2 else markdown
+    from lily_kernel.display.markup import markdown_html  # with the first answer
+
+    html = f'<div class="lily-reply">{markdown_html(reply.markdown)}'
+    if reply.footer is None:
+        return {"text/html": f"{html}</div>", "text/plain": visible_prose(reply.markdown)}
     return {
-        "text/markdown": f"{closed}\n\n<sub>{escape(footer)}</sub>",
-        "text/plain": visible_prose(f"{markdown}\n\n-- {footer}"),
+        "text/html": f"{html}<p><sub>{escape(reply.footer)}</sub></p></div>",
+        "text/plain": visible_prose(f"{reply.markdown}\n\n-- {reply.footer}"),
     }
 
 
 def bundle(value: Document | Notice | Reply) -> dict[str, str]:
     """`{mimetype: text}` for a value: HTML for notebooks, Markdown, plain text for
-    consoles (a notice: HTML and plain; a reply: Markdown and plain)."""
+    consoles (a notice and a reply: HTML and plain)."""
     if isinstance(value, Notice):
         return {"text/html": f'<div class="lily-notice"><em>{_notice_html(value.text)}</em></div>',
                 "text/plain": visible(value.text, lines=True)}

@@ -2,11 +2,12 @@
 as a notebook shows them, made safe.
 
 An output comes from code the model wrote, or a package it imported: nothing in it may
-act on the notebook. HTML is cleaned by nh3 (ammonia: no scripts, no event handlers,
-no `javascript:` links, no styles), SVG is shown as an image (a browser runs no script
-in an image), raster images pass as they are, and what a notebook would run or cannot
-render here (JavaScript, widgets, Markdown and LaTeX, whose HTML is not cleaned) falls
-back to the output's plain text. Text passes `program_output` (no terminal escapes).
+act on the notebook or reach out of it. HTML is cleaned as display/markup.py cleans all
+Lily shows (no scripts, event handlers or styles, nothing fetched), SVG is shown as an
+image (a browser runs no script in an image), raster images pass as they are, and
+what a notebook would run or cannot render here (JavaScript, widgets, Markdown and
+LaTeX, whose HTML is not cleaned) falls back to the output's plain text. Text passes
+`program_output` (no terminal escapes).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lily_kernel.display.markup import clean_html
 from lily_kernel.visible import program_output
 
 __all__ = ["Code", "RunOutput", "code_bundle", "error_text", "output_message"]
@@ -73,9 +75,7 @@ def _safe_data(data: Mapping[str, Any]) -> dict[str, str]:
         if mime in data and (encoded := _base64(data[mime])) is not None:
             safe[mime] = encoded
     if "text/html" in data:
-        import nh3  # with the first HTML output
-
-        safe["text/html"] = nh3.clean(_text(data["text/html"]))
+        safe["text/html"] = clean_html(_text(data["text/html"]))
     elif "image/svg+xml" in data:
         svg = base64.b64encode(_text(data["image/svg+xml"]).encode()).decode()
         safe["text/html"] = f'<img src="data:image/svg+xml;base64,{svg}" alt="SVG image">'

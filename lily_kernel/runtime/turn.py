@@ -61,19 +61,22 @@ STOPPED_BEFORE = "[The person stopped the answer before it began.]"
 
 
 class _StreamView:
-    """Accumulates streamed text and updates the display at most every STREAM_INTERVAL."""
+    """Accumulates streamed text and updates the display at most every STREAM_INTERVAL,
+    or four times as long as the last update took: each update renders the whole answer
+    so far (display/markup.py), and a long one must not spend the turn rendering."""
 
     def __init__(self, sink: CellSink, enabled: bool, before: str) -> None:
         self.sink, self.enabled, self.before = sink, enabled, before
         self.current = ""
-        self._last = 0.0
+        self._next = 0.0
 
     def __call__(self, delta: str) -> None:
         self.current += delta
         now = time.monotonic()
-        if self.enabled and now - self._last >= STREAM_INTERVAL:
-            self._last = now
+        if self.enabled and now >= self._next:
             self.sink.stream(self.before + self.current)
+            done = time.monotonic()
+            self._next = done + max(STREAM_INTERVAL, 4 * (done - now))
 
 
 def _assistant_message(response: ChatResponse) -> dict[str, Any]:

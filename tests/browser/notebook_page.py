@@ -92,7 +92,7 @@ class NotebookPage:
 _STREAMING_JS = """cell => {
   const prompt = cell.querySelector('.jp-InputPrompt').textContent.trim();
   const answers = cell.querySelectorAll(
-    '.jp-OutputArea-output[data-mime-type="text/markdown"]');
+    '.jp-OutputArea-output[data-mime-type="text/html"] .lily-reply');
   const text = answers.length ? answers[answers.length - 1].innerText.trim() : '';
   if (prompt !== '[*]:' || !text) return false;
   return {count: cell.querySelectorAll('.jp-OutputArea-output').length, text};

@@ -89,7 +89,7 @@ def test_a_chat_cell_is_answered_by_the_embedded_model_streamed_in_place(
     # told once which model (its `code` spans shown as code)
     expect(outputs.first).to_contain_text(EMBEDDED_NOTICE.replace("`", ""))
     answer = outputs.last
-    expect(answer).to_have_attribute("data-mime-type", "text/markdown")
+    expect(answer).to_have_attribute("data-mime-type", "text/html")  # rendered by Lily
     expect(answer.locator("sub")).to_contain_text("SmolLM2-135M-Instruct (local)")
     final = answer.inner_text().strip()
     assert final.startswith(partial.text[:20]) and len(final) > len(partial.text), (

@@ -51,10 +51,10 @@ def lily_kernels(gateway: JupyterProcess) -> list[psutil.Process]:
 
 
 def answer_text(run: WsExecution) -> str:
-    """The Markdown answer so far: the last display (update) that has Markdown."""
-    shown = [c["data"]["text/markdown"] for m in run.outputs
+    """The answer so far: the last display (update) of a reply, as plain text."""
+    shown = [c["data"]["text/plain"] for m in run.outputs
              if m["msg_type"] in ("display_data", "update_display_data")
-             for c in [m["content"]] if "text/markdown" in c["data"]]
+             for c in [m["content"]] if "lily-reply" in c["data"].get("text/html", "")]
     return shown[-1] if shown else ""
 
 

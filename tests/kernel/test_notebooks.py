@@ -191,7 +191,7 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     assert len(chats) == 3
     seen: set[str] = set()
     for cell in chats:
-        replies = [o.data["text/plain"] for o in cell.outputs if "text/markdown" in o.data]
+        replies = [o.data["text/plain"] for o in cell.outputs if "lily-reply" in o.data.get("text/html", "")]
         assert replies, cell.source
         assert "-- SmolLM2-135M-Instruct (local) · " in replies[-1], replies[-1]
         answer = replies[-1].split("\n-- SmolLM2")[0]

@@ -108,7 +108,7 @@ def test_the_scripted_model_follows_a_real_skill_through_the_sandboxed_shell(
     for notice, command in zip(notices, commands, strict=True):  # a long one cut short
         assert notice.startswith(f"Shell {json.dumps(command)[:20]}")
         assert notice.endswith(": exit code 0 (sandboxed)")
-    assert run.displays[-1]["text/markdown"].startswith(
+    assert run.displays[-1]["text/plain"].startswith(
         "## Detected Tech Stack\n\npyproject.toml, uv.lock, Makefile\n")
     # The log: the skill forced by the person, three approvals, three runs by the model.
     assert [(e["name"], e["mode"]) for e in invoked] == [("claude-settings-audit", "manual")]

@@ -107,7 +107,7 @@ def test_what_is_the_molecular_weight_of_aspirin(tmp_path: Path) -> None:
     assert {"text/markdown": f"```python\n{CODE}\n```", "text/plain": CODE} in run.displays
     printed = "".join(m["text"] for m in run.of_type("stream") if m["name"] == "stdout")
     assert printed == f"{expected}\n"
-    assert f"is {expected} g/mol." in run.displays[-1]["text/markdown"]
+    assert f"is {expected} g/mol." in run.displays[-1]["text/plain"]
     # The model read the skill, then the number.
     skill_result, ran = (str(r["messages"][-1]["content"]) for r in server.requests[1:3])
     assert "Compute, do not recall" in skill_result

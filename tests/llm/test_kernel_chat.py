@@ -65,10 +65,11 @@ def test_streamed_reply_is_one_display_updated_in_place(chat_kernel: LilyProcess
     assert all(u["transient"]["display_id"] == display_id for u in updates)
     # The answer, then the usage footer (the model's name is hidden here: it is part of
     # the test's key, and no 8 characters of a key reach the notebook).
-    assert updates[-1]["data"]["text/markdown"] == (
-        "Streaming works in the notebook.\n\n<sub>openai/[redacted] · 11 tokens in, 7 out</sub>")
+    assert updates[-1]["data"]["text/html"] == (
+        '<div class="lily-reply"><p>Streaming works in the notebook.</p>\n'
+        "<p><sub>openai/[redacted] · 11 tokens in, 7 out</sub></p></div>")
     assert updates[-1]["data"]["text/plain"].endswith("\n\n-- openai/[redacted] · 11 tokens in, 7 out")
-    assert len(first[0]["data"]["text/markdown"]) < len("Streaming works in the notebook.")
+    assert len(first[0]["data"]["text/plain"]) < len("Streaming works in the notebook.")
     assert server.requests[-1]["messages"][-1] == {"role": "user", "content": "Say something"}
 
 
@@ -78,8 +79,8 @@ def test_model_selected_skill_is_shown(chat_kernel: LilyProcess, server: OpenAIS
     run = chat_kernel.execute("shout hello")
     assert run.status == "ok"
     assert "Skill: echo (selected by the model)" in run.plain
-    answer = run.of_type("update_display_data")[-1]["data"]["text/markdown"]
-    assert answer.split("\n\n<sub>")[0] == "HELLO"
+    answer = run.of_type("update_display_data")[-1]["data"]["text/plain"]
+    assert answer.split("\n\n-- ")[0] == "HELLO"
     assert "Body of Echo in uppercase" in server.requests[-1]["messages"][-1]["content"]
 
 
@@ -153,5 +154,5 @@ def test_golden_style_stream_off(tmp_path: Path, server: OpenAIServer) -> None:
         run = kernel.execute("hi")
         assert run.status == "ok"
         assert run.of_type("update_display_data") == []
-        assert [d["text/markdown"].split("\n\n<sub>")[0] for d in run.displays] == [
+        assert [d["text/plain"].split("\n\n-- ")[0] for d in run.displays] == [
             "One final display."]

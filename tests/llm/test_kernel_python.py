@@ -78,7 +78,7 @@ def test_the_models_code_runs_and_both_the_person_and_the_model_see_its_output(
     assert shown[0]["text/markdown"] == f"```python\n{code}\n```"  # the code, highlighted
     assert _streams(run) == "root 1.4142\n"
     assert {"text/plain": "42"} in shown  # the value of the last expression
-    answer = run.of_type("update_display_data")[-1]["data"]["text/markdown"]
+    answer = run.of_type("update_display_data")[-1]["data"]["text/plain"]
     assert answer.startswith("The answer is 42.")  # the streamed reply, in place
     result = _tool_results(server)[-1]
     assert result.startswith("[ran]") and "root 1.4142" in result and "42" in result

@@ -98,7 +98,7 @@ def test_approved_through_the_input_request(server: OpenAIServer, tmp_path: Path
         assert (kernel.workspace / "filled.txt").read_text() == "name: Ada\ndate: 2024-05-01\n"
         assert tool_result(server, -2).startswith("# Forms")  # the reference, on demand
         assert tool_result(server) == "[exit code 0]\nfilled the form for Ada on 2024-05-01\n"
-        assert "Your form is filled." in run.displays[-1]["text/markdown"]
+        assert "Your form is filled." in run.displays[-1]["text/plain"]
         assert "Tool run_skill_script: ran" in run.plain
         [approval] = log_events(kernel, "approval")
         assert approval["outcome"] == "approved" and approval["question"] == prompts[0]
@@ -187,7 +187,7 @@ def test_interrupt_stops_the_script_and_the_kernel_lives(server: OpenAIServer,
         server.replies.clear()
         server.script(Reply(text="Still here."))
         after = kernel.execute("Are you there?")
-        assert after.status == "ok" and "Still here." in after.displays[-1]["text/markdown"]
+        assert after.status == "ok" and "Still here." in after.displays[-1]["text/plain"]
 
 
 def test_interrupt_while_the_question_waits(server: OpenAIServer, tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def answer(run: Execution) -> dict[str, str]:
     if updates:
         data: dict[str, str] = updates[-1]["data"]
         return data
-    return [d for d in run.displays if "text/markdown" in d][-1]
+    return [d for d in run.displays if "lily-reply" in d.get("text/html", "")][-1]
 
 
 def session_events(kernel: LilyProcess) -> list[dict[str, Any]]:
@@ -78,7 +78,7 @@ def test_a_chat_cell_is_answered_streamed_in_place_and_told_once(
     assert text.strip(), final
     assert footer.startswith(NAME + " · ") and "8,192-token context" in footer
     assert footer.endswith("no cost")
-    assert "<sub>" in final["text/markdown"]
+    assert "<sub>" in final["text/html"]
     second = kernel.execute("Thank you.", timeout=120)
     assert second.status == "ok", second.reply
     assert EMBEDDED_NOTICE not in notices(second)  # told once per session

@@ -125,7 +125,7 @@ def test_the_scanner_runs_after_approval_and_the_session_replays(
         assert report["skill_name"] == "suspicious"
         assert any("ignore previous instructions" in f.get("message", "").lower()
                    or "Instruction override" in json.dumps(f) for f in report["findings"])
-        assert "The skill tries a prompt injection." in run.displays[-1]["text/markdown"]
+        assert "The skill tries a prompt injection." in run.displays[-1]["text/plain"]
         # Without anyone to answer (nbclient, papermill), the same request is refused.
         scanner_turn(server, "skills/suspicious", "I could not run the scanner.")
         unattended = kernel.execute("Scan it again", allow_stdin=False, timeout=120)

