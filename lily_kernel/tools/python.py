@@ -20,7 +20,7 @@ from lily_kernel.display.runs import error_text
 from lily_kernel.errors import ToolError
 from lily_kernel.execution.runner import MAX_OUTPUT_CHARS
 from lily_kernel.tools.context import Question, ToolContext
-from lily_kernel.tools.questions import python_question
+from lily_kernel.tools.questions import code_refusal, python_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolOutcome
 
 if TYPE_CHECKING:  # the kernel's machinery loads with the first run, not `lily skills`
@@ -85,6 +85,8 @@ def model_text(reply: RunReply, timeout: float) -> str:
 async def _prepare(args: PythonArgs, ctx: ToolContext) -> Question:
     import asyncio
 
+    if (why := code_refusal(args.code)) is not None:
+        raise ToolError(why)
     choice = await asyncio.to_thread(_host(ctx).check)
     return Question(python_question(args.code, choice.described(), ctx.workspace),
                     "running Python code in the sandbox", subject=args.code)

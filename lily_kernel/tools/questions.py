@@ -10,6 +10,7 @@ is shown whole (tools/shell.py bounds its length instead), on one line, escaped 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from lily_kernel.execution.runner import ScriptPlan
 from lily_kernel.tools.context import Question
 from lily_kernel.visible import MAX_SHOWN, shown, visible
 
-__all__ = ["ALWAYS", "MAX_SHOWN", "YES_NO", "call_question", "offering_always",
-           "python_question", "script_question", "shell_question", "shown"]
+__all__ = ["ALWAYS", "MAX_CODE_CHARS", "MAX_CODE_LINE", "MAX_SHOWN", "YES_NO", "call_question",
+           "code_refusal", "offering_always", "python_question", "script_question",
+           "shell_question", "shown"]
 
 MAX_VALUES = 4  # values shown besides the first; the rest are counted
 YES_NO = "[y/N] "  # how every tool question ends
@@ -62,10 +64,33 @@ def offering_always(question: Question, tool: str) -> Question:
     return replace(question, text="\n".join(lines))
 
 
+MAX_CODE_CHARS = 20_000  # Python the question shows whole: longer code is refused
+MAX_CODE_LINE = 1_000  # and so is a line the question box would push out of sight
+_BLANK_RUN = re.compile(r"[ \t]{32,}")
+
+
+def code_refusal(code: str) -> str | None:
+    """Why `code` cannot be put to the person as a question (they would not see all of
+    it), or None."""
+    if len(code) > MAX_CODE_CHARS:
+        return (f"the code is {len(code):,} characters long; at most {MAX_CODE_CHARS:,} "
+                "(write data to a file first, or run it in parts).")
+    longest = max((len(line) for line in code.splitlines()), default=0)
+    if longest > MAX_CODE_LINE:
+        return (f"a line of the code is {longest:,} characters long; at most "
+                f"{MAX_CODE_LINE:,} (split it, or write data to a file first).")
+    return None
+
+
+def _blanks(match: re.Match[str]) -> str:
+    return f"[{len(match.group()):,} blanks]"
+
+
 def python_question(code: str, kernel: str, workspace: Path) -> str:
-    """The code whole, every line as it is with what is invisible made visible, under
-    where it runs: the sandbox, the kernel, the working folder."""
-    lines = [visible(line) for line in code.splitlines()] or [""]
+    """The code whole, every line as it is with what is invisible made visible (a run
+    of 32 or more blanks as its count: nothing hides beyond them), under where it runs:
+    the sandbox, the kernel, the working folder. `code_refusal` bounds its size."""
+    lines = [_BLANK_RUN.sub(_blanks, visible(line)) for line in code.splitlines()] or [""]
     body = "\n".join(f"  | {line}" for line in lines)
     return (f"Sandboxed Python (no network; only the workspace is writable), in the kernel "
             f"{shown(kernel)}, working folder {shown(str(workspace))}:\n{body}\n"
