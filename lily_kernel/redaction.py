@@ -3,7 +3,8 @@
 What is hidden, as `[redacted]`: the value of every environment variable whose name
 looks like a credential, and any run of `MIN_FRAGMENT` or more consecutive characters
 of such a value (a provider may echo a key without its prefix, or only its tail);
-key-shaped strings (`sk-…`) the environment does not know; credentials inside URLs;
+key-shaped strings (`sk-…`, an AWS secret key alone) the environment does not know;
+credentials inside URLs;
 PEM private-key blocks, whole; JWTs; and the value (not the key) of a credential
 assignment, `password=…`, `"client_secret": "…"`, `aws_secret_access_key = …` (the
 rule for what counts as one is at `_ASSIGNED`).
@@ -33,6 +34,10 @@ _KEY_SHAPED = re.compile(
     r"\b(?:(?:sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}"
     r"|glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,}|AIza[0-9A-Za-z_\-]{35})")
+# An AWS secret access key with no label: 40 characters of base64, alone. A git hash
+# is 40 too (hex, one case): a secret must mix upper and lower case and digits, and
+# look random (`_random_enough`), so an identifier or a word run is left as it is.
+_BASE64_40 = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 # Credentials inside URLs (an api_base like https://user:pass@host/?api-key=...).
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
 # Only as a URL's query parameter (after ? or &): `sorted(x, key=len)` is code, not a key.
@@ -100,6 +105,15 @@ def _mask_assigned(match: re.Match[str]) -> str:
     return key + _MASK
 
 
+def _random_enough(match: re.Match[str]) -> str:
+    """A 40-character run masked when it mixes cases and digits and has few repeats
+    (25+ distinct characters of 40: random base64 has 30 or so, a CamelCase name 20)."""
+    run = match.group()
+    mixed = (any(c.isupper() for c in run) and any(c.islower() for c in run)
+             and any(c.isdigit() for c in run))
+    return _MASK if mixed and len(set(run)) >= 25 else run
+
+
 def is_secret_name(name: str) -> bool:
     """True for a variable whose value Lily treats as a credential (a skill script's
     environment gets none of them)."""
@@ -147,6 +161,7 @@ class Redactor:
         text = _URL_USERINFO.sub(_MASK + "@", text)
         text = _URL_KEY_PARAM.sub(r"\1" + _MASK, text)
         text = _ASSIGNED.sub(_mask_assigned, text)
+        text = _BASE64_40.sub(_random_enough, text)
         return _KEY_SHAPED.sub(_MASK, text)
 
     @staticmethod

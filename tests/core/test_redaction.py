@@ -69,6 +69,18 @@ def test_key_shaped_strings_the_environment_does_not_know(key: str) -> None:
     assert redact(f"found {key} in .env.local", []) == "found [redacted] in .env.local"
 
 
+def test_an_aws_secret_key_alone_is_hidden_and_hashes_and_names_are_not() -> None:
+    """The secret half of an AWS key has no prefix: 40 base64 characters, mixed."""
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    assert redact(f"aws: {secret}\n", []) == "aws: [redacted]\n"
+    assert redact(f'"{secret}"', []) == '"[redacted]"'
+    for kept in ("commit 3f5e1c0a9b7d2e4f6a8c0b1d3e5f7a9c1b3d5e7f",  # a git hash
+                 "ThisIsAVeryLongCamelCaseIdentifierName12", "a" * 40,
+                 f"{secret}X",  # 41 characters: not this key's shape
+                 "/home/user/projects/MyProject2/src/Main3/"):
+        assert redact(kept, []) == kept
+
+
 PEM_BODY = ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
             "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n")
 
