@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn, cast
 
 from lily_kernel.cli.eval import add_eval_parser
 from lily_kernel.cli.mcp import add_mcp_parser
@@ -150,9 +151,18 @@ def _cmd_install(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line, as Lily's other errors are, naming where help is
+    (argparse prints the whole usage first, four lines for `lily eval`)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {visible(message)} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lily", description="Lily, the notebook agent.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="lily", description="Lily, the notebook agent.")
+    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+               parser.add_subparsers(dest="command", required=True, parser_class=_Parser))
 
     skills = sub.add_parser("skills", help="print the skill snapshot with its diagnostics")
     skills.add_argument("--workspace", default=".", help="the workspace folder (default: .)")

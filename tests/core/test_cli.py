@@ -237,3 +237,15 @@ def test_skills_and_validate_print_no_escape_codes_from_skill_names(
     checked = lily("validate", str(workspace / "skills" / name), env=env)
     assert "\x1b" not in checked.stdout and "\u202e" not in checked.stdout
     assert "clean\\x1b[2K\\u202eevil" in checked.stdout
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("eval", "--runs", "abc"), "lily eval: argument --runs: invalid int value: 'abc' "
+                                "(see `lily eval --help`)\n"),
+    (("skills", "--bogus"), "lily: unrecognized arguments: --bogus (see `lily --help`)\n"),
+])
+def test_a_usage_error_is_one_line(tmp_path: Path, env: dict[str, str], args: tuple[str, ...],
+                                   said: str) -> None:
+    """argparse printed the whole usage first: four lines for `lily eval --runs abc`."""
+    done = lily(*args, env=env, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", said)
