@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipykernel._version import kernel_protocol_version
 from ipykernel.kernelbase import Kernel
+from traitlets import Float
 
 from lily_kernel import __version__
 from lily_kernel.errors import LilyError
@@ -55,6 +56,10 @@ class LilyKernel(Kernel):
         {"text": "Agent Skills format", "url": "https://agentskills.io/specification"},
         {"text": "Model names (LILY_MODEL)", "url": "https://docs.litellm.ai/docs/providers"},
     ]
+    # Run All sends every cell at once; on a loaded machine the ones behind a failed
+    # cell may arrive after it failed, and ran (ipykernel waits 0 s for them).
+    stop_on_error_timeout = Float(0.5, config=True,
+                                  help="Seconds after an error in which requests are aborted.")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
