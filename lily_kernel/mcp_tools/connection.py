@@ -2,7 +2,8 @@
 called, ended.
 
 The SDK speaks the protocol (the `server/discover` probe, else the initialize handshake;
-stdio and streamable HTTP). What Lily adds is the life around it. A stdio server runs
+stdio and streamable HTTP). What Lily adds is the life around it. A stdio server starts
+where mcp_tools/launch.py says (the person's outside the workspace), and runs
 through execution/reaper.py with `--die-with`: it ends when the kernel's event-loop
 thread does, `kill -9` included, with everything it started; and `close` ends it at once
 (its process group) without waiting on the SDK. The SDK's context is entered and left by
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from lily_kernel.errors import ToolError
 from lily_kernel.execution.sandbox import REAPER
+from lily_kernel.mcp_tools.launch import plan_launch
 from lily_kernel.mcp_tools.servers import McpServer
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ __all__ = ["McpConnection", "McpServerError", "State"]
 
 State = Literal["not started", "running", "failed", "ended"]
 STDERR_FILE = "stderr.log"
+WORK_FOLDER = "work"  # the person's servers' working folder, empty (mcp_tools/launch.py)
 
 
 class McpServerError(ToolError):
@@ -77,16 +80,16 @@ class McpConnection:
         if self.server.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            assert config.command is not None and self._folder is not None
-            command = shutil.which(config.command, path=self.environ.get("PATH")) \
-                or config.command
+            assert self._folder is not None
+            launch = plan_launch(self.server, self.workspace, self.environ,
+                                 self._folder / WORK_FOLDER)
             return stdio_client(StdioServerParameters(
                 command=sys.executable,
                 args=["-I", "-S", str(REAPER), "--die-with", str(os.getpid()),
-                      "--pid-file", str(self._folder / "pid"), command, *config.args],
+                      "--pid-file", str(self._folder / "pid"), launch.command, *config.args],
                 # The SDK passes HOME, PATH, SHELL, TERM, USER, LOGNAME of this process
                 # and adds these: never the kernel's whole environment (API keys).
-                env=dict(config.env), cwd=str(self.workspace)), errlog=errlog)
+                env=launch.env, cwd=str(launch.cwd)), errlog=errlog)
         assert config.url is not None
         if self.server.transport == "sse":
             from mcp.client.sse import sse_client
@@ -104,7 +107,10 @@ class McpConnection:
         ready: asyncio.Future[None] = loop.create_future()
         self._closing = asyncio.Event()
         if self.server.transport == "stdio":
+            # Private (mkdtemp's 0700): its pid file, its stderr, and an empty folder for
+            # the person's servers to run in (mcp_tools/launch.py).
             self._folder = Path(tempfile.mkdtemp(prefix="lily-mcp-"))
+            (self._folder / WORK_FOLDER).mkdir()
         # Started on the event loop's thread: the server dies with that thread.
         self._task = asyncio.create_task(self._serve(ready), name=f"mcp {self.server.name}")
         try:

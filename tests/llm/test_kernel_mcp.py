@@ -6,7 +6,9 @@ crashes or hangs; `/mcp`; and no server outlives the kernel, `kill -9` included.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -156,6 +158,46 @@ def test_an_untrusted_workspace_never_starts_its_server(server: OpenAIServer,
         run = kernel.execute("Echo", allow_stdin=True)  # would hang if it asked
         assert run.status == "ok" and tool_result(server) == "now"
         assert starts(tmp_path) == 1
+
+
+def test_your_own_servers_run_nothing_of_an_untrusted_folder(server: OpenAIServer,
+                                                            tmp_path: Path) -> None:
+    """<Lily home>/mcp.json's servers start in any folder, trusted or not (this one asks
+    nothing: it holds no lily.yaml): outside it, their command found as the sandbox
+    finds one. The folder's `mcp_fixture_server.py` (for `python -m`), its
+    `node_modules/.bin` (for `npx` and a relative PATH entry) and a PATH entry inside it
+    never run; the person's real server does."""
+    workspace, planted = tmp_path / "workspace", tmp_path / "planted.txt"
+    (workspace / "node_modules" / ".bin").mkdir(parents=True)
+    (workspace / "bin").mkdir()
+    (workspace / "mcp_fixture_server.py").write_text(
+        f"open({str(planted)!r}, 'a').write('python -m ran its module\\n')\n")
+    for program in (workspace / "node_modules" / ".bin" / "lily-x", workspace / "bin" / "lily-y"):
+        program.write_text(f"#!/bin/sh\necho \"$0 ran\" >> {planted}\n")
+        program.chmod(0o755)
+    servers: dict[str, Any] = {
+        "mine": {"command": sys.executable, "args": [
+            "-m", "mcp_fixture_server", "--marker", str(tmp_path / "marker.txt")],
+            "env": {"PYTHONPATH": str(FIXTURE.parent)}},
+        "relative": {"command": "lily-x"},  # on PATH as node_modules/.bin
+        "inside": {"command": "lily-y"},  # on PATH as <workspace>/bin
+    }
+    if shutil.which("npx"):  # offline: it may only run what is installed here
+        servers["npx"] = {"command": "npx", "args": ["--offline", "--no", "lily-x"]}
+    (tmp_path / "home" / ".lily").mkdir(parents=True)
+    (tmp_path / "home" / ".lily" / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    path = os.pathsep.join(("node_modules/.bin", str(workspace / "bin"), os.environ["PATH"]))
+    with start(server, tmp_path, LILY_TRUST="", PATH=path) as kernel:
+        script(server, final="Hello.")
+        run = kernel.execute("Hello", allow_stdin=False)
+        assert run.status == "ok", run.reply
+        assert not planted.exists(), planted.read_text()
+        assert starts(tmp_path) == 1  # the person's own server, from its PYTHONPATH
+        assert "mcp__mine__echo" in offered(server)
+        listing = kernel.execute("/mcp").plain
+        assert "'lily-x' is not found on PATH" in listing
+        assert "'lily-y' is not found on PATH" in listing
+    assert not planted.exists()
 
 
 def test_a_server_that_cannot_start_is_one_line_and_the_session_goes_on(
