@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ __all__ = [
     "EMBEDDED_MODEL",
     "LITELLM_KEYS",
     "LOCAL_MODEL",
+    "MCP_VARIABLE",
     "ConfigFile",
     "LilyConfig",
     "McpServerConfig",
@@ -78,6 +80,21 @@ class McpServerConfig:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float = field(default=60.0, metadata=spec(gt=0, le=86_400))
+
+    def variables(self) -> list[tuple[str, str]]:
+        """Where the person's variables (`${VAR}`, `${VAR:-default}`) go, as written:
+        (variable, place), the place `command`, `argument`, `url`, `env NAME` or
+        `header NAME`, in the order written."""
+        texts = [("command", self.command or ""), *(("argument", a) for a in self.args),
+                 *((f"env {k}", v) for k, v in self.env.items()), ("url", self.url or ""),
+                 *((f"header {k}", v) for k, v in self.headers.items())]
+        return [(m.group(1), place) for place, text in texts
+                for m in MCP_VARIABLE.finditer(text)]
+
+
+# `${VAR}` and `${VAR:-default}` in an MCP server's settings: the person's variables, as in
+# Claude Code (mcp_tools/servers.py fills them in; the trust question names them).
+MCP_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 # What an untrusted lily.yaml may do with a key (`spec(untrusted=...)`, trust/settings.py

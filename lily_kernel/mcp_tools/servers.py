@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from lily_kernel.config import McpServerConfig, read_config_file
+from lily_kernel.config import MCP_VARIABLE, McpServerConfig, read_config_file
 from lily_kernel.errors import ConfigError
 from lily_kernel.tools.mcp_names import TOOL_PREFIX
 from lily_kernel.validation import ShapeError, build
@@ -29,7 +29,6 @@ PERSON_FILE = "mcp.json"  # under the Lily home
 # A server's name goes into its tools' names (`mcp__<server>__<tool>`): no `__` in it,
 # so the name splits back unambiguously.
 _NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 Origin = Literal["person", "workspace"]
 Transport = Literal["stdio", "http", "sse"]
@@ -59,7 +58,7 @@ class McpServer:
 
 
 def _expand(text: str, environ: Mapping[str, str]) -> str:
-    return _VARIABLE.sub(lambda m: environ.get(m.group(1)) or (m.group(2) or ""), text)
+    return MCP_VARIABLE.sub(lambda m: environ.get(m.group(1)) or (m.group(2) or ""), text)
 
 
 def _filled(config: McpServerConfig, environ: Mapping[str, str]) -> McpServerConfig:

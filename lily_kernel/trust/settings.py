@@ -34,6 +34,7 @@ from lily_kernel.config import (
     ModelConfig,
 )
 from lily_kernel.tools import ToolPolicy, ToolRegistry
+from lily_kernel.trust.servers import server_line
 from lily_kernel.validation import field_spec
 
 __all__ = ["untrusted_folder_policy", "untrusted_policy", "untrusted_settings"]
@@ -74,25 +75,13 @@ def _cut(text: str) -> str:
     return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
 
 
-def _entry(name: str, value: Any) -> str:
-    """A mapping's entry as the question shows it. An MCP server is what trusting it
-    would run or contact: its command line whole, or its address; its `env` and
-    `headers` by their names only (their values are often keys)."""
-    if not isinstance(value, McpServerConfig) or (value.command is None and value.url is None):
-        return name  # (one with neither is refused where servers start)
-    what = " ".join([value.command, *value.args]) if value.command is not None \
-        else str(value.url)
-    secrets = sorted([*value.env, *value.headers])
-    return _cut(f"{name} ({what}" + (f"; with {', '.join(secrets)}" if secrets else "")
-                + ")")
-
-
 def _shown(value: Any) -> str:
     """A value as the line shows it: a long one (a 200 KB `model:`, 5,000 roots) cut in
     the middle with its length stated, so the question stays a question; a mapping
-    (mcp_servers) entry by entry, each cut so, at most MAX_ENTRIES of them."""
+    (mcp_servers) entry by entry (trust/servers.py), at most MAX_ENTRIES of them."""
     if isinstance(value, dict):
-        entries = [_entry(str(k), v) for k, v in list(value.items())[:MAX_ENTRIES]]
+        entries = [server_line(str(k), v) if isinstance(v, McpServerConfig) else str(k)
+                   for k, v in list(value.items())[:MAX_ENTRIES]]
         more = len(value) - len(entries)
         return "; ".join(entries + ([f"and {more:,} more"] if more > 0 else [])) or "(none)"
     if isinstance(value, tuple):

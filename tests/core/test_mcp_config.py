@@ -52,9 +52,12 @@ def test_an_untrusted_workspace_holds_its_servers_as_they_would_run(tmp_path: Pa
                                                  FX_TOKEN="sk-held-SECRET-123456"))
     assert env.mcp_servers == ()
     [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
-    # What trusting it would run, whole; its env by names only (no value, no secret).
-    assert line == ("mcp_servers: fx (fx-server --flag ${FX_ARG}; with TOKEN) (starts the "
-                    "programs and contacts the servers it names; stays (none))")
+    # What trusting it would run, whole; its env by names only (no value, no secret),
+    # and each of the person's variables it would be given, and how.
+    assert line == ("mcp_servers: fx (fx-server --flag ${FX_ARG}; with TOKEN; sends $FX_ARG "
+                    "(your environment) to fx-server as an argument; sends $FX_TOKEN (your "
+                    "environment) to fx-server as its variable TOKEN) (starts the programs "
+                    "and contacts the servers it names; stays (none))")
     assert "sk-held" not in line
 
 
@@ -67,6 +70,25 @@ def test_the_held_servers_line_stays_a_line(tmp_path: Path) -> None:
     [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
     assert line.startswith("mcp_servers: s0 (run-0); s1 (run-1); ")
     assert "s19 (run-19); and 11 more (starts" in line and "sk-x" not in line
+
+
+def test_every_variable_of_yours_a_server_would_get_is_named_or_counted(tmp_path: Path
+                                                                       ) -> None:
+    many = ", ".join(f"E{i}: '${{V{i}}}'" for i in range(30))
+    (tmp_path / "lily.yaml").write_text(
+        "mcp_servers:\n"
+        "  web: {type: http, url: 'https://h.example/mcp?k=${KEY}', headers: "
+        "{Authorization: 'Bearer ${KEY}', X-Token: '${KEY}', X-Other: '${OTHER:-x}'}}\n"
+        f"  many: {{command: run, env: {{{many}}}}}\n")
+    env = LilyEnvironment.load(tmp_path, environ(tmp_path, LILY_TRUST="", KEY="sk-KEY-123456"))
+    [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
+    assert ("sends $KEY (your environment) to https://h.example in its URL, as header "
+            "Authorization, as header X-Token; sends $OTHER (your environment) to "
+            "https://h.example as header X-Other)") in line
+    # 30 variables: too many to name, never some of them left out unsaid.
+    assert "many (run; with E0, E1, E10, " in line
+    assert "sends 30 of your environment's variables to run (too many to name here" in line
+    assert "sk-KEY" not in line
 
 
 @pytest.mark.parametrize(("config", "problem"), [

@@ -160,6 +160,30 @@ def test_an_untrusted_workspace_never_starts_its_server(server: OpenAIServer,
         assert starts(tmp_path) == 1
 
 
+def test_the_trust_question_names_your_variables_a_server_would_be_sent(
+        server: OpenAIServer, tmp_path: Path) -> None:
+    """A folder's server whose header or env is `${VAR}` gets the person's variable once
+    trusted: the question says which, and where (never its value)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "lily.yaml").write_text(
+        "mcp_servers:\n  web:\n    type: http\n    url: https://mcp.invalid/mcp\n"
+        "    headers: {Authorization: 'Bearer ${MY_SECRET}', X-Client: lily}\n"
+        "  tool:\n    command: npx\n    args: [-y, some-server]\n"
+        "    env: {API_KEY: '${OPENAI_API_KEY:-none}'}\n")
+    with start(server, tmp_path, LILY_TRUST="", MY_SECRET="my-own-secret-0123456789") as kernel:
+        script(server, final="Hi.")
+        run, prompts = execute_answering(kernel, "Hello", ["n"])
+        assert run.status == "ok", run.reply
+        question = prompts[0]
+        assert "web (https://mcp.invalid/mcp; with Authorization, X-Client; sends $MY_SECRET " \
+            "(your environment) to https://mcp.invalid as header Authorization)" in question
+        assert "tool (npx -y some-server; with API_KEY; sends $OPENAI_API_KEY (your " \
+            "environment) to npx as its variable API_KEY)" in question
+        assert "my-own-secret" not in question and SECRET not in question
+        assert log_events(kernel, "mcp_server") == []
+
+
 def test_your_own_servers_run_nothing_of_an_untrusted_folder(server: OpenAIServer,
                                                             tmp_path: Path) -> None:
     """<Lily home>/mcp.json's servers start in any folder, trusted or not (this one asks
