@@ -6,7 +6,8 @@ a program run over stdio, or a server reached over HTTP. The person's file is th
 shape of `.mcp.json` (`{"mcpServers": {...}}`), so one can be copied over. `${VAR}` and
 `${VAR:-default}` in a command, its arguments, `env`, a URL or `headers` are the
 person's variables, as in Claude Code. A workspace's server of the same name as one of
-the person's wins, as a project's does in Claude Code (it applies only once trusted).
+the person's wins, as a project's does in Claude Code (it applies only once trusted);
+names compare whatever their case, as the policy names them.
 """
 
 from __future__ import annotations
@@ -107,15 +108,29 @@ def _person_servers(home: Path) -> dict[str, McpServerConfig]:
         raise ConfigError(f"{path}: key '{exc.key}': {exc.problem}.") from None
 
 
+def _by_name(configs: Mapping[str, McpServerConfig], origin: Origin, where: str,
+             environ: Mapping[str, str]) -> dict[str, McpServer]:
+    """One file's servers by their names in lower case: a policy names a server whatever
+    its case (tools/mcp_names.py), so two names that differ only in case are an error."""
+    servers: dict[str, McpServer] = {}
+    for name, config in configs.items():
+        other = servers.get(name.lower())
+        if other is not None:
+            raise ConfigError(f"{where}: MCP servers '{other.name}' and '{name}': names are "
+                              "compared whatever their case (mcp__<server> in a policy), "
+                              "so these name one server; rename one.")
+        servers[name.lower()] = _server(name, origin, config, where, environ)
+    return servers
+
+
 def configured_servers(workspace_servers: Mapping[str, McpServerConfig], home: Path,
                        where: Path, environ: Mapping[str, str]) -> tuple[McpServer, ...]:
     """The servers of the person (`<home>/mcp.json`) and of the workspace (lily.yaml at
-    `where`, as the configuration applies it: held while untrusted), by name."""
-    servers = {name: _server(name, "person", config, str(home / PERSON_FILE), environ)
-               for name, config in _person_servers(home).items()}
-    for name, config in workspace_servers.items():
-        servers[name] = _server(name, "workspace", config, str(where), environ)
-    return tuple(servers[name] for name in sorted(servers))
+    `where`, as the configuration applies it: held while untrusted), by name (a
+    workspace's replaces the person's of the same name, whatever its case)."""
+    servers = _by_name(_person_servers(home), "person", str(home / PERSON_FILE), environ)
+    servers.update(_by_name(workspace_servers, "workspace", str(where), environ))
+    return tuple(servers[key] for key in sorted(servers))
 
 
 def held_servers(workspace: Path, applied: tuple[McpServer, ...]) -> tuple[str, ...]:

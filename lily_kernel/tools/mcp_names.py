@@ -1,6 +1,11 @@
 """How MCP servers' tools are named on the tool seam: `mcp__<server>__<tool>`, Claude
 Code's spelling, so a skill's `allowed-tools` and a policy written for Claude Code name
-the same tools here. A whole server is `mcp__<server>` (or `mcp__<server>__*`)."""
+the same tools here. A whole server is `mcp__<server>` (or `mcp__<server>__*`).
+
+Case: as every tool name in a policy, these compare case-insensitively: the prefix
+(`MCP__github`) and the server's name (`mcp__github` names the server `GitHub`; two
+servers whose names differ only in case are one configuration error, mcp_tools/servers.py).
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,8 @@ def tool_name(server: str, tool: str) -> str:
 
 def server_of(name: str) -> str | None:
     """The server a tool name (`mcp__github__create_issue`) or a whole server's entry
-    (`mcp__github`, `mcp__github__*`) names; None for any other name."""
-    if not name.startswith(TOOL_PREFIX):
+    (`mcp__github`, `mcp__github__*`) names, as written; None for any other name."""
+    if name[:len(TOOL_PREFIX)].lower() != TOOL_PREFIX:
         return None
     return name[len(TOOL_PREFIX):].split("__", 1)[0] or None
 
@@ -24,5 +29,4 @@ def server_of(name: str) -> str | None:
 def server_entry(name: str) -> bool:
     """Whether `name` stands for every tool of a server (`mcp__github`, `mcp__github__*`)."""
     server = server_of(name)
-    return server is not None and name in (f"{TOOL_PREFIX}{server}",
-                                           f"{TOOL_PREFIX}{server}__*")
+    return server is not None and name[len(TOOL_PREFIX) + len(server):] in ("", "__*")

@@ -225,14 +225,16 @@ def check_call(
         return ToolOutcome(name, "failed", f"bad arguments: {exc.key}: {exc.problem}.")
 
 
-def _mcp_names(name: str, registry: ToolRegistry) -> tuple[str, ...]:
-    """An MCP entry as the names it covers: a tool's own (kept as written: its server's
-    tools may be listed only later), or a whole server's entry and every tool of that
-    server registered now (the policy is made again once they are: mcp_tools/)."""
+def _mcp_names(name: str, server: str, registry: ToolRegistry) -> tuple[str, ...]:
+    """An MCP entry of `server` (its configured spelling) as the names it covers: a
+    tool's own (as written past the server's name: its tools may be listed only later),
+    or a whole server's entry and every tool of that server registered now (the policy
+    is made again once they are: mcp_tools/)."""
+    whole = f"{TOOL_PREFIX}{server}"
     if not server_entry(name):
-        return (name,)
-    whole = f"{TOOL_PREFIX}{server_of(name)}"
-    return (whole, *(t.name for t in registry if t.name.startswith(whole + "__")))
+        return (whole + name[len(whole):],)
+    inside = (whole + "__").lower()
+    return (whole, *(t.name for t in registry if t.name.lower().startswith(inside)))
 
 
 def configured_policy(config: ToolsConfig, registry: ToolRegistry,
@@ -240,16 +242,18 @@ def configured_policy(config: ToolsConfig, registry: ToolRegistry,
     """The configured policy with tool names matched case-insensitively to the tools it
     governs; an unknown name is an error (a typo in `deny` would silently deny nothing).
     `mcp__<server>__<tool>` and `mcp__<server>` name the tools of a configured MCP server
-    (`mcp_servers`), listed or not yet."""
+    (`mcp_servers`), listed or not yet, its name too compared case-insensitively
+    (tools/mcp_names.py)."""
     by_lower = {t.name.lower(): t.name for t in registry if t.governed}
+    servers = {s.lower(): s for s in mcp_servers}
 
     def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
         found: list[str] = []
         for name in names:
             if name.lower() in by_lower:
                 found.append(by_lower[name.lower()])
-            elif server_of(name) in mcp_servers:
-                found.extend(_mcp_names(name, registry))
+            elif (server := (server_of(name) or "").lower()) in servers:
+                found.extend(_mcp_names(name, servers[server], registry))
             else:
                 raise ConfigError(
                     f"key 'tools.{key}' (lily.yaml or LILY_TOOLS_{key.upper()}): unknown "

@@ -98,6 +98,8 @@ def test_every_variable_of_yours_a_server_would_get_is_named_or_counted(tmp_path
     ("mcp_servers:\n  fx: {type: http, command: a}\n", "type http needs a `url`"),
     ("mcp_servers:\n  fx: {comand: a}\n", "key 'mcp_servers.fx.comand': unknown key"),
     ("tools:\n  deny: [mcp__nope__x]\n", "unknown tool 'mcp__nope__x'"),
+    ("mcp_servers:\n  GitHub: {command: a}\n  github: {command: b}\n",
+     "MCP servers 'GitHub' and 'github': names are compared whatever their case"),
 ])
 def test_a_broken_server_entry_is_a_config_error(tmp_path: Path, config: str,
                                                  problem: str) -> None:
@@ -135,3 +137,30 @@ def test_allowed_tools_narrow_to_an_mcp_tool_or_its_server() -> None:
     assert offered("mcp__fx__run") == ["mcp__fx__run"]
     assert offered("mcp__gh") == ["mcp__gh__issue"]
     assert offered("mcp__gh__*", "mcp__fx__run") == ["mcp__fx__run", "mcp__gh__issue"]
+
+
+def test_server_names_in_a_policy_compare_whatever_their_case() -> None:
+    servers = frozenset({"GitHub"})
+    listed = default_registry()  # before the server started: its tools not listed yet
+    policy = configured_policy(ToolsConfig(deny=("mcp__github__create_issue",)), listed,
+                               servers)
+    assert policy.deny == ("mcp__GitHub__create_issue",)
+    registry = default_registry()
+    for name in ("mcp__GitHub__create_issue", "mcp__GitHub__get_issue"):
+        registry.register(mcp_tool(name))
+    tools = ("mcp__GitHub__create_issue", "mcp__GitHub__get_issue")
+    for entry in ("mcp__github", "MCP__GITHUB", "Mcp__gitHub__*"):
+        policy = configured_policy(ToolsConfig(deny=(entry,)), registry, servers)
+        assert [policy.decision(t) for t in tools] == ["deny", "deny"], entry
+    policy = configured_policy(ToolsConfig(allow=("read", "MCP__github__GET_ISSUE")),
+                               registry, servers)
+    assert [policy.decision(t) for t in tools] == ["deny", "allow"]
+
+
+def test_a_workspace_server_replaces_yours_whatever_the_case(tmp_path: Path) -> None:
+    (tmp_path / "lily.yaml").write_text("mcp_servers:\n  GitHub: {command: theirs}\n")
+    (tmp_path / "home" / ".lily").mkdir(parents=True)
+    (tmp_path / "home" / ".lily" / "mcp.json").write_text(
+        '{"mcpServers": {"github": {"command": "mine"}}}')
+    [server] = LilyEnvironment.load(tmp_path, environ(tmp_path)).mcp_servers
+    assert (server.name, server.origin, server.target) == ("GitHub", "workspace", "theirs")

@@ -31,15 +31,16 @@ def server() -> Any:
         yield srv
 
 
-def workspace_with(root: Path, *flags: str, tools: str = "", timeout: float = 20) -> Path:
-    """A workspace whose lily.yaml configures the fixture server (`fx`), writing its
-    starts to root/marker.txt."""
+def workspace_with(root: Path, *flags: str, tools: str = "", timeout: float = 20,
+                   name: str = "fx") -> Path:
+    """A workspace whose lily.yaml configures the fixture server (`fx`, or `name`),
+    writing its starts to root/marker.txt."""
     workspace = root / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     args = ", ".join(f'"{a}"' for a in (str(FIXTURE), "--marker", str(root / "marker.txt"),
                                           *flags))
     (workspace / "lily.yaml").write_text(
-        f"mcp_servers:\n  fx:\n    command: {sys.executable}\n    args: [{args}]\n"
+        f"mcp_servers:\n  {name}:\n    command: {sys.executable}\n    args: [{args}]\n"
         f"    timeout: {timeout}\n{tools}")
     return workspace
 
@@ -119,11 +120,14 @@ def test_asked_by_default_yes_no_and_no_one_to_answer(server: OpenAIServer,
             "approved", "declined", "unanswerable"]
 
 
+@pytest.mark.parametrize(("name", "denied"), [("fx", "mcp__fx"), ("GitHub", "MCP__github")])
 def test_a_denied_tool_is_not_offered_and_a_call_is_refused(server: OpenAIServer,
-                                                            tmp_path: Path) -> None:
-    workspace_with(tmp_path, tools="tools:\n  deny: [mcp__fx]\n")
+                                                            tmp_path: Path, name: str,
+                                                            denied: str) -> None:
+    """`deny` names a server whatever the case of its name or of the prefix."""
+    workspace_with(tmp_path, tools=f"tools:\n  deny: [{denied}]\n", name=name)
     with start(server, tmp_path) as kernel:
-        script(server, ("mcp__fx__echo", {"text": "x"}))
+        script(server, (f"mcp__{name}__echo", {"text": "x"}))
         run = kernel.execute("Echo", allow_stdin=True)
         assert run.status == "ok", run.reply
         assert not [n for n in offered(server) if n.startswith("mcp__")]
@@ -131,7 +135,7 @@ def test_a_denied_tool_is_not_offered_and_a_call_is_refused(server: OpenAIServer
         [call] = log_events(kernel, "tool_call")
         assert call["allowed"] is False
         listing = kernel.execute("/mcp")
-        assert "mcp__fx__echo" in listing.plain and "denied" in listing.plain
+        assert f"mcp__{name}__echo" in listing.plain and "denied" in listing.plain
         assert "allowed" not in listing.plain and "asked" not in listing.plain
 
 
