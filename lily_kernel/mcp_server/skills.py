@@ -8,15 +8,20 @@ and `resources/read`. The frontmatter is the skill's own, with Lily's name for i
 folder's) and, without a description, its summary. A skill the extension cannot carry
 (a name outside its rule, no description, a value that is not JSON, too many files) is
 left out with a reason. A file is read when a client reads it, and refused when its
-bytes are no longer those the digest was made from.
+bytes are no longer those the digest was made from. Every read of a skill's file here
+(the digests at the start, a client's read) opens it from its skill folder, never
+through a link, never waiting on a FIFO, bounded (`read_skill_bytes`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
+import errno
 import hashlib
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +52,56 @@ def _files(folder: Path) -> list[tuple[str, Path]]:
     return found
 
 
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+IN_THREAD_BYTES = 1024 * 1024  # a file past this is read off the event loop
+
+
+def _open_inside(folder: Path, rel: str) -> int:
+    """The file `rel` (a POSIX path) of the skill's `folder`, open for reading: each of
+    its folders opened from the one before and the file last, none through a link
+    (O_NOFOLLOW), the file without waiting (O_NONBLOCK: a FIFO must not hang the
+    server) and only a regular file. Raises OSError."""
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise OSError(errno.EINVAL, "not a path inside the skill's folder")
+    at = os.open(folder, _FOLDER_FLAGS)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, _FOLDER_FLAGS | getattr(os, "O_NOFOLLOW", 0), dir_fd=at)
+            os.close(at)
+            at = inner
+        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=at)
+    finally:
+        os.close(at)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
+    return fd
+
+
+def read_skill_bytes(folder: Path, rel: str, limit: int) -> bytes:
+    """A file of a skill's folder, as `_open_inside` opens it, at most `limit` bytes
+    (more is an OSError: the file is not what a skill may hold)."""
+    fd = _open_inside(folder, rel)
+    try:
+        chunks, total = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
+            total += len(chunk)
+            if total > limit:
+                raise OSError(errno.EFBIG, f"over {limit:,} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _why_not(exc: OSError) -> str:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return "it, or a folder on its way, is now a link"
+    return exc.strerror or str(exc)
+
+
 def _json(value: Any) -> Any:
     """A YAML value as JSON has it (dates as ISO text, tuples as lists)."""
     if isinstance(value, tuple | list):
@@ -74,21 +129,33 @@ def _frontmatter(skill: Skill) -> dict[str, Any]:
 
 
 def _manifest(skill: Skill) -> SkillManifest:
-    """The skill's entry; raises ValueError when the extension cannot carry it."""
+    """The skill's entry; raises ValueError when the extension cannot carry it (OSError
+    when a file cannot be read as `read_skill_bytes` reads)."""
     front = SkillFrontmatter.model_validate(_frontmatter(skill))
-    files = _files(Path(skill.path).parent)
-    sizes = [path.stat().st_size for _, path in files]
-    if len(files) > MAX_SKILL_FILES or sum(sizes) > MAX_SKILL_BYTES:
-        raise ValueError(f"more than {MAX_SKILL_FILES} files or {MAX_SKILL_BYTES:,} bytes")
-    return SkillManifest.model_construct(frontmatter=front, files={
-        rel: SkillFile.model_construct(
-            digest=f"sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}", size=size)
-        for (rel, path), size in zip(files, sizes, strict=True)})
+    folder = Path(skill.path).parent
+    files = _files(folder)
+    too_many = ValueError(f"more than {MAX_SKILL_FILES} files or {MAX_SKILL_BYTES:,} bytes")
+    if len(files) > MAX_SKILL_FILES:
+        raise too_many
+    entries, left = {}, MAX_SKILL_BYTES
+    for rel, _ in files:
+        try:
+            data = read_skill_bytes(folder, rel, left)
+        except OSError as exc:
+            if exc.errno == errno.EFBIG:
+                raise too_many from None
+            raise
+        left -= len(data)
+        entries[rel] = SkillFile.model_construct(
+            digest=f"sha256:{hashlib.sha256(data).hexdigest()}", size=len(data))
+    return SkillManifest.model_construct(frontmatter=front, files=entries)
 
 
 def _why(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+    if isinstance(exc, OSError):
+        return f"a file cannot be read: {_why_not(exc)}"
     return str(exc)
 
 
@@ -124,8 +191,20 @@ class SnapshotSkills(SkillManifestProvider):
         return True
 
     async def read_file(self, resource: SkillFileResource) -> bytes:
-        path = self._folders[resource.skill_path] / resource.file_path
-        data = path.read_bytes()
+        """The file's bytes, read as `read_skill_bytes` reads (never through a link,
+        never waiting on a FIFO, at most its listed size), off the event loop when
+        large; refused when they are not the bytes the server listed."""
+        folder, size = self._folders[resource.skill_path], resource.file.size
+        try:
+            if size > IN_THREAD_BYTES:
+                data = await asyncio.to_thread(read_skill_bytes, folder,
+                                               resource.file_path, size)
+            else:
+                data = read_skill_bytes(folder, resource.file_path, size)
+        except OSError as exc:
+            raise ToolError(f"{resource.uri} is not the file this server listed "
+                            f"({_why_not(exc)}); restart `lily mcp` to serve it again."
+                            ) from None
         if f"sha256:{hashlib.sha256(data).hexdigest()}" != resource.file.digest:
             raise ToolError(f"{resource.uri} changed since this server listed it; "
                             "restart `lily mcp` to serve it again.")

@@ -125,3 +125,49 @@ def test_an_untrusted_workspace_serves_no_skill_of_its_own(tmp_path: Path) -> No
     assert [s.uri for s in skills] == ["skill://mine/SKILL.md"]  # the person's own only
     assert write.is_error and "not trusted" in write.content[0].text
     assert not (workspace / "planted.txt").exists()
+
+
+def test_a_file_swapped_after_listing_is_refused_never_waited_on(tmp_path: Path) -> None:
+    """A skill file replaced, once listed, by a FIFO (no one writes to it), a link to a
+    file outside the skill (the same bytes, so its digest matches), or a folder on its
+    way replaced by a link: each read is refused at once, and the server goes on."""
+    workspace = make_workspace(tmp_path)
+    folder = workspace / "skills" / "pdf-forms"
+    outside = tmp_path / "outside"
+    (outside / "scripts").mkdir(parents=True)
+    (outside / "fill.py").write_bytes(b"print('x')\n")
+    (outside / "scripts" / "fill.py").write_bytes(b"print('x')\n")
+    skill_md = (folder / "SKILL.md").read_bytes()
+    (outside / "SKILL.md").write_bytes(skill_md)
+
+    async def work(client: Client[Any]) -> Any:
+        await client.list_skills()
+        (folder / "SKILL.md").unlink()
+        os.mkfifo(folder / "SKILL.md")
+        (folder / "scripts" / "fill.py").rename(tmp_path / "fill.py")
+        (folder / "scripts" / "fill.py").symlink_to(outside / "fill.py")
+        said = []
+        for uri in ("skill://pdf-forms/SKILL.md", "skill://pdf-forms/scripts/fill.py"):
+            try:
+                await asyncio.wait_for(client.read_resource(uri), 10)
+                said.append("served")
+            except TimeoutError:
+                said.append("hung")
+            except Exception as exc:  # noqa: BLE001 - the client's error for a refusal
+                said.append(str(exc))
+        (folder / "scripts" / "fill.py").unlink()
+        (folder / "scripts").rmdir()
+        (folder / "scripts").symlink_to(outside / "scripts")
+        try:
+            await asyncio.wait_for(client.read_resource("skill://pdf-forms/scripts/fill.py"), 10)
+            said.append("served")
+        except Exception as exc:  # noqa: BLE001
+            said.append(str(exc))
+        skills = await asyncio.wait_for(client.list_skills(), 10)  # still answering
+        return said, skills
+
+    said, skills = served(workspace, tmp_path / "home", work)
+    assert "hung" not in said and "served" not in said, said
+    assert "not a regular file" in said[0]
+    assert "is now a link" in said[1] and "is now a link" in said[2]
+    assert {s.uri for s in skills} == {"skill://notes/SKILL.md", "skill://pdf-forms/SKILL.md"}
