@@ -43,6 +43,19 @@ class NotebookPage:
     def wait_idle(self, timeout: float = STEP_MS) -> None:
         expect(self.indicator).to_have_attribute("data-status", "idle", timeout=timeout)
 
+    def wait_kernel(self, timeout: float = STEP_MS) -> None:
+        """Wait until the notebook's kernel is Lily and idle. On a loaded machine
+        JupyterLab may open the notebook before its kernelspecs and ask which kernel to
+        start: the kernel it offers is the notebook's own, Lily, and is accepted."""
+        ready = self.page.get_by_text(re.compile(r"^Lily \| Idle$"))
+        dialog = self.page.locator(".jp-Dialog", has_text="Select Kernel")
+        expect(ready.or_(dialog).first).to_be_visible(timeout=timeout)
+        if dialog.is_visible():
+            expect(dialog.locator("select")).to_have_value(re.compile("lily"))
+            dialog.locator(".jp-Dialog-button.jp-mod-accept").click()
+        expect(ready).to_be_visible(timeout=timeout)
+        self.wait_idle(timeout)
+
     def edit_last_cell(self, text: str = "") -> Locator:
         """Focus the last cell's editor, replace its text by typing `text`; return the cell
         (pinned by position: running it adds a cell, which `.last` would follow)."""

@@ -11,6 +11,7 @@ see no request, live, after Run All from the record, or from a 1 MB answer.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +30,7 @@ from tests.support.openai_server import OpenAIServer, Reply
 
 SHOWN = "Here is the summary you asked for."
 BIG_SHOWN = "A long report follows."
+PRINTED = re.compile(r"^displayed\s*$")  # the run's own output (its code says it too)
 
 
 class Attacker:
@@ -127,7 +129,7 @@ def lab(chromium_ready: None, tmp_path_factory: pytest.TempPathFactory, model: O
         "nbformat": 4, "nbformat_minor": 5, "cells": cells,
         "metadata": {"kernelspec": {"name": "lily", "display_name": "Lily",
                                     "language": "lily"}}}))
-    server = start_lab(root, base / "home", base / "jupyterlab.log",
+    server = start_lab(root, base / "home", base / "jupyterlab.log", LILY_EVENT_LOG="1",
                        LILY_API_BASE=model.base_url, PYTHONPATH=str(REPO),
                        OPENAI_API_KEY="sk-hostile-not-a-real-key-0")
     try:
@@ -177,7 +179,7 @@ def test_hostile_answers_and_displays_run_nothing_and_fetch_nothing(
     tab, seen = page
     _, root = lab
     notebook = NotebookPage(tab)
-    notebook.wait_idle(KERNEL_START_MS)
+    notebook.wait_kernel(KERNEL_START_MS)
     run_all(tab, notebook)
     for n in range(len(CELLS)):
         expect(notebook.cells.nth(n).locator(".jp-InputPrompt")).to_have_text(
@@ -187,7 +189,7 @@ def test_hostile_answers_and_displays_run_nothing_and_fetch_nothing(
     expect(first.last).to_contain_text(SHOWN)
     expect(first.last).to_contain_text("<img src=x onerror=")  # shown as the text it is
     expect(first.last.locator("a", has_text="[image: a chart]")).to_have_count(1)
-    expect(python.filter(has_text="displayed")).to_have_count(1)  # the run did display
+    expect(python.filter(has_text=PRINTED)).to_have_count(1)  # the run did display
     expect(big.last).to_contain_text(BIG_SHOWN)
     assert len(model.requests) == 2
     assert_inert(tab, attacker, seen)
@@ -201,7 +203,7 @@ def test_hostile_answers_and_displays_run_nothing_and_fetch_nothing(
             "Replayed from the record", timeout=KERNEL_START_MS)
     notebook.wait_idle(KERNEL_START_MS)
     expect(first.last).to_contain_text(SHOWN)
-    expect(python.filter(has_text="displayed")).to_have_count(1)
+    expect(python.filter(has_text=PRINTED)).to_have_count(1)
     expect(big.last).to_contain_text(BIG_SHOWN)
     assert len(model.requests) == 2  # the answers came from the record
     assert_inert(tab, attacker, seen)

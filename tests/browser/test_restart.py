@@ -103,7 +103,7 @@ def test_restart_and_run_all_brings_the_conversation_back(
         page: Page, lab: tuple[JupyterProcess, Path], model: OpenAIServer) -> None:
     _, root = lab
     notebook = NotebookPage(page)
-    notebook.wait_idle(KERNEL_START_MS)
+    notebook.wait_kernel(KERNEL_START_MS)
     run_all(page, notebook)
     for n in range(len(CELLS)):
         expect(notebook.cells.nth(n).locator(".jp-InputPrompt")).to_have_text(
