@@ -11,6 +11,7 @@ write is. File-system failures are reported as ToolError, never raised past the 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import os
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from lily_kernel.errors import ToolError
+from lily_kernel.host_files import open_inside, scan_inside, write_inside
 from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.tools.questions import call_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, blocking
@@ -134,43 +136,58 @@ class WriteArgs:
 
 @_filesystem_errors
 def _read(args: ReadArgs, ctx: ToolContext) -> str:
-    target = resolve_in_workspace(ctx.workspace, args.path)
-    if not target.is_file():
+    base, inside = _inside(ctx.workspace, args.path)
+    if not (base / inside).is_file():
         raise ToolError(f"no file '{args.path}' in the workspace.")
     try:
+        # Opened as host_files opens what sandboxed code could swap (no link, no FIFO).
         # At most one character past what is returned (enough to know it was cut): a
         # multi-GB file must not be loaded whole to show its first 100,000 characters.
-        with target.open(encoding="utf-8") as handle:
+        with open(open_inside(base, inside), encoding="utf-8") as handle:
             text = handle.read(MAX_READ_CHARS + 1)
     except UnicodeDecodeError:
         raise ToolError(f"'{args.path}' is not a UTF-8 text file.") from None
     except OSError as exc:
-        raise ToolError(f"cannot read '{args.path}': {exc.strerror}.") from None
+        raise ToolError(f"cannot read '{args.path}': {_swapped(exc)}.") from None
     if len(text) > MAX_READ_CHARS:
         return text[:MAX_READ_CHARS] + f"\n[... truncated at {MAX_READ_CHARS:,} characters]"
     return text
 
 
-def _entry(entry: os.DirEntry[str]) -> tuple[bool, str]:
-    """(is a folder, how it is listed); a broken or looping link is shown as such."""
-    try:
-        if entry.is_dir():
-            return True, entry.name + "/"
-        return False, f"{entry.name}  ({entry.stat().st_size:,} bytes)"
-    except OSError:
-        return False, f"{entry.name}  (broken link)"
+def _inside(workspace: Path, path: str) -> tuple[Path, PurePosixPath]:
+    """The workspace's real folder and `path`'s real place inside it (links resolved
+    and checked by `resolve_in_workspace`), for host_files to open step by step."""
+    base = workspace.resolve()
+    return base, PurePosixPath(resolve_in_workspace(workspace, path).relative_to(base))
+
+
+def _swapped(exc: OSError) -> str:
+    """Why a checked path could not be opened: most often, changed since the check."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EINVAL, errno.ENXIO):
+        return "it, or a folder on its way, is no longer a plain file or folder"
+    return exc.strerror or str(exc)
+
+
+def _entry(name: str, kind: str, size: int) -> tuple[bool, str]:
+    """(is a folder, how it is listed); a link (not followed: where it leads is checked
+    when it is read) or a special file as such."""
+    if kind == "folder":
+        return True, name + "/"
+    if kind == "file":
+        return False, f"{name}  ({size:,} bytes)"
+    return False, f"{name}  ({'link' if kind == 'link' else 'not a file'})"
 
 
 @_filesystem_errors
 def _list(args: ListArgs, ctx: ToolContext) -> str:
-    target = resolve_in_workspace(ctx.workspace, args.path)
-    if not target.is_dir():
+    base, inside = _inside(ctx.workspace, args.path)
+    if not (base / inside).is_dir():
         raise ToolError(f"no folder '{args.path}' in the workspace.")
     try:
-        entries = [e for e in os.scandir(target) if not e.name.startswith(".")]
+        entries = [e for e in scan_inside(base, inside) if not e[0].startswith(".")]
     except OSError as exc:
-        raise ToolError(f"cannot list '{args.path}': {exc.strerror}.") from None
-    described = [_entry(e) for e in entries]
+        raise ToolError(f"cannot list '{args.path}': {_swapped(exc)}.") from None
+    described = [_entry(*e) for e in entries]
     lines = sorted(text for is_dir, text in described if is_dir) + sorted(
         text for is_dir, text in described if not is_dir)
     if not lines:
@@ -316,11 +333,12 @@ def _prepare_write(args: WriteArgs, ctx: ToolContext) -> Question:
 @_filesystem_errors
 def _write(args: WriteArgs, ctx: ToolContext) -> str:
     target = _write_target(args, ctx)  # again: a link made since the question counts
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(args.content, encoding="utf-8")
+    base = ctx.workspace.resolve()
+    try:  # and a link made since this check is refused by host_files
+        write_inside(base, PurePosixPath(target.relative_to(base)),
+                     args.content.encode("utf-8"))
     except OSError as exc:
-        raise ToolError(f"cannot write '{args.path}': {exc.strerror}.") from None
+        raise ToolError(f"cannot write '{args.path}': {_swapped(exc)}.") from None
     return f"wrote {len(args.content):,} characters to {args.path}"
 
 

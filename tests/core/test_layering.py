@@ -12,7 +12,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
 CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "display", "config.py",
-        "errors.py", "events", "redaction.py", "validation.py", "visible.py"]
+        "errors.py", "events", "host_files.py", "redaction.py", "validation.py", "visible.py"]
 
 # What each part of lily_kernel may import from lily_kernel (besides itself). No sideways
 # edges: the kernel goes through the runtime only, commands hand the runtime an intent
@@ -23,13 +23,15 @@ ALLOWED = {
     "events": {"config", "errors", "redaction", "skills"},  # field enums; secrets kept out
     "redaction": set(),
     "visible": set(),
+    # Files sandboxed code could touch, opened on the host without following a swap.
+    "host_files": set(),
     "display": {"config", "visible"},
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
     # Where and how code runs (bubblewrap, the reaper, the runner, the subkernel).
     "execution": {"errors", "redaction", "visible"},
-    "tools": {"config", "display", "errors", "events", "execution", "redaction",
+    "tools": {"config", "display", "errors", "events", "execution", "host_files", "redaction",
               "validation", "visible"},
     "session": {"config", "persona", "skills"},
     "prompting": {"events", "persona", "skills"},

@@ -231,7 +231,7 @@ def test_list_shows_broken_links_instead_of_failing(workspace: Path) -> None:
     (workspace / "real.txt").write_text("abc")
     outcome = run_tool(default_registry(), ToolPolicy(), "list", {"path": "."},
                        ToolContext(workspace), "owner")
-    assert outcome.output.splitlines() == ["dangling  (broken link)", "loop2  (broken link)",
+    assert outcome.output.splitlines() == ["dangling  (link)", "loop2  (link)",
                                            "real.txt  (3 bytes)"]
 
 
