@@ -21,7 +21,6 @@ import datetime
 import errno
 import hashlib
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from fastmcp.skills.provider import SkillFileResource, SkillManifestProvider
 from pydantic import ValidationError
 
 from lily_kernel.errors import ToolError
+from lily_kernel.host_files import read_inside
 from lily_kernel.skills import Skill, SkillSnapshot
 from lily_kernel.skills.fields import Frontmatter
 
@@ -52,48 +52,19 @@ def _files(folder: Path) -> list[tuple[str, Path]]:
     return found
 
 
-_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 IN_THREAD_BYTES = 1024 * 1024  # a file past this is read off the event loop
 
 
-def _open_inside(folder: Path, rel: str) -> int:
-    """The file `rel` (a POSIX path) of the skill's `folder`, open for reading: each of
-    its folders opened from the one before and the file last, none through a link
-    (O_NOFOLLOW), the file without waiting (O_NONBLOCK: a FIFO must not hang the
-    server) and only a regular file. Raises OSError."""
-    parts = rel.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise OSError(errno.EINVAL, "not a path inside the skill's folder")
-    at = os.open(folder, _FOLDER_FLAGS)
-    try:
-        for part in parts[:-1]:
-            inner = os.open(part, _FOLDER_FLAGS | getattr(os, "O_NOFOLLOW", 0), dir_fd=at)
-            os.close(at)
-            at = inner
-        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=at)
-    finally:
-        os.close(at)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file")
-    return fd
-
-
 def read_skill_bytes(folder: Path, rel: str, limit: int) -> bytes:
-    """A file of a skill's folder, as `_open_inside` opens it, at most `limit` bytes
-    (more is an OSError: the file is not what a skill may hold)."""
-    fd = _open_inside(folder, rel)
-    try:
-        chunks, total = [], 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
-            total += len(chunk)
-            if total > limit:
-                raise OSError(errno.EFBIG, f"over {limit:,} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    """A file of a skill's folder, opened as host_files opens what could be swapped (no
+    link on the way, no FIFO, a regular file), at most `limit` bytes (more is an
+    OSError: the file is not what a skill may hold)."""
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        raise OSError(errno.EINVAL, "not a path inside the skill's folder")
+    data = read_inside(folder, rel, limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"over {limit:,} bytes")
+    return data
 
 
 def _why_not(exc: OSError) -> str:

@@ -57,7 +57,7 @@ ALLOWED = {
     "kernel": {"__init__", "display", "errors", "lifecycle", "redaction", "replay", "runtime",
                "visible"},
     # `lily mcp`: a thin edge beside the kernel, over the runtime's session and gate.
-    "mcp_server": {"errors", "runtime", "skills", "tools"},
+    "mcp_server": {"errors", "host_files", "runtime", "skills", "tools"},
     "cli": {"commands", "display", "environment", "errors", "evals", "mcp_server", "replay",
             "runtime", "skills", "trust", "visible"},
     "__main__": {"kernel"},
