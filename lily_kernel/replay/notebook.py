@@ -69,11 +69,14 @@ class SavedCell:
 
 def read_saved_cells(path: Path) -> list[SavedCell] | str:
     """The code cells of the saved notebook, in order; or why they cannot be read. The
-    file is bounded and checked first (a FIFO named like a notebook would block)."""
+    file is bounded and checked first (a FIFO named like a notebook would block), and
+    never read through a link (sandboxed code may swap the notebook for one to a file
+    of the person's: its contents must not become the saved cells)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
             return f"{path} is not a file"
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NOFOLLOW", 0))
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return f"{path} is not a file"

@@ -122,6 +122,13 @@ def test_the_saved_cells_are_read_safely(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     assert read_saved_cells(fifo) == f"{fifo} is not a file"  # never opened: it would block
     assert "cannot be read" in str(read_saved_cells(tmp_path / "gone.ipynb"))
+    # Swapped by sandboxed code for a link to a notebook of the person's elsewhere.
+    elsewhere = tmp_path / "home" / "private.ipynb"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "secret"}]}))
+    link = tmp_path / "linked.ipynb"
+    link.symlink_to(elsewhere)
+    assert read_saved_cells(link) == f"{link} is not a file"
 
 
 CELLS = [SavedCell("a", "one"), SavedCell("b", "two"), SavedCell("c", "three")]
