@@ -1,21 +1,33 @@
 """The sandbox's file system: the mounts bubblewrap lays over the host's, in order.
 
-`plan_mounts` applies the sandbox's rules (below; docs/skills.md, "The sandbox", shows
-them as a table) and returns a `MountPlan`: bubblewrap's arguments, and the placeholders
-to remove after the run. Every decision asks `cover`: which mount a path is under once
-the mounts so far are laid, so nothing is mounted where the sandbox is already
-read-only, hidden or private.
+`plan_mounts` applies the sandbox's rules (below, and the workspace's protected entries
+found by rule in execution/protected.py; docs/skills.md, "The sandbox", shows them as a
+table) and returns a `MountPlan`: bubblewrap's arguments, and the placeholders to remove
+after the run. Every decision asks `cover`: which mount a path is under once the mounts
+so far are laid, so nothing is mounted where the sandbox is already read-only, hidden or
+private. The plan also says what changed since it was made (`MountPlan.changes`: a
+run waits for no plan the workspace has outgrown, a live sandbox is replaced) and undoes
+what a run made that the rules forbid (`MountPlan.tidy`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
+
+from lily_kernel.execution.protected import (
+    WORKSPACE_HIDDEN,
+    WORKSPACE_READ_ONLY,
+    Found,
+    find_protected,
+    link_holds,
+    mount_points,
+    remove_made,
+)
 
 __all__ = [
     "WORKSPACE_HIDDEN",
@@ -28,19 +40,6 @@ __all__ = [
     "remove_placeholders",
 ]
 
-# In the workspace, read-only whether or not they exist yet: what Lily reads as
-# configuration or instructions, and what runs code later. A missing one is held by an
-# empty read-only placeholder for the run (removed after it), so none can be planted.
-WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".claude",
-                       ".git")
-# In the workspace, unreadable (an empty file in their place) when they exist, at its
-# top and in its folders one level down: dotenv files (`.env`, `.env.local`…) and
-# direnv's `.envrc` (which also runs when the person enters the folder).
-WORKSPACE_HIDDEN = (".env", ".env.*", ".envrc")
-# Places that run code later, at the workspace's top and one level down, read-only: a
-# virtual environment (a folder holding pyvenv.cfg), a conda environment (conda-meta/),
-# a repository's .git/ (its hooks).
-_SCANNED = 5_000  # entries looked at, at most, for these (a huge workspace is not walked)
 # Besides: Lily's own files named by the tool context (every skills root, the persona
 # folders, the Lily home and its trust store) are read-only; the home folder is an
 # empty private one (no ~/.ssh, ~/.aws, ~/.config, ~/.netrc, dotfiles), through which
@@ -108,9 +107,11 @@ def cover(mounts: Iterable[Mount], path: Path) -> Mount:
 
 @dataclass(frozen=True)
 class MountPlan:
-    """The mounts in the order bubblewrap lays them."""
+    """The mounts in the order bubblewrap lays them, and what the workspace's rules
+    found when they were planned."""
 
     mounts: tuple[Mount, ...]
+    found: Found
 
     @property
     def placeholders(self) -> tuple[Path, ...]:
@@ -124,33 +125,54 @@ class MountPlan:
         return (*_ROOT_ARGV, *(arg for m in self.mounts for arg in m.argv()),
                 *(arg for target in empty for arg in ("--remount-ro", str(target))))
 
+    def changes(self, bwrap: int | None = None) -> tuple[str, ...]:
+        """What this plan no longer protects (names in the workspace, else whole paths):
+        an entry the rules protect that appeared, a protected link that points elsewhere,
+        a protected path that is gone; and, for the sandbox running as bubblewrap's
+        process `bwrap`, each mount no longer in its place (the host removed or replaced
+        the entry it lay on: a mount holds an entry, not a name)."""
+        workspace = self.found.workspace
+        try:
+            now = find_protected(workspace)
+        except OSError:
+            return (str(workspace),)
+        changed = [p for p in now.hidden
+                   if cover(self.mounts, _real(p)).shows not in (Shows.EMPTY, Shows.PRIVATE)]
+        changed += [p for p in now.read_only
+                    if cover(self.mounts, _real(p)).shows is Shows.HOST_WRITABLE]
+        changed += [workspace / name for name, target in self.found.links
+                    if not link_holds(workspace / name, target)]
+        laid = [m for m in self.mounts if m.shows is not Shows.LINK and not m.optional]
+        if bwrap is None:  # before the run: what each mount lies on is there
+            changed += [m.target for m in laid if not m.placeholder and m.shows in (
+                Shows.HOST_READ_ONLY, Shows.EMPTY) and not os.path.lexists(m.target)]
+        else:  # a mount that hides, empties or keeps writable files read-only is still laid
+            there = mount_points(bwrap) or frozenset()
+            changed += [m.target for at, m in enumerate(self.mounts) if m in laid
+                        and m.target not in there and _guards(m, self.mounts[:at])]
+        return tuple(dict.fromkeys(
+            str(p.relative_to(workspace)) if p.is_relative_to(workspace) else str(p)
+            for p in changed))
 
-def _near_top(workspace: Path) -> list[Path]:
-    """The workspace's entries at its top and one level down (at most _SCANNED), in
-    name order."""
-    found: list[Path] = []
-    try:
-        top = sorted(workspace.iterdir())[:_SCANNED]
-    except OSError:
-        return []
-    found += top
-    for folder in top:
-        if len(found) >= _SCANNED:
-            break
-        if folder.is_dir() and not folder.is_symlink() and folder.name != ".git":
-            with contextlib.suppress(OSError):
-                found += sorted(folder.iterdir())[: _SCANNED - len(found)]
-    return found
+    def remove_made(self) -> tuple[str, ...]:
+        """Undo what a run made at the workspace's top that the rules forbid: a new
+        dot-entry, a protected link replaced (execution/protected.py). The names."""
+        return remove_made(self.found,
+                           lambda path: cover(self.mounts, path).shows is Shows.HOST_WRITABLE)
+
+    def tidy(self) -> tuple[str, ...]:
+        """After a run whose sandbox has ended: its placeholders removed, and what it
+        made that the rules forbid undone (the names)."""
+        remove_placeholders(self.placeholders)
+        return self.remove_made()
 
 
-def _runs_later(entry: Path) -> bool:
-    return entry.is_dir() and not entry.is_symlink() and (
-        entry.name == ".git" or (entry / "pyvenv.cfg").is_file()
-        or (entry / "conda-meta").is_dir())
-
-
-def _dotenv(entry: Path) -> bool:
-    return entry.is_file() and any(fnmatch.fnmatchcase(entry.name, p) for p in WORKSPACE_HIDDEN)
+def _guards(mount: Mount, before: Sequence[Mount]) -> bool:
+    """Whether `mount` keeps anything from a run: it hides or empties what is there, or
+    makes writable files read-only (not a folder shown through an empty one)."""
+    return mount.shows in (Shows.EMPTY, Shows.PRIVATE) or (
+        mount.shows is Shows.HOST_READ_ONLY
+        and cover(before, mount.target).shows is Shows.HOST_WRITABLE)
 
 
 def _real(path: Path) -> Path:
@@ -245,12 +267,15 @@ def plan_mounts(workspace: Path, protected: Sequence[Path], home: Path | None,
     mounts.append(Mount(workspace, Shows.HOST_WRITABLE))
     if home is not None and holds_home:
         mounts += _home_top(home)
-    near = _near_top(workspace)
-    for path in _depth_first(map(_real, filter(_dotenv, near))):
+    found = find_protected(workspace)
+    # A link among them to nothing (yet) is held by nothing: no placeholder is made for
+    # it (an editor's lock file is such a link). Lily's own paths are held missing or not.
+    for path in _depth_first(p for p in map(_real, found.hidden) if p.exists()):
         if cover(mounts, path).shows in (Shows.HOST_READ_ONLY, Shows.HOST_WRITABLE):
-            mounts.append(Mount(path, Shows.EMPTY, folder=False))
-    for path in _depth_first(map(_real, [*(workspace / n for n in WORKSPACE_READ_ONLY),
-                                         *filter(_runs_later, near), *protected])):
+            mounts.append(Mount(path, Shows.EMPTY, folder=path.is_dir()))
+    kept = [p for p in map(_real, found.read_only) if p.exists()]
+    for path in _depth_first([*map(_real, [*(workspace / n for n in WORKSPACE_READ_ONLY),
+                                           *protected]), *kept]):
         mounts += _keep(path, mounts)
     for path in visible:  # right after the mount it is under: later ones still apply in it
         under = cover(mounts, path)
@@ -258,7 +283,7 @@ def plan_mounts(workspace: Path, protected: Sequence[Path], home: Path | None,
                 and under.shows in (Shows.PRIVATE, Shows.EMPTY)):
             at = len(mounts) - [*reversed(mounts)].index(under)
             mounts.insert(at, Mount(path, Shows.HOST_READ_ONLY))
-    return MountPlan(tuple(mounts))
+    return MountPlan(tuple(mounts), found)
 
 
 def remove_placeholders(placeholders: Sequence[Path]) -> None:

@@ -26,12 +26,20 @@ def sandbox_mounts(workspace: Path, protected: Sequence[Path], environ: Mapping[
                    visible: Sequence[Path] = (), writable: Sequence[Path] = ()) -> MountPlan:
     """The sandbox's file system for a run in `workspace` (resolved): Lily's own files
     `protected`, `visible` and what every run needs (the interpreter, the limiter) shown
-    read-only through the private home and /tmp, `writable` bound as they are."""
+    read-only through the private home and /tmp, `writable` bound as they are. Raises
+    ToolError when the workspace cannot be listed (its protected entries are unknown).
+    A sandbox that stays (the Python kernel's) asks the plan before each run whether it
+    still holds (`MountPlan.changes(bwrap)`: else it is started again), and after each
+    run undoes what the run made that the rules forbid (`MountPlan.remove_made`)."""
     shown = [*visible, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
              Path(sys.executable).resolve().parent.parent, LIMITER.parent.resolve()]
     home = Path(environ["HOME"]).resolve() if environ.get("HOME") else None
-    return plan_mounts(workspace, protected, home, list(dict.fromkeys(shown)),
-                       writable=list(writable))
+    try:
+        return plan_mounts(workspace, protected, home, list(dict.fromkeys(shown)),
+                           writable=[p.resolve() for p in writable])
+    except OSError as exc:  # the workspace's top cannot be listed: nothing is known
+        raise ToolError(f"cannot list the workspace ({exc.strerror or exc}): nothing can "
+                        "be run there in the sandbox.") from None
 
 
 def plan_process(command: Sequence[str], workspace: Path, protected: Sequence[Path],
@@ -55,4 +63,4 @@ def plan_process(command: Sequence[str], workspace: Path, protected: Sequence[Pa
     mounts = sandbox_mounts(workspace, protected, environ, visible)
     argv = sandboxed(sandbox.bwrap, limited(command, limits), workspace, mounts)
     return ProcessPlan(argv=tuple(argv), cwd=workspace, env=env, sandboxed=True,
-                       sandbox_note="", placeholders=mounts.placeholders, limits=limits)
+                       sandbox_note="", mounts=mounts, limits=limits)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from lily_kernel.errors import ToolError
 from lily_kernel.execution.cgroups import open_run_group
 from lily_kernel.execution.limits import Limits
-from lily_kernel.execution.mounts import remove_placeholders
+from lily_kernel.execution.mounts import MountPlan
 from lily_kernel.execution.sandbox import Sandbox, find_sandbox
 
 if TYPE_CHECKING:  # asyncio comes with the first run: `lily skills` builds no run
@@ -37,15 +37,15 @@ MAX_OUTPUT_CHARS = 20_000
 class ProcessPlan:
     """Everything about one run, decided before it starts (what the person approves):
     the command line (bubblewrap's, with the command inside), its folder and
-    environment, whether it is sandboxed (and why not), the placeholders to remove after
-    it, and its limits (None: none, outside the sandbox)."""
+    environment, whether it is sandboxed (and why not), its sandbox's file system (whose
+    placeholders go after it), and its limits (None: none, outside the sandbox)."""
 
     argv: tuple[str, ...]
     cwd: Path
     env: dict[str, str]
     sandboxed: bool
     sandbox_note: str  # why it is not sandboxed ("" when it is)
-    placeholders: tuple[Path, ...] = ()  # mount points to remove after the run
+    mounts: MountPlan | None = None
     limits: Limits | None = None
 
     @property
@@ -162,6 +162,12 @@ async def run_process(plan: ProcessPlan, timeout: float,
     that started it), never from a worker thread."""
     import asyncio
 
+    # The workspace looked at again (off the event loop): a run waits for no plan the
+    # workspace has outgrown (a .env made while the person was asked is not hidden).
+    if plan.mounts is not None and (changed := await asyncio.to_thread(plan.mounts.changes)):
+        raise ToolError(f"nothing ran: {', '.join(changed)} changed in the workspace after "
+                        "the command was planned, and the sandbox protects what was there; "
+                        "run it again.")
     group = open_run_group(plan.limits) if plan.sandboxed and plan.limits else None
     argv = group.argv(plan.argv) if group is not None else plan.argv
     started = time.perf_counter()
@@ -210,13 +216,18 @@ async def run_process(plan: ProcessPlan, timeout: float,
                 _kill_holders(read_end)
         reading.cancel()
         transport.close()
-        remove_placeholders(plan.placeholders)
         if group is not None:  # whatever is left in the run's control group
             await asyncio.shield(group.close())
+        # Once nothing of the run is left: its placeholders, what it may not keep.
+        undone = (await asyncio.shield(asyncio.to_thread(plan.mounts.tidy))
+                  if plan.mounts is not None else ())
     data, total = bytes(output.kept), output.total
     text = data.decode("utf-8", "replace")
     if len(text) > max_chars or total > len(data):
         text = text[:max_chars] + f"\n[... output truncated: {total:,} bytes in all]"
+    if undone:
+        text += (f"\n[removed after the run: {', '.join(undone)} (the sandbox keeps no new "
+                 "dot-entry at the workspace's top, and its links as they were)]")
     return RunResult(code, round((time.perf_counter() - started) * 1000, 1), text, total,
                      timed_out)
 

@@ -125,6 +125,74 @@ def _victim_alive(scene: Scene, output: str) -> str | None:
     return None if scene.victim.poll() is None else "a host process was killed"
 
 
+def _prepared(prepare: Callable[[Scene], None], command: Callable[[Scene], str]
+              ) -> Callable[[Scene], str]:
+    """`command`, once the host has made what `prepare` makes in the workspace (the
+    person's files, or what an earlier run of the attacker left there): the run's
+    sandbox is planned from what is there when it starts."""
+    def made(scene: Scene) -> str:
+        prepare(scene)
+        return command(scene)
+    return made
+
+
+# The person's environments and dot-entries at the workspace's top, as the host made
+# them: a file, and what it held (`_kept` checks each is so after the attack).
+ORIGINAL = "# the person's own\n"
+PERSONS = (".venv/bin/activate", "myenv/bin/activate", "envs/main/bin/activate",
+           ".vscode/settings.json", ".pre-commit-config.yaml", ".github/workflows/ci.yml")
+DECOYS = 5_000  # names sorting before every dot-entry ("-0" < ".env")
+
+
+def _persons_files(scene: Scene) -> None:
+    for name in PERSONS:
+        (scene.workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (scene.workspace / name).write_text(ORIGINAL)
+    for env in (".venv", "myenv", "envs/main"):  # environments, whatever their name
+        (scene.workspace / env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (scene.workspace / ".tools").symlink_to("envs/main")  # a dot-entry that is a link
+
+
+def _decoys_and_persons_files(scene: Scene) -> None:
+    for number in range(DECOYS):
+        (scene.workspace / f"-{number}").write_text("decoy\n")
+    _persons_files(scene)
+
+
+def _kept(*made_new: str) -> Callable[[Scene, str], str | None]:
+    """The person's files as they were, `.env` unread, and none of `made_new` (new
+    entries the attack tried to make) left on the host."""
+    def check(scene: Scene, output: str) -> str | None:
+        for name in PERSONS:
+            now = (scene.workspace / name).read_text(errors="replace")
+            if now != ORIGINAL:
+                return f"{name} changed: {now[:100]!r}"
+        tools = scene.workspace / ".tools"
+        if not tools.is_symlink() or os.readlink(tools) != "envs/main":
+            return ".tools is no longer the link to envs/main"
+        if DOTENV_SECRET[::-1] in output:
+            return f".env read: {output[:300]}"
+        left = [n for n in made_new if os.path.lexists(scene.workspace / n)]
+        if left:
+            return f"left on the host: {left}"
+        if not (scene.workspace / "outputs" / "ok.txt").is_file():
+            return "(the control failed: the workspace was not writable)"
+        return None
+    return check
+
+
+_WRITE_PERSONS = (
+    "for f in " + " ".join(PERSONS) + "; do echo pwned >> \"$f\" 2>/dev/null && "
+    'echo "WROTE $f"; done; cat .env .env.local 2>&1 | rev; '
+    "mkdir -p outputs && echo ok > outputs/ok.txt")
+# New entries that run code later, planted at the top: direnv's .envrc (run on `cd`),
+# VS Code's tasks, a pre-commit hook, and the dot-entry link replaced by a folder.
+_PLANT = (
+    "printf 'echo pwned\\n' > .envrc; mkdir -p .vscode2 && echo '{}' > .vscode2/tasks.json; "
+    "rm -f .tools && mkdir -p .tools/bin && echo pwned > .tools/bin/activate; "
+    "mkdir -p outputs && echo ok > outputs/ok.txt")
+
+
 @dataclass(frozen=True)
 class Attack:
     name: str
@@ -176,6 +244,12 @@ ATTACKS = (
            _capped),
     Attack("memory", lambda s: f"{s.python} -c 'b = bytearray(1 << 30); print(\"ALLOC\" \"ATED\")'",
            _absent(lambda s: "ALLOCATED")),
+    # Protected by rule, not among the first names of a listing: 5,000 names an earlier
+    # run made sort before .env, .venv and every dot-entry (hardening round four, #34).
+    Attack("decoys_then_the_environments_and_dotenv",
+           _prepared(_decoys_and_persons_files, lambda s: _WRITE_PERSONS), _kept()),
+    Attack("plant_envrc_and_dot_entries_when_missing",
+           _prepared(_persons_files, lambda s: _PLANT), _kept(".envrc", ".vscode2")),
 )
 
 

@@ -1,0 +1,218 @@
+"""The workspace's protected entries, found by rule and never by a count: what the
+sandbox keeps there read-only or hidden, what a run made there that it may not keep,
+and what a sandbox that lives on (the Python kernel's) shows of its mounts.
+
+The rules (docs/execution.md, "Protected paths"; execution/mounts.py lays them):
+
+- Lily's own names (`WORKSPACE_READ_ONLY`) are read-only whether or not they exist.
+- At the workspace's top, every dot-entry is read-only (`.venv/`, `.vscode/`,
+  `.pre-commit-config.yaml`…); one named like a dotenv file (`WORKSPACE_HIDDEN`) is
+  hidden instead.
+- At the top and one level down, every environment (a folder holding `pyvenv.cfg` or
+  `conda-meta/`, whatever its name) and `.git/` are read-only, and dotenv files hidden.
+- The top and each of its folders are listed whole: no number of other entries pushes
+  one of these out of sight. A folder that cannot be listed is hidden whole, an entry
+  whose kind cannot be told is taken for an environment: nothing is left open because
+  a run changed a mode.
+- A dot-entry a run made at the top, and a protected link there it replaced, do not
+  outlive the run (`remove_made`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import re
+import shutil
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["WORKSPACE_HIDDEN", "WORKSPACE_READ_ONLY", "Found", "find_protected",
+           "link_holds", "mount_points", "remove_made"]
+
+# In the workspace, read-only whether or not they exist yet: what Lily reads as
+# configuration or instructions, and what runs code later. A missing one is held by an
+# empty read-only placeholder for the run (removed after it), so none can be planted.
+WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".claude",
+                       ".git")
+# Unreadable (an empty file or folder in their place), at the top and one level down:
+# dotenv files (`.env`, `.env.local`…) and direnv's `.envrc` (run on entering a folder).
+WORKSPACE_HIDDEN = (".env", ".env.*", ".envrc")
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the rules protect in one workspace, as it was when looked at: paths as
+    listed (a link among them is protected where it points, by whoever mounts)."""
+
+    workspace: Path
+    hidden: tuple[Path, ...] = ()  # dotenv files, and folders that cannot be listed
+    read_only: tuple[Path, ...] = ()  # the top's dot-entries, environments, .git/
+    dots: frozenset[str] = frozenset()  # the top's dot-entries, Lily's names aside
+    links: tuple[tuple[str, str], ...] = ()  # the top's protected links, where each points
+
+
+# What every hidden name starts with, looked at first: a folder may hold a million names.
+_HIDDEN_START = os.path.commonprefix(WORKSPACE_HIDDEN)  # noqa: RUF071 - names, not paths
+
+
+def _hidden_name(name: str) -> bool:
+    return name.startswith(_HIDDEN_START) and any(
+        fnmatch.fnmatchcase(name, pattern) for pattern in WORKSPACE_HIDDEN)
+
+
+def _listed(folder: Path) -> list[os.DirEntry[str]]:
+    """Every entry of `folder` (raises OSError when it cannot be listed)."""
+    with os.scandir(folder) as entries:
+        return list(entries)
+
+
+def _environment(entry: os.DirEntry[str]) -> bool:
+    """A virtual or conda environment, through a link too; an entry that cannot be
+    looked into counts as one (a run may have taken the permission it needs away)."""
+    try:
+        if not entry.is_dir():
+            return False
+        path = Path(entry.path)
+        return (path / "pyvenv.cfg").is_file() or (path / "conda-meta").is_dir()
+    except OSError:
+        return True
+
+
+def _kept(entry: os.DirEntry[str], top: bool) -> bool:
+    """Whether the rules keep `entry` read-only (a dotenv name is hidden instead)."""
+    name = entry.name
+    return ((top and (name.startswith(".") or name in WORKSPACE_READ_ONLY))
+            or name == ".git" or _environment(entry))
+
+
+def find_protected(workspace: Path) -> Found:
+    """The entries of `workspace` (resolved) that the rules protect. Raises OSError
+    when its top cannot be listed (then nothing can be protected, nor run)."""
+    hidden: list[Path] = []
+    read_only: list[Path] = []
+    links: list[tuple[str, str]] = []
+    top = _listed(workspace)
+    for entry in top:
+        if _hidden_name(entry.name):
+            hidden.append(Path(entry.path))
+        elif _kept(entry, top=True):
+            read_only.append(Path(entry.path))
+        else:
+            continue
+        if entry.is_symlink():  # kept where it points; the link itself, by remove_made
+            with contextlib.suppress(OSError):
+                links.append((entry.name, os.readlink(entry.path)))
+    for folder in top:
+        if folder.name == ".git" or not folder.is_dir(follow_symlinks=False):
+            continue
+        try:
+            inside = _listed(Path(folder.path))
+        except OSError:
+            hidden.append(Path(folder.path))  # what it holds cannot be known: all of it
+            continue
+        for entry in inside:
+            if _hidden_name(entry.name):
+                hidden.append(Path(entry.path))
+            elif _kept(entry, top=False):
+                read_only.append(Path(entry.path))
+    dots = frozenset(e.name for e in top
+                     if e.name.startswith(".") and e.name not in WORKSPACE_READ_ONLY)
+    return Found(workspace, tuple(hidden), tuple(read_only), dots, tuple(links))
+
+
+def _remove(path: Path) -> None:
+    """`path` gone, no link followed (a link is removed as a link); renamed aside, out of
+    its dot-name, when it cannot be removed (a tree too deep, a folder made unreadable)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+        return
+    except (OSError, RecursionError):
+        pass
+    aside = path.with_name("lily-removed" + path.name)
+    for number in range(2, 1000):
+        if not os.path.lexists(aside):
+            break
+        aside = path.with_name(f"lily-removed{path.name}-{number}")
+    path.rename(aside)
+
+
+def remove_made(found: Found, writable: Callable[[Path], bool]) -> tuple[str, ...]:
+    """Undo what a run did at the top of `found`'s workspace that the rules forbid: a
+    dot-entry that was not there when the run was planned is removed (Lily's own names
+    aside: placeholders hold them), a protected link it removed or replaced is made
+    again. Only where the run could write (`writable`): what the person makes meanwhile
+    where it could not is theirs. The names undone."""
+    workspace = found.workspace
+    try:
+        names = sorted(entry.name for entry in _listed(workspace))
+    except OSError:
+        return ()
+    made = [name for name in names if name.startswith(".") and name not in found.dots
+            and name not in WORKSPACE_READ_ONLY and writable(workspace / name)]
+    moved = [(name, target) for name, target in found.links
+             if writable(workspace / name) and not link_holds(workspace / name, target)]
+    if (made or moved) and not os.access(workspace, os.W_OK):
+        with contextlib.suppress(OSError):  # the run took the top's write permission
+            workspace.chmod(stat.S_IMODE(workspace.stat().st_mode) | stat.S_IRWXU)
+    undone: list[str] = []
+    for name in made:
+        with contextlib.suppress(OSError):
+            _remove(workspace / name)
+            undone.append(name)
+    for name, target in moved:
+        with contextlib.suppress(OSError):
+            if os.path.lexists(workspace / name):
+                _remove(workspace / name)
+            (workspace / name).symlink_to(target)
+            undone.append(name)
+    return tuple(undone)
+
+
+def link_holds(link: Path, target: str) -> bool:
+    """Whether `link` is (still) a link to `target`."""
+    with contextlib.suppress(OSError):
+        return link.is_symlink() and os.readlink(link) == target
+    return False
+
+
+_ESCAPED = re.compile(r"\\([0-7]{3})")
+
+
+def _namespace(pid: int | str) -> str:
+    return os.readlink(f"/proc/{pid}/ns/mnt")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc/<pid>/stat)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with (contextlib.suppress(OSError, IndexError, ValueError),
+                  open(f"/proc/{name}/stat", "rb") as status):
+                if int(status.read().rsplit(b")", 1)[1].split()[1]) == pid:
+                    found.append(int(name))
+    return found
+
+
+def mount_points(bwrap: int) -> frozenset[Path] | None:
+    """Where the sandbox bubblewrap runs as process `bwrap` has mounts, as its first
+    process sees them: bubblewrap's child in a mount namespace other than Lily's (its
+    code starts below that one, so a namespace it makes cannot take its place). None
+    when that sandbox no longer runs."""
+    ours = _namespace("self")
+    for child in _children(bwrap):
+        with contextlib.suppress(OSError):
+            if _namespace(child) != ours:
+                with open(f"/proc/{child}/mountinfo", encoding="utf-8",
+                          errors="surrogateescape") as table:
+                    return frozenset(
+                        Path(_ESCAPED.sub(lambda m: chr(int(m[1], 8)), line.split()[4]))
+                        for line in table if len(line.split()) > 4)
+    return None
