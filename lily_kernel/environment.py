@@ -217,9 +217,9 @@ class LilyEnvironment:
 
     def pending_trust(self) -> tuple[dict[str, str], list[str], list[str]]:
         """What trusting the workspace now would record (every workspace skill's digest),
-        and what it would let take effect: the held skills, and the lily.yaml settings and
-        the persona folder, a line each (the same lines in the notebook's question and in
-        `lily trust`)."""
+        and what it would let take effect: the held skills, and the lily.yaml settings,
+        the persona folder and the folder's record of turns, a line each (the same lines
+        in the notebook's question and in `lily trust`)."""
         trust = self.trust
         # The skills as they would be with the lily.yaml and persona trusted: the roots the
         # file names are among them, so their skills are listed and recorded too.
@@ -231,7 +231,7 @@ class LilyEnvironment:
         raw = load_snapshot(full.skill_roots, full.snapshot_rules(), full.host)
         _, digests, held = hold_untrusted(raw, self.workspace, entry,
                                           person_roots=trust.person_roots, cache=trust.digests)
-        persona = trust.persona_line()
+        persona, record = trust.persona_line(), trust.record_line()
         settings = [f"lily.yaml {line}" for line in trust.held_settings]
         return digests, [h.line() for h in held], settings + (
-            [f"persona {persona}"] if persona else [])
+            [f"persona {persona}"] if persona else []) + ([f"record {record}"] if record else [])

@@ -49,6 +49,7 @@ from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.skills.digest import file_digest, folder_digest
 from lily_kernel.trust import PERSONA_FOLDER, TrustStore, WorkspaceTrust
+from lily_kernel.trust.record import is_record_line
 from lily_kernel.validation import ShapeError, build
 
 __all__ = ["ReplayReport", "replay_session"]
@@ -196,10 +197,15 @@ def _recorded_workspace(started: Mapping[str, Any]) -> Path:
 def _recorded_trust(workspace: Path, checked: list[TrustChecked]) -> TrustStore:
     """The trust the session started with, in memory: replay asks the store what the
     recording's did (what the person trusts now does not change it), and a trust
-    question answered yes in the recording is never written to the person's store."""
-    if not checked or checked[0].by != "store":
+    question answered yes in the recording is never written to the person's store. The
+    folder's record of turns, which the copy leaves out, as the recording's question
+    named it (trust/record.py)."""
+    if not checked:
         return TrustStore(None)
     first = checked[0]
+    if first.by != "store":
+        record = next(filter(is_record_line, first.held_settings), None)
+        return TrustStore(None, records={str(workspace.resolve()): record})
     config = file_digest(workspace / CONFIG_FILE) if first.config_trusted else None
     persona = workspace / PERSONA_FOLDER
     persona_held = any(line.startswith(f"{PERSONA_FOLDER}/") for line in first.held_settings)

@@ -2,7 +2,8 @@
 needs what is held (a chat cell, or a command invoking a held skill).
 
 The question (trust/question.py) lists what would be trusted: the lily.yaml settings not
-applied and a held persona folder, then the held skills with where they come from. Yes:
+applied, a held persona folder and the folder's record of turns (Run All would replay
+it), then the held skills with where they come from. Yes:
 the store records the workspace (its lily.yaml and each skill at its digest) and the
 session takes it all up at once. No:
 held for this session. No one to answer (nbclient, papermill): held, and the cell says
@@ -60,16 +61,23 @@ def _invoked(runtime: LilyRuntime, parsed: ParsedCommand) -> str | None:
     return found.skill.name if found.skill is not None else found.wanted
 
 
+def _holds_anything(runtime: LilyRuntime) -> bool:
+    """Whether anything that came with the folder waits for trust: skills, lily.yaml
+    settings, the persona folder, a record of turns Run All would replay."""
+    trust = runtime.env.trust
+    return bool(held_skills(runtime.session.skill_snapshot) or trust.held_settings
+                or trust.persona_line() is not None or trust.record_line() is not None)
+
+
 def needs_trust(runtime: LilyRuntime, parsed: ParsedCommand | None) -> bool:
     """Whether this cell should ask: something is held, the person has not answered this
     session, and the cell is a chat cell or invokes a held skill."""
     if runtime.trust_answered or runtime.env.trust.problem:
         return False  # asked already; or the store is broken (the first cell says so)
-    held = held_skills(runtime.session.skill_snapshot)
-    trust = runtime.env.trust
-    if not held and not trust.held_settings and trust.persona_line() is None:
+    if not _holds_anything(runtime):
         return False
-    return parsed is None or _invoked(runtime, parsed) in held
+    return parsed is None or _invoked(runtime, parsed) in held_skills(
+        runtime.session.skill_snapshot)
 
 
 def trust_help(runtime: LilyRuntime) -> str:
@@ -114,9 +122,7 @@ async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> str:
 async def ask_trust(runtime: LilyRuntime, sink: CellSink) -> CommandResult:
     """`/trust`: the question again (whatever was answered before), or, with nothing to
     trust, that the workspace is trusted."""
-    trust = runtime.env.trust
-    if (trust.trusted() and not held_skills(runtime.session.skill_snapshot)
-            and not trust.held_settings and trust.persona_line() is None):
+    if runtime.env.trust.trusted() and not _holds_anything(runtime):
         return CommandResult("trust", "This workspace is trusted", (Text(
             f"{runtime.env.workspace}: nothing that came with it is held."),))
     said = await settle_trust(runtime, sink)
@@ -129,8 +135,7 @@ def trusted_elsewhere(runtime: LilyRuntime) -> bool:
     trust = runtime.env.trust
     if trust.by_environment:
         return False
-    if (not held_skills(runtime.session.skill_snapshot) and not trust.held_settings
-            and trust.persona_line() is None and trust.trusted()):
+    if trust.trusted() and not _holds_anything(runtime):
         return False  # nothing held: nothing to take up
     return trust.entry() != trust.seen
 
@@ -147,7 +152,8 @@ def log_trust_checked(runtime: LilyRuntime) -> None:
     runtime.log.emit(TrustChecked(
         by=by, trusted_skills=dict(entry.skills) if entry else {},
         config_trusted=not trust.held_settings, held_skills=[h.line() for h in held],
-        held_settings=[*trust.held_settings, *filter(None, [trust.persona_line()])],
+        held_settings=[*trust.held_settings,
+                       *filter(None, [trust.persona_line(), trust.record_line()])],
         problem=trust.problem))
 
 

@@ -4,6 +4,8 @@ Trusted by the store (what the person trusted, at its digest), by the environmen
 (`LILY_TRUST=workspace`: this process trusts the workspace, nothing is recorded), or
 not at all. A store that cannot be read is a `problem` the person is told about, and
 everything workspace-level stays held: nothing is lost, nothing is trusted by accident.
+What a folder not trusted at all brings counts too: its record of recorded turns, which
+Run All would replay (trust/record.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from lily_kernel.errors import TrustStoreError
 from lily_kernel.skills import SkillSnapshot
 from lily_kernel.skills.digest import DigestCache, folder_digest
+from lily_kernel.trust.record import read_record
 from lily_kernel.trust.review import HeldSkill, hold_untrusted
 from lily_kernel.trust.store import TrustStore, WorkspaceTrust
 
@@ -94,6 +97,20 @@ class TrustState:
             return None
         entry = self.entry()
         return f"{PERSONA_FOLDER}/ ({'changed' if entry and entry.persona else 'new'})"
+
+    def record_line(self) -> str | None:
+        """The trust question's line for the folder's record of turns (None: none, or
+        the folder is trusted: its record is then the sessions Lily keeps there). Read
+        once a session, as it starts (the store keeps it: this session's own turns are
+        not what came with the folder); a replay's store says what the recording's
+        question said."""
+        if self.by_environment or self.entry() is not None:
+            return None
+        key = str(self.workspace.resolve())
+        if key not in self.store.records and self.store.path is not None:
+            facts = read_record(self.workspace)
+            self.store.records[key] = facts.line() if facts is not None else None
+        return self.store.records.get(key)
 
     def hold(self, snapshot: SkillSnapshot
              ) -> tuple[SkillSnapshot, dict[str, str], tuple[HeldSkill, ...]]:

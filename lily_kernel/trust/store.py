@@ -63,12 +63,16 @@ def _entry(raw: Any, where: str) -> WorkspaceTrust:
 
 
 class TrustStore:
-    """The store at `path`; `path` None keeps it in memory (replay never writes)."""
+    """The store at `path`; `path` None keeps it in memory (replay never writes).
+    `records`: each workspace's record of turns as the session's trust question names it
+    (trust/record.py), read once a session (a session keeps its store across reloads)
+    or, for a replay, as the recorded session's question named it."""
 
-    def __init__(self, path: Path | None, entries: dict[str, WorkspaceTrust] | None = None
-                 ) -> None:
+    def __init__(self, path: Path | None, entries: dict[str, WorkspaceTrust] | None = None,
+                 records: dict[str, str | None] | None = None) -> None:
         self.path = path
         self._memory = dict(entries or {})
+        self.records = dict(records or {})
 
     def _read(self) -> dict[str, Any]:
         if self.path is None:

@@ -188,3 +188,40 @@ def test_a_trust_given_from_a_terminal_is_taken_up_at_the_next_cell(
         assert after.status == "ok"
         assert "Trusted from elsewhere" in after.plain
         assert "- report:" in system_prompt(server)
+
+
+def test_a_folder_that_ships_a_record_asks_first_and_runs_none_of_its_code(
+        server: OpenAIServer, tmp_path: Path) -> None:
+    """A folder whose only content is a record of turns (a golden transcript's, or a
+    crafted one): Run All would replay its answers and, trusted under full auto, its
+    code. The first chat cell asks the trust question, naming the record; declined, the
+    recorded answer is replayed as text and its shell call, asked while the folder is
+    not trusted (full auto or not), never runs."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    settings = {"LILY_MODEL": "openai/trust", "LILY_API_BASE": server.base_url,
+                "OPENAI_API_KEY": "sk-trust-not-a-key", "LILY_STREAM": "0",
+                "LILY_EVENT_LOG": "1", "LILY_RETRY_BACKOFF": "0.01", "LILY_POLICY": "auto"}
+    server.replies.clear()
+    server.script(Reply(tool_calls=[tool_call("shell", {"command": "touch ran.txt"})]),
+                  Reply(text="Made it."))
+    with lily_kernel(workspace, tmp_path / "author", **settings) as kernel:  # its author
+        run = kernel.execute("Make the file", allow_stdin=False)
+        assert run.status == "ok", run.reply
+    assert (workspace / "ran.txt").exists()
+    (workspace / "ran.txt").unlink()
+    server.replies.clear()
+    server.script(Reply(text="It was not made."))  # the declined call's result differs
+    with lily_kernel(workspace, tmp_path / "home", **settings, LILY_TRUST="") as kernel:
+        run, prompts = execute_answering(kernel, "Make the file", ["n", "n"])
+        assert run.reply["status"] == "ok", run.reply
+        assert prompts[0].startswith(f"This workspace is not trusted: {workspace}")
+        assert ("record .lily/sessions/ (1 turn in 1 session log): Run All replays its "
+                "answers, and under full auto runs their code (python, shell, MCP tools) "
+                "unasked") in prompts[0]
+        # The replayed call, asked (no "always": the folder is not trusted).
+        assert '"touch ran.txt"' in prompts[1] and prompts[1].endswith("Run it? [y/N] ")
+        shown = run.plain + json.dumps([m["content"] for m in run.outputs])
+        assert "Replayed from the record" in shown
+        assert "A tool's result differs from the record (step 2)" in shown
+    assert not (workspace / "ran.txt").exists()

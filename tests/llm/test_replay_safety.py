@@ -21,8 +21,10 @@ from lily_kernel.llm import ChatResponse, ScriptedModel
 from lily_kernel.replay import ReplayError, replay_session
 from lily_kernel.replay import log as replay_log
 from lily_kernel.replay import scratch as replay_workspace
+from lily_kernel.replay.answers import NotebookRecord
 from lily_kernel.replay.scratch import scratch_copy
 from lily_kernel.runtime import LilyRuntime
+from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.tools import files as files_module
 from tests.conftest import write_skill
 from tests.llm.test_skill_tools import Sink, call, reply
@@ -215,6 +217,30 @@ def test_trust_is_the_recorded_one(workspace, environ, monkeypatch, capsys) -> N
     trusting = replay_session(log, environ={**env, "LILY_TRUST": "workspace"})
     assert trusting.divergence is not None and trusting.divergence.index == 1
     assert "differs in settings" in trusting.describe()
+
+
+def test_a_question_that_named_the_folders_record_replays_as_asked(workspace, environ,
+                                                                    monkeypatch) -> None:
+    """The folder's record (an earlier session's turns) was named by the recorded trust
+    question; the replay's copy holds no record, yet asks the very question (the record's
+    line fed back from `trust_checked`, as the rest of the recorded trust)."""
+    settings = {**environ, "LILY_MODEL": "scripted/test", "LILY_EVENT_LOG": "1"}
+    earlier = LilyRuntime.start(workspace, settings, session_id="s0",
+                                collaborators=Collaborators(record=NotebookRecord))
+    earlier.model = ScriptedModel(reply("Four."))
+    asyncio.run(earlier.run_cell("What is 2+2?", Sink()))
+    earlier.close()
+    monkeypatch.delenv("LILY_TRUST", raising=False)
+    untrusting = {k: v for k, v in settings.items() if k != "LILY_TRUST"}
+    runtime = LilyRuntime.start(workspace, untrusting, session_id="s1")
+    runtime.model = ScriptedModel(reply("Hi."))
+    sink = Sink("n")
+    asyncio.run(runtime.run_cell("Hello", sink))
+    runtime.close()
+    assert "record .lily/sessions/ (1 turn in 1 session log)" in sink.questions[0]
+    assert runtime.log.path is not None
+    report = replay_session(runtime.log.path, environ=dict(runtime.env.host.environ))
+    assert report.identical, report.describe()
 
 
 # --- bad input: one line, exit 2 --------------------------------------------------------
