@@ -99,11 +99,9 @@ async def _python(ctx: CommandContext, raw: str) -> CommandOutcome:
     outcome = await ctx.run_tool("python", {"code": code})
     if outcome.status == "ran" and not outcome.text.startswith("[stopped"):
         return CommandOutcome(CommandResult("python"))  # its outputs are in the cell
-    if outcome.status == "ran":
-        raise CommandError("/python: the code ran longer than the time limit "
-                           f"({ctx.python.timeout:g} s) and was interrupted; the kernel "
-                           "and its variables are kept." if ctx.python else
-                           "/python: the code ran longer than the time limit.")
+    if outcome.status == "ran":  # stopped early: the run says why, and what became of it
+        stopped = outcome.text.partition("\n")[0].strip("[]")
+        raise CommandError(f"/python: {stopped}.")
     if outcome.status == "failed" and outcome.text.startswith("[error: "):
         raised = outcome.text.partition("\n")[0].removeprefix("[error: ").removesuffix("]")
         raise CommandError(f"/python: the code raised {raised}.")

@@ -69,8 +69,8 @@ InvokedBy = Literal["manual", "auto"]  # the person, or the model
 Caller = Literal["model", "owner"]  # who called a tool: the model, or a tool_dispatch command
 ScriptOutcome = Literal["ran", "timeout", "interrupted"]
 # How a run of code ended: as it should, raising or exiting non-zero, past its time limit,
-# stopped by the person.
-RunStatus = Literal["ok", "error", "timeout", "interrupted"]
+# stopped by the person, stopped for its output (a Python run's: past the limit of a run).
+RunStatus = Literal["ok", "error", "timeout", "interrupted", "output_limit"]
 # What came of a skill selection: a skill; none; a reply naming no listed skill (unknown)
 # or choosing nothing readable (malformed); a skill whose SKILL.md would not fit the
 # model's context window (too_long).

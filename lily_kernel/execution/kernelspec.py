@@ -4,12 +4,15 @@ default an IPython kernel of Lily's own environment.
 
 Only Python kernels are taken (the tool is `python`), never Lily's own kernel, and the
 kernel is always interrupted by message: in the sandbox's own PID namespace a signal
-from outside does not reach it.
+from outside does not reach it. Every kernel starts with Python's safe path (`-P` for
+Lily's own, PYTHONSAFEPATH for any): its working folder is the workspace, whose own
+`ipykernel_launcher.py` (or any module it holds) must not run in place of the kernel's.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -21,6 +24,10 @@ from lily_kernel.execution.sandbox import search_path
 __all__ = ["LILYS_OWN", "KernelChoice", "choose_kernel"]
 
 LILYS_OWN = "Python (Lily's environment)"
+# In every kernel's environment: Python (3.11 and later) puts no working folder on
+# sys.path when it starts a module (`-m ipykernel_launcher`).
+SAFE_PATH = {"PYTHONSAFEPATH": "1"}
+_FIELD = re.compile(r"\{([A-Za-z0-9_]+)\}")
 
 
 @dataclass(frozen=True)
@@ -33,19 +40,26 @@ class KernelChoice:
     display_name: str
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
+    resource_dir: str = ""  # the kernelspec's folder
 
     @property
     def installation(self) -> Path:
         """The folder the interpreter is installed in (`<prefix>` of `<prefix>/bin/python`)."""
         return Path(os.path.realpath(self.argv[0])).parent.parent
 
+    def command(self, connection_file: str) -> list[str]:
+        """Its command line, its fields filled in (as jupyter_client fills them)."""
+        fields = {"connection_file": connection_file, "prefix": sys.prefix,
+                  "resource_dir": self.resource_dir}
+        return [_FIELD.sub(lambda m: fields.get(m[1], m[0]), part) for part in self.argv]
+
     def described(self) -> str:
         return self.display_name if not self.name else f"{self.display_name} ({self.name})"
 
 
 def _lilys_own() -> KernelChoice:
-    return KernelChoice("", LILYS_OWN, (sys.executable, "-m", "ipykernel_launcher",
-                                        "-f", "{connection_file}"))
+    return KernelChoice("", LILYS_OWN, (sys.executable, "-P", "-m", "ipykernel_launcher",
+                                        "-f", "{connection_file}"), dict(SAFE_PATH))
 
 
 def choose_kernel(name: str | None) -> KernelChoice:
@@ -75,4 +89,5 @@ def choose_kernel(name: str | None) -> KernelChoice:
         if found is None:
             raise ToolError(f"the kernel '{name}' needs {argv[0]}, which is not installed.")
         argv[0] = found
-    return KernelChoice(name, spec.display_name or name, tuple(argv), dict(spec.env or {}))
+    return KernelChoice(name, spec.display_name or name, tuple(argv),
+                        {**(spec.env or {}), **SAFE_PATH}, spec.resource_dir)

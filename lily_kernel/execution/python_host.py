@@ -3,15 +3,16 @@ use, kept across turns and cells, ended with the session.
 
 What the kernel may touch is the sandbox's rules for skill scripts, written once
 (execution/mounts.py): the workspace writable, Lily's own files read-only whether or
-not they exist, the home folder empty, no network, the environment an allowlist; its
-private folder (the connection file and sockets) bound writable. Nothing runs outside
-the sandbox: without a working bubblewrap, the Python tool says why and runs nothing.
+not they exist, the home folder empty, no network, the environment an allowlist. No
+folder of the host's is its to write besides the workspace: its sockets are in the
+sandbox's own /tmp, its connection file in a private folder of Lily's shown read-only
+(execution/kernel_link.py). Nothing runs outside the sandbox: without a working
+bubblewrap, the Python tool says why and runs nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.cgroups import RunGroup, open_run_group
+from lily_kernel.execution.folders import make_private_folder
 from lily_kernel.execution.kernelspec import KernelChoice, choose_kernel
 from lily_kernel.execution.limits import Limits, limited
 from lily_kernel.execution.mounts import remove_placeholders
@@ -26,11 +28,17 @@ from lily_kernel.execution.plan import sandbox_mounts
 from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment
 from lily_kernel.execution.subkernel import RunReply, Subkernel
 
-__all__ = ["MAX_KEPT_BYTES", "PythonHost"]
+__all__ = ["MAX_KEPT_BYTES", "MAX_RUN_BYTES", "PythonHost"]
 
 # What one run shows the person at most (images included); past it, the run goes on
 # and the rest is counted, not shown.
 MAX_KEPT_BYTES = 5_000_000
+# What one run may output at all: past it, the kernel is interrupted (an endless print
+# would otherwise keep Lily reading until the time limit). Below the largest message
+# Lily takes (kernel_link.MAX_MESSAGE_BYTES): a larger one is past this limit too.
+MAX_RUN_BYTES = 64_000_000
+# The names the kernel lists (`/python`), as text, at most.
+_MAX_NAMES_TEXT = 100_000
 
 
 @dataclass
@@ -85,7 +93,8 @@ class PythonHost:
             self._lock = asyncio.Lock()
         async with self._lock:
             kernel = self.running or await self._start()
-            return await kernel.execute(code, on_output, self.timeout, MAX_KEPT_BYTES)
+            return await kernel.execute(code, on_output, self.timeout, MAX_KEPT_BYTES,
+                                        MAX_RUN_BYTES)
 
     async def _start(self) -> Subkernel:
         choice = self.check()
@@ -93,10 +102,10 @@ class PythonHost:
         box = self.sandbox()
         assert box.bwrap is not None
         bwrap = box.bwrap
-        folder = Path(tempfile.mkdtemp(prefix="lily-python-"))  # mode 0700
+        folder = make_private_folder("python")  # the connection file's, read-only inside
         workspace = self.workspace.resolve()
         mounts = sandbox_mounts(workspace, self.protected, self.environ,
-                                [choice.installation], writable=[folder])
+                                [choice.installation, folder])
         self._placeholders = mounts.placeholders
         # The kernel and all it starts in one control group where the host allows it:
         # the process and memory limits for them together (a fork bomb from Python meets
@@ -124,13 +133,13 @@ class PythonHost:
         if kernel is None:
             return None
         text = await kernel.evaluate("sorted(get_ipython().run_line_magic('who_ls', ''))")
-        if text is None:
+        if text is None or len(text) > _MAX_NAMES_TEXT:
             return None
         import ast
 
         try:
             names = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             return None
         return [str(n) for n in names] if isinstance(names, list) else None
 

@@ -1,52 +1,72 @@
-"""One Jupyter kernel run inside the sandbox, for the session's Python: started with
-jupyter_client, spoken to over IPC sockets in a private folder bound into the sandbox.
+"""One Jupyter kernel run inside the sandbox, for the session's Python: started by Lily,
+spoken to with jupyter_client's async client over IPC sockets inside the sandbox
+(execution/kernel_link.py), its outputs read within bounds (execution/iopub.py,
+execution/run_outputs.py).
 
-`Subkernel.execute` sends one execute request and hands each output (as nbformat
-writes it) to a callback as it comes; the stop button (a cancellation) and the time
-limit interrupt the kernel, by message, and its namespace stays. A kernel that does not
-come back from an interrupt is killed: the next run starts a new one. `kill` ends the
-sandbox and everything in it at once.
+`Subkernel.execute` sends one execute request and hands each output (as nbformat writes
+it) to a callback as it comes, until the kernel is idle again. Three things end a run
+early, each by interrupting the kernel (by message), whose namespace stays: the stop
+button (a cancellation), the time limit, and an output past the run's limit (whatever the
+kernel still queued is then dropped). A kernel that does not come back from an interrupt
+within SETTLE_SECONDS is killed: its variables are gone, the reply says so, and the next
+run starts a new one. `kill` ends the sandbox and everything in it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import os
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from queue import Empty
 from typing import TYPE_CHECKING, Any, Literal
 
 from lily_kernel.errors import ToolError
+from lily_kernel.execution.iopub import Iopub, IopubLostError
+from lily_kernel.execution.kernel_link import (
+    KernelOutput,
+    KernelSockets,
+    bounded_context,
+    find_sockets,
+    sandboxed_client,
+    write_connection,
+)
 from lily_kernel.execution.kernelspec import KernelChoice
+from lily_kernel.execution.run_outputs import OUTPUT_MESSAGES, RunOutputs
 
 if TYPE_CHECKING:
+    import zmq.asyncio
     from jupyter_client.asynchronous.client import AsyncKernelClient
-    from jupyter_client.manager import AsyncKernelManager
 
 __all__ = ["OUTPUT_MESSAGES", "RunReply", "Subkernel"]
 
-Status = Literal["ok", "error", "timeout", "interrupted"]
-# The iopub messages that are outputs (an update of a display is shown as a new one).
-OUTPUT_MESSAGES = ("stream", "display_data", "execute_result", "error", "update_display_data")
+Status = Literal["ok", "error", "timeout", "interrupted", "output_limit"]
 # After an interrupt, how long the kernel has to finish the request it was running
 # before it is taken for stuck and killed (the namespace is then lost).
 SETTLE_SECONDS = 10.0
 START_SECONDS = 60.0
+# Once the kernel has answered a request, how long its idle status may still take: one
+# the kernel dropped (it queued more output than Lily read) must not hold the run.
+QUIET_SECONDS = 2.0
+# Run quietly once the kernel answers. It starts with Python's safe path (kernelspec.py),
+# so no module of the workspace runs as it starts or shadows one it imports later (a
+# traceback's `stack_data`); the workspace then comes last on sys.path, so its own
+# modules import as in a notebook (`import helpers`) but never in place of another.
+_WORKSPACE_LAST = "import os as _o, sys as _s\n_s.path.append(_o.getcwd())\ndel _o, _s"
+Reply = asyncio.Future[dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class RunReply:
     """How one execution ended: its status, its outputs as nbformat writes them (kept up
-    to the host's cap), the error's name and value, how long it took, and the digest
-    and size of everything it output."""
+    to the host's cap), the error's name and value, how long it took, the digest of what
+    was kept and the size of everything it output; and whether the kernel was ended (it
+    did not stop when interrupted: its variables are gone)."""
 
     status: Status
     outputs: tuple[dict[str, Any], ...]
@@ -55,20 +75,28 @@ class RunReply:
     output_sha256: str
     output_bytes: int
     dropped: int = 0  # outputs past the cap: counted, not kept or passed on
+    kernel_ended: bool = False
+    stopped: str = ""  # why it was stopped early, and what became of the kernel
 
 
-def _output(msg: dict[str, Any]) -> dict[str, Any]:
-    from nbformat.v4 import output_from_msg
-
-    if msg["header"]["msg_type"] == "update_display_data":
-        msg = {**msg, "header": {**msg["header"], "msg_type": "display_data"}}
-    return dict(output_from_msg(msg))  # type: ignore[no-untyped-call]
+def _stopped(status: Status, timeout: float, limit_bytes: int, ended: bool) -> str:
+    """Why a run was stopped early and what became of the kernel ("" when it was not)."""
+    why = {"timeout": f"it ran longer than the time limit ({timeout:g} s)",
+           "output_limit": f"its output passed the limit of a run ({limit_bytes:,} bytes)",
+           }.get(status)
+    if why is None:
+        return ""
+    if ended:
+        return (f"{why} and it did not stop when interrupted: the kernel was ended, its "
+                "variables are gone; the next run starts a new one")
+    return f"{why}; it was interrupted, the kernel and its variables are kept"
 
 
 class Subkernel:
     """A kernel process in the sandbox and its client. `wrap` turns the kernel's own
-    command line into the sandboxed one; `folder` is a private folder (mode 0700) for
-    the connection file and the sockets, bound writable into the sandbox."""
+    command line into the sandboxed one; `folder` is a private folder (mode 0700) of
+    Lily's for the connection file, shown read-only in the sandbox, removed once the
+    kernel has read it."""
 
     def __init__(self, choice: KernelChoice, wrap: Callable[[list[str]], list[str]],
                  workspace: Path, env: dict[str, str], folder: Path) -> None:
@@ -77,203 +105,260 @@ class Subkernel:
         self._workspace = workspace
         self._env = env
         self.folder = folder
-        self._manager: AsyncKernelManager | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._output: KernelOutput | None = None
+        self._sockets: KernelSockets | None = None
+        self._context: zmq.asyncio.Context | None = None
         self._client: AsyncKernelClient | None = None
+        self._iopub: Iopub | None = None
+        self._replies: dict[str, Reply] = {}  # shell replies awaited, by request
+        self._reader: asyncio.Task[None] | None = None
         self._settling: asyncio.Future[None] | None = None
         self.started_ms: float | None = None
 
     @property
     def alive(self) -> bool:
-        process = self._process()
-        return process is not None and process.poll() is None
-
-    def _process(self) -> Any:
-        manager = self._manager
-        provisioner = manager.provisioner if manager is not None else None
-        return getattr(provisioner, "process", None)
+        return self._process is not None and self._process.poll() is None
 
     async def start(self, timeout: float = START_SECONDS) -> None:
         """Start the kernel in the sandbox and wait until it answers."""
-        from jupyter_client.kernelspec import KernelSpec
-        from jupyter_client.manager import AsyncKernelManager
-
-        wrap = self._wrap
-
-        class Sandboxed(AsyncKernelManager):
-            def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-                return wrap(super().format_kernel_cmd(extra_arguments))
-
-        began = time.perf_counter()
-        manager = Sandboxed(transport="ipc", ip=str(self.folder / "kernel"),
-                            connection_file=str(self.folder / "kernel.json"))
-        manager._kernel_spec = KernelSpec(  # the choice, not a kernelspec looked up by name
-            argv=list(self.choice.argv), display_name=self.choice.display_name,
-            language="python", interrupt_mode="message", env={})
-        self._manager = manager
-        log = open(self.folder / "kernel.log", "wb")  # noqa: SIM115 - the kernel writes it
+        began, deadline = time.perf_counter(), time.monotonic() + timeout
+        connection = write_connection(self.folder)
+        output = self._output = KernelOutput()
         try:
             # Started from the event loop's thread: bubblewrap ends the sandbox when the
             # thread that started it dies (--die-with-parent), so never from a worker.
-            await manager.start_kernel(cwd=str(self._workspace), env=dict(self._env),
-                                       independent=True, stdout=log, stderr=log)
+            self._process = subprocess.Popen(
+                self._wrap(self.choice.command(str(connection.file))), cwd=self._workspace,
+                env=self._env, stdin=subprocess.DEVNULL, stdout=output.write_end,
+                stderr=output.write_end, start_new_session=True)
         except OSError as exc:
+            output.discard()
             self.kill()
             raise ToolError(f"the Python kernel could not start: {exc.strerror or exc}.") \
                 from None
-        finally:
-            log.close()
-        client = manager.client()
-        client.start_channels()
-        self._client = client
-        try:
-            await client.wait_for_ready(timeout=timeout)
-        except (RuntimeError, TimeoutError) as exc:
-            said = self._said()
-            self.kill()
-            raise ToolError(f"the Python kernel {self.choice.described()} did not start "
-                            f"({exc}){': ' + said if said else ''}.") from None
+        output.start()
+        sockets = await find_sockets(self._process.pid, connection.inside,
+                                     lambda: self.alive, deadline)
+        if sockets is None:
+            raise self._failed("it ended" if not self.alive else f"no answer in {timeout:g} s")
+        self._sockets, self._context = sockets, bounded_context()
+        client = self._client = sandboxed_client(self._context, connection, sockets)
+        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=True)
+        self._reader = asyncio.ensure_future(self._read_replies(client))
+        self._iopub = Iopub(client)
+        if not await self._handshake(deadline):
+            raise self._failed(f"no answer in {timeout:g} s")
+        await self._quietly(_WORKSPACE_LAST)
+        shutil.rmtree(self.folder, ignore_errors=True)  # the kernel has read it
         self.started_ms = round((time.perf_counter() - began) * 1000, 1)
 
+    def _failed(self, why: str) -> ToolError:
+        self.kill()
+        said = self._said()
+        return ToolError(f"the Python kernel {self.choice.described()} did not start "
+                         f"({why}){': ' + said if said else ''}.")
+
     def _said(self) -> str:
-        """The last line the kernel printed (why it failed to start)."""
-        try:
-            text = (self.folder / "kernel.log").read_text("utf-8", "replace")
-        except OSError:
-            return ""
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        return lines[-1][:300] if lines else ""
+        """The last line the kernel process printed (why it failed), once it has ended."""
+        return self._output.last_line(wait=1.0) if self._output is not None else ""
+
+    async def _read_replies(self, client: AsyncKernelClient) -> None:
+        """Hand each shell reply to whoever awaits it (one reader for every request)."""
+        while True:
+            try:
+                reply = await client.get_shell_msg()
+            except ValueError:  # not the protocol's (a bad signature): skipped
+                continue
+            waiting = self._replies.pop(reply["parent_header"].get("msg_id"), None)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(reply)
+
+    def _reply(self, msg_id: str) -> Reply:
+        """The reply to request `msg_id`, once it comes (asked right after sending it)."""
+        return self._replies.setdefault(msg_id, asyncio.get_running_loop().create_future())
+
+    async def _handshake(self, deadline: float) -> bool:
+        """Whether the kernel answers and its iopub messages reach Lily's socket (a new
+        subscription takes a moment to hold): a kernel_info request, its reply, then its
+        status on iopub; asked again until `deadline`."""
+        client, iopub = self._client, self._iopub
+        while client is not None and iopub is not None and self.alive \
+                and time.monotonic() < deadline:
+            msg_id = client.kernel_info()
+            done, _ = await asyncio.wait({self._reply(msg_id)}, timeout=1.0)
+            if not done:
+                self._replies.pop(msg_id, None)
+                continue
+            with contextlib.suppress(IopubLostError):
+                while (message := await iopub.next(1.0)) is not None:
+                    if message.parent_id == msg_id:
+                        return True
+        return False
 
     async def execute(self, code: str, on_output: Callable[[dict[str, Any]], None],
-                      timeout: float, keep_bytes: int) -> RunReply:
+                      timeout: float, keep_bytes: int, limit_bytes: int) -> RunReply:
         """Run `code`; each output goes to `on_output` as it comes (kept and passed on up
         to `keep_bytes` of them). Cancelled (the stop button), the kernel is interrupted
-        and the cancellation goes on; past `timeout` seconds, it is interrupted and the
-        reply says so."""
+        and the cancellation goes on; past `timeout` seconds or `limit_bytes` of output,
+        it is interrupted and the reply says so."""
         if self._settling is not None:
             await self._settling  # the run stopped before: the kernel is idle again
         client = self._client
-        if client is None or not self.alive:
+        if client is None or self._iopub is None or not self.alive:
             raise ToolError("the Python kernel is not running.")
         began = time.perf_counter()
-        digest, total, kept, dropped = hashlib.sha256(), 0, [], 0
-        error: str | None = None
+        outputs = RunOutputs(keep_bytes, on_output)
         msg_id = client.execute(code, allow_stdin=False, stop_on_error=False)
-        deadline = time.monotonic() + timeout
-        status: Status = "ok"
+        replied = self._reply(msg_id)
         try:
-            while True:
-                msg = await self._iopub(client, deadline)
-                if msg is None:
-                    status = "timeout"
-                    await self._interrupt(msg_id, wait=True)
-                    break
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                kind = msg["header"]["msg_type"]
-                if kind == "status" and msg["content"]["execution_state"] == "idle":
-                    break
-                if kind not in OUTPUT_MESSAGES:
-                    continue
-                output = _output(msg)
-                data = json.dumps(output, sort_keys=True).encode()
-                digest.update(data)
-                total += len(data)
-                if kind == "error":
-                    error = f"{output.get('ename', '')}: {output.get('evalue', '')}"
-                    status = "error"
-                room = keep_bytes - (total - len(data))
-                if total <= keep_bytes:
-                    kept.append(output)
-                    on_output(output)
-                else:
-                    dropped += 1  # (a stream's head is kept: one huge print says something)
-                    if kind == "stream" and room > 0:
-                        head = {**output, "text": str(output.get("text", ""))[:room]}
-                        kept.append(head)
-                        on_output(head)
+            status = await self._collect(client, msg_id, outputs,
+                                         time.monotonic() + timeout, limit_bytes)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
-                await asyncio.shield(self._interrupt(msg_id, wait=False))
+                await asyncio.shield(self._interrupt(replied, wait=False))
             raise
-        return RunReply(status, tuple(kept), error,
-                        round((time.perf_counter() - began) * 1000, 1),
-                        digest.hexdigest(), total, dropped)
+        error = outputs.error
+        if status == "ok":
+            await asyncio.wait({replied}, timeout=1.0)  # it comes before the idle status
+            content = replied.result()["content"] if replied.done() else {}
+            if error is None and content.get("status") == "error":
+                error = f"{content.get('ename', '')}: {content.get('evalue', '')}"
+            status = "error" if error is not None else "ok"
+        ended = not self.alive
+        return RunReply(status, tuple(outputs.kept), error,
+                        round((time.perf_counter() - began) * 1000, 1), outputs.sha256,
+                        outputs.total, outputs.dropped, ended,
+                        _stopped(status, timeout, limit_bytes, ended))
 
-    async def _iopub(self, client: AsyncKernelClient, deadline: float
-                     ) -> dict[str, Any] | None:
-        """The next iopub message, or None once the deadline has passed. A kernel that
-        died meanwhile (it exited, or ran out of memory) is said so."""
+    async def _collect(self, client: AsyncKernelClient, msg_id: str, outputs: RunOutputs,
+                       deadline: float, limit_bytes: int) -> Status:
+        """Read the run's outputs until its idle status (or its reply, when that status
+        was dropped); how it ended."""
+        assert self._iopub is not None
+        replied = self._reply(msg_id)
+        heard = time.monotonic()  # when the run's last message came
         while (left := deadline - time.monotonic()) > 0:
             try:
-                return await client.get_iopub_msg(
-                    timeout=min(left, 1.0))
-            except Empty:
+                message = await self._iopub.next(min(left, 1.0))
+            except IopubLostError:
+                if await self._ending():
+                    raise self._died() from None
+                # One output larger than a message may be: past the run's limit.
+                outputs.dropped += 1
+                outputs.total = max(outputs.total, limit_bytes) + 1
+                return await self._stop(replied, "output_limit")
+            now = time.monotonic()
+            if message is None or message.parent_id != msg_id:
                 if not self.alive:
-                    said = self._said()
-                    self.kill()
-                    raise ToolError("the Python kernel ended while it ran the code"
-                                    f"{' (' + said + ')' if said else ''}; its variables are "
-                                    "gone, the next run starts a new one.") from None
-        return None
+                    raise self._died()
+                if replied.done() and now - heard > QUIET_SECONDS:
+                    return "ok"  # its idle status was dropped: the reply says it ended
+                continue
+            heard = now
+            if message.kind == "status" and message.state() == "idle":
+                return "ok"
+            if message.kind in OUTPUT_MESSAGES:
+                outputs.add(message, client)
+                if outputs.total > limit_bytes:
+                    return await self._stop(replied, "output_limit")
+        return await self._stop(replied, "timeout")
 
-    async def _interrupt(self, msg_id: str, wait: bool) -> None:
-        """Interrupt the kernel; its request `msg_id` must then end. Waited for here
-        (`wait`), or by the next run: a kernel that does not end it is killed."""
-        manager = self._manager
-        if manager is None:
+    async def _ending(self) -> bool:
+        """Whether the kernel ends within a second (its sockets closed as it ended)."""
+        for _ in range(20):
+            if not self.alive:
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+    def _died(self) -> ToolError:
+        self.kill()
+        said = self._said()
+        return ToolError("the Python kernel ended while it ran the code"
+                         f"{' (' + said + ')' if said else ''}; its variables are gone, the "
+                         "next run starts a new one.")
+
+    async def _stop(self, replied: Reply, status: Status) -> Status:
+        """End the run early: interrupt the kernel and wait until it has stopped (or was
+        killed). Past the output limit, whatever the kernel still queued is dropped (a new
+        iopub socket; the old one may also have lost its connection)."""
+        await self._interrupt(replied, wait=True)
+        iopub = self._iopub
+        if status == "output_limit" and iopub is not None and self.alive:
+            iopub.reset()
+            if not await self._handshake(time.monotonic() + SETTLE_SECONDS):
+                self.kill()
+        return status
+
+    async def _interrupt(self, replied: Reply, wait: bool) -> None:
+        """Interrupt the kernel (by message, on its control channel); the request it runs
+        must then end (`replied`). Waited for here (`wait`), or by the next run: a kernel
+        that does not end it is killed."""
+        client = self._client
+        if client is None:
             return
         with contextlib.suppress(Exception):
-            await manager.interrupt_kernel()
-        self._settling = asyncio.ensure_future(self._settle(msg_id))
+            client.control_channel.send(client.session.msg("interrupt_request", content={}))
+        self._settling = asyncio.ensure_future(self._settle(replied))
         if wait:
             await self._settling
 
-    async def _settle(self, msg_id: str) -> None:
-        client = self._client
+    async def _settle(self, replied: Reply) -> None:
         try:
-            if client is not None:
-                await asyncio.wait_for(self._reply(client, msg_id), SETTLE_SECONDS)
-        except (TimeoutError, Empty):
-            self.kill()  # it did not stop: a new kernel for the next run
+            done, _ = await asyncio.wait({replied}, timeout=SETTLE_SECONDS)
+            if not done:
+                self.kill()  # it did not stop: a new kernel for the next run
         finally:
             self._settling = None
 
-    @staticmethod
-    async def _reply(client: AsyncKernelClient, msg_id: str) -> dict[str, Any]:
-        while True:
-            reply = await client.get_shell_msg()
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply
-
-    async def evaluate(self, expression: str, timeout: float = 10.0) -> str | None:
-        """`expression` evaluated quietly in the kernel (nothing shown, nothing kept in
-        its history), as its text/plain; None when it failed."""
+    async def _quietly(self, code: str, expressions: dict[str, str] | None = None,
+                       timeout: float = 10.0) -> dict[str, Any]:
+        """Run `code` of Lily's in the kernel, then evaluate `expressions`, with nothing
+        shown and nothing kept in its history; its reply's content ({} when none came)."""
         client = self._client
         if client is None or not self.alive:
-            return None
+            return {}
         if self._settling is not None:
             await self._settling
-        msg_id = client.execute("", silent=True, user_expressions={"x": expression})
-        try:
-            reply = await asyncio.wait_for(self._reply(client, msg_id), timeout)
-        except TimeoutError:
-            return None
-        value = reply["content"].get("user_expressions", {}).get("x", {})
+        msg_id = client.execute(code, silent=True, store_history=False,
+                                user_expressions=expressions or {})
+        done, _ = await asyncio.wait({self._reply(msg_id)}, timeout=timeout)
+        if not done:
+            self._replies.pop(msg_id, None)
+            return {}
+        content: dict[str, Any] = done.pop().result()["content"]
+        return content
+
+    async def evaluate(self, expression: str, timeout: float = 10.0) -> str | None:
+        """`expression` evaluated quietly in the kernel, as its text/plain; None when it
+        failed."""
+        content = await self._quietly("", {"x": expression}, timeout)
+        value = content.get("user_expressions", {}).get("x", {})
         text = value.get("data", {}).get("text/plain") if value.get("status") == "ok" else None
         return text if isinstance(text, str) else None
 
     def kill(self) -> None:
         """End the sandbox and everything in it now, and remove the private folder."""
+        if self._reader is not None:
+            self._reader.cancel()
+        if self._iopub is not None:
+            self._iopub.close()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.stop_channels()
-        process = self._process()
+        process = self._process
         if process is not None:
             with contextlib.suppress(OSError):
-                os.killpg(process.pid, signal.SIGKILL)  # its own session (launch_kernel)
+                os.killpg(process.pid, signal.SIGKILL)  # its own session
             with contextlib.suppress(OSError):
                 process.kill()
             with contextlib.suppress(Exception):
                 process.wait(timeout=5)
-        self._client = None
+        self._client, self._iopub, self._reader = None, None, None
+        if self._sockets is not None:
+            self._sockets.close()
+        if self._context is not None:
+            self._context.destroy(linger=0)
+            self._context = None
         shutil.rmtree(self.folder, ignore_errors=True)

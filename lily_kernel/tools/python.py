@@ -65,11 +65,10 @@ def _said(output: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def model_text(reply: RunReply, timeout: float) -> str:
+def model_text(reply: RunReply) -> str:
     """A run as the model reads it: how it ended, then its outputs, capped."""
-    if reply.status == "timeout":
-        head = f"[stopped: it ran longer than the time limit ({timeout:g} s); the " \
-            "kernel and its variables are kept]"
+    if reply.stopped:
+        head = f"[stopped: {reply.stopped}]"
     elif reply.status == "error":
         head = f"[error: {reply.error}]"
     else:
@@ -115,7 +114,7 @@ async def _run(args: PythonArgs, ctx: ToolContext) -> str:
         stopped, status=reply.status, error=reply.error, duration_ms=reply.duration_ms,
         output_sha256=reply.output_sha256, output_bytes=reply.output_bytes)
     ctx.emit(ran)
-    text = model_text(reply, host.timeout)
+    text = model_text(reply)
     if reply.status == "error":
         raise ToolError(text)
     return text
@@ -124,9 +123,9 @@ async def _run(args: PythonArgs, ctx: ToolContext) -> str:
 def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str | None:
     """The code and its outputs are in the cell already: a notice only when it did not
     run, or ran past its time limit."""
-    if outcome.status == "ran":
-        return "Tool python: stopped at the time limit" if outcome.text.startswith(
-            "[stopped") else None
+    if outcome.status == "ran":  # stopped early: why, and what became of the kernel
+        stopped = outcome.text.partition("\n")[0].strip("[]")
+        return f"Tool python: {stopped}" if stopped.startswith("stopped") else None
     if outcome.status == "failed" and outcome.text.startswith("[error"):
         return None  # the traceback is shown
     return f"Tool python: {outcome.detail.rstrip('.')}"

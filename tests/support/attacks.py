@@ -250,6 +250,12 @@ ATTACKS = (
            _prepared(_decoys_and_persons_files, lambda s: _WRITE_PERSONS), _kept()),
     Attack("plant_envrc_and_dot_entries_when_missing",
            _prepared(_persons_files, lambda s: _PLANT), _kept(".envrc", ".vscode2")),
+    # Lily's own folders in the sandbox's /tmp (the Python kernel's connection file and
+    # sockets): none is a folder of the host's to write or fill (#34: the kernel's was).
+    Attack("write_lilys_private_folders", lambda s: (
+        'for d in /tmp/lily-*; do [ -d "$d" ] && [ ! -L "$d" ] && '
+        'head -c 1000000 /dev/zero > "$d/planted" 2>/dev/null && echo "WROTE $d"; '
+        "done; echo done"), _absent(lambda s: "WROTE")),
 )
 
 
