@@ -157,6 +157,8 @@ class ToolGate:
                             on_always=lambda: self.state.always.add(tool.name))
             else:
                 ask = ctx.ask
+            if why is not None and question.unshowable is not None:
+                raise ToolError(question.unshowable)
             if why is not None and not await ask(question):
                 return ToolOutcome(tool.name, "refused", declined_reason(question.action))
             # The handler does what was made ready (and shown), not a new account of it.

@@ -52,12 +52,15 @@ class Question:
     """A call put to the person: the question they read, the action it would take
     (`running scripts/fill.py of skill 'pdf'`), which names the call when it is refused,
     and what exactly was shown (`subject`: e.g. the script's plan), for the handler;
-    `always`: this call is asked whatever the policy says, and `text` says why."""
+    `always`: this call is asked whatever the policy says, and `text` says why;
+    `unshowable`: why `text` cannot show the call whole (code too long to read): where
+    the person would be asked, the call is refused instead."""
 
     text: str
     action: str
     subject: object = None
     always: bool = False  # asked whatever the policy says (a write over a notebook)
+    unshowable: str | None = None
 
 
 class Ask(Protocol):

@@ -71,7 +71,7 @@ _BLANK_RUN = re.compile(r"[ \t]{32,}")
 
 def code_refusal(code: str) -> str | None:
     """Why `code` cannot be put to the person as a question (they would not see all of
-    it), or None."""
+    it), or None. Where the policy runs it unasked, it runs (and shows in the cell)."""
     if len(code) > MAX_CODE_CHARS:
         return (f"the code is {len(code):,} characters long; at most {MAX_CODE_CHARS:,} "
                 "(write data to a file first, or run it in parts).")

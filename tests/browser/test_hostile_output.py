@@ -123,8 +123,9 @@ def lab(chromium_ready: None, tmp_path_factory: pytest.TempPathFactory, model: O
     root.mkdir()
     (root / "lily.yaml").write_text("model: openai/loop\nstream: true\nretries: 0\n")
     (root / "payload.html").write_text(payload(attacker.url, "python"))
-    cells = [{"id": cell_id, "cell_type": "code", "metadata": {}, "source": code,
-              "outputs": [], "execution_count": None} for cell_id, code in CELLS]
+    cells: list[dict[str, object]] = [
+        {"id": cell_id, "cell_type": "code", "metadata": {}, "source": code, "outputs": [],
+         "execution_count": None} for cell_id, code in CELLS]
     (root / "hostile.ipynb").write_text(json.dumps({
         "nbformat": 4, "nbformat_minor": 5, "cells": cells,
         "metadata": {"kernelspec": {"name": "lily", "display_name": "Lily",
