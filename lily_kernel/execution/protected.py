@@ -24,8 +24,8 @@ import contextlib
 import fnmatch
 import os
 import re
-import shutil
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,31 +124,29 @@ def find_protected(workspace: Path) -> Found:
     return Found(workspace, tuple(hidden), tuple(read_only), dots, tuple(links))
 
 
-def _remove(path: Path) -> None:
-    """`path` gone, no link followed (a link is removed as a link); renamed aside, out of
-    its dot-name, when it cannot be removed (a tree too deep, a folder made unreadable)."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-        return
-    except (OSError, RecursionError):
-        pass
-    aside = path.with_name("lily-removed" + path.name)
+SET_ASIDE = ".lily/removed"  # where a run's forbidden dot-entries go (Lily's, read-only)
+
+
+def _set_aside(path: Path, folder: Path) -> None:
+    """`path` moved into `folder` (made if missing), never followed (a link moves as a
+    link), under a name not taken yet: nothing is deleted, a person's file made during
+    the run included, and nothing in `folder` is in reach of the sandbox (`.lily/`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    aside = folder / path.name
     for number in range(2, 1000):
         if not os.path.lexists(aside):
             break
-        aside = path.with_name(f"lily-removed{path.name}-{number}")
+        aside = folder / f"{path.name}-{number}"
     path.rename(aside)
 
 
 def remove_made(found: Found, writable: Callable[[Path], bool]) -> tuple[str, ...]:
     """Undo what a run did at the top of `found`'s workspace that the rules forbid: a
-    dot-entry that was not there when the run was planned is removed (Lily's own names
-    aside: placeholders hold them), a protected link it removed or replaced is made
-    again. Only where the run could write (`writable`): what the person makes meanwhile
-    where it could not is theirs. The names undone."""
+    dot-entry that was not there when the run was planned is set aside into
+    `.lily/removed/<time>/` (Lily's own names aside: placeholders hold them), a
+    protected link it removed or replaced is made again (what was in its place set
+    aside alike). Only where the run could write (`writable`): what the person makes
+    meanwhile where it could not is theirs. The names undone."""
     workspace = found.workspace
     try:
         names = sorted(entry.name for entry in _listed(workspace))
@@ -162,14 +160,15 @@ def remove_made(found: Found, writable: Callable[[Path], bool]) -> tuple[str, ..
         with contextlib.suppress(OSError):  # the run took the top's write permission
             workspace.chmod(stat.S_IMODE(workspace.stat().st_mode) | stat.S_IRWXU)
     undone: list[str] = []
+    aside = workspace / SET_ASIDE / time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     for name in made:
         with contextlib.suppress(OSError):
-            _remove(workspace / name)
+            _set_aside(workspace / name, aside)
             undone.append(name)
     for name, target in moved:
         with contextlib.suppress(OSError):
             if os.path.lexists(workspace / name):
-                _remove(workspace / name)
+                _set_aside(workspace / name, aside)
             (workspace / name).symlink_to(target)
             undone.append(name)
     return tuple(undone)

@@ -227,7 +227,8 @@ async def run_process(plan: ProcessPlan, timeout: float,
         text = text[:max_chars] + f"\n[... output truncated: {total:,} bytes in all]"
     if undone:
         text += (f"\n[removed after the run: {', '.join(undone)} (the sandbox keeps no new "
-                 "dot-entry at the workspace's top, and its links as they were)]")
+                 "dot-entry at the workspace's top, and its links as they were; set aside "
+                 "in .lily/removed/)]")
     return RunResult(code, round((time.perf_counter() - started) * 1000, 1), text, total,
                      timed_out)
 

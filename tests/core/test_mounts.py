@@ -226,7 +226,12 @@ def test_a_run_keeps_no_new_dot_entry_at_the_top_and_its_links_as_they_were(
     assert sorted(plan.remove_made()) == [".envrc", ".outside", ".tools", ".vscode2"]
     assert os.readlink(workspace / ".tools") == "envs/main"
     assert (outside / "keep.txt").read_text() == "not the run's\n"
-    assert not any(p.name.startswith("lily-removed") for p in workspace.iterdir())
+    # Set aside, not deleted (the person may have made one meanwhile): under .lily/.
+    aside, = (workspace / ".lily" / "removed").iterdir()
+    assert sorted(p.name for p in aside.iterdir()) == [".envrc", ".outside", ".tools",
+                                                      ".vscode2"]
+    assert (aside / ".envrc").read_text() == "echo pwned\n"
+    assert (aside / ".outside").is_symlink() and (aside / ".tools" / "bin").is_dir()
     for kept in ("out.txt", ".git", ".venv", ".vscode", ".env", ".pre-commit-config.yaml"):
         assert (workspace / kept).exists(), kept
     assert plan.remove_made() == ()
