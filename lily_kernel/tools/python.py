@@ -84,11 +84,10 @@ def model_text(reply: RunReply) -> str:
 async def _prepare(args: PythonArgs, ctx: ToolContext) -> Question:
     import asyncio
 
-    if (why := code_refusal(args.code)) is not None:
-        raise ToolError(why)
     choice = await asyncio.to_thread(_host(ctx).check)
     return Question(python_question(args.code, choice.described(), ctx.workspace),
-                    "running Python code in the sandbox", subject=args.code)
+                    "running Python code in the sandbox", subject=args.code,
+                    unshowable=code_refusal(args.code))
 
 
 async def _run(args: PythonArgs, ctx: ToolContext) -> str:
