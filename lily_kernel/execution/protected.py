@@ -6,8 +6,8 @@ The rules (docs/execution.md, "Protected paths"; execution/mounts.py lays them):
 
 - Lily's own names (`WORKSPACE_READ_ONLY`) are read-only whether or not they exist.
 - At the workspace's top, every dot-entry is read-only (`.venv/`, `.vscode/`,
-  `.pre-commit-config.yaml`…); one named like a dotenv file (`WORKSPACE_HIDDEN`) is
-  hidden instead.
+  `.pre-commit-config.yaml`…) but Jupyter's checkpoints (`WORKSPACE_ORDINARY`); one
+  named like a dotenv file (`WORKSPACE_HIDDEN`) is hidden instead.
 - At the top and one level down, every environment (a folder holding `pyvenv.cfg` or
   `conda-meta/`, whatever its name) and `.git/` are read-only, and dotenv files hidden.
 - The top and each of its folders are listed whole: no number of other entries pushes
@@ -30,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["WORKSPACE_HIDDEN", "WORKSPACE_READ_ONLY", "Found", "find_protected",
+__all__ = ["WORKSPACE_HIDDEN", "WORKSPACE_ORDINARY", "WORKSPACE_READ_ONLY", "Found",
+           "find_protected",
            "link_holds", "mount_points", "remove_made"]
 
 # In the workspace, read-only whether or not they exist yet: what Lily reads as
@@ -41,6 +42,10 @@ WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".c
 # Unreadable (an empty file or folder in their place), at the top and one level down:
 # dotenv files (`.env`, `.env.local`…) and direnv's `.envrc` (run on entering a folder).
 WORKSPACE_HIDDEN = (".env", ".env.*", ".envrc")
+# Dot-entries at the top that are the workspace's like any file: Jupyter's checkpoints
+# of the notebooks (which a run may write anyway). Neither kept nor set aside: made on
+# a notebook's first save, one would restart the session's kernel or be moved away.
+WORKSPACE_ORDINARY = (".ipynb_checkpoints",)
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,8 @@ def _environment(entry: os.DirEntry[str]) -> bool:
 def _kept(entry: os.DirEntry[str], top: bool) -> bool:
     """Whether the rules keep `entry` read-only (a dotenv name is hidden instead)."""
     name = entry.name
-    return ((top and (name.startswith(".") or name in WORKSPACE_READ_ONLY))
+    return ((top and ((name.startswith(".") and name not in WORKSPACE_ORDINARY)
+                      or name in WORKSPACE_READ_ONLY))
             or name == ".git" or _environment(entry))
 
 
@@ -153,7 +159,8 @@ def remove_made(found: Found, writable: Callable[[Path], bool]) -> tuple[str, ..
     except OSError:
         return ()
     made = [name for name in names if name.startswith(".") and name not in found.dots
-            and name not in WORKSPACE_READ_ONLY and writable(workspace / name)]
+            and name not in WORKSPACE_READ_ONLY and name not in WORKSPACE_ORDINARY
+            and writable(workspace / name)]
     moved = [(name, target) for name, target in found.links
              if writable(workspace / name) and not link_holds(workspace / name, target)]
     if (made or moved) and not os.access(workspace, os.W_OK):

@@ -23,7 +23,7 @@ from lily_kernel.execution.cgroups import RunGroup, open_run_group
 from lily_kernel.execution.folders import make_private_folder
 from lily_kernel.execution.kernelspec import KernelChoice, choose_kernel
 from lily_kernel.execution.limits import Limits, limited
-from lily_kernel.execution.mounts import remove_placeholders
+from lily_kernel.execution.mounts import MountPlan, remove_placeholders
 from lily_kernel.execution.plan import sandbox_mounts
 from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment
 from lily_kernel.execution.subkernel import RunReply, Subkernel
@@ -39,6 +39,11 @@ MAX_KEPT_BYTES = 5_000_000
 MAX_RUN_BYTES = 64_000_000
 # The names the kernel lists (`/python`), as text, at most.
 _MAX_NAMES_TEXT = 100_000
+
+
+def _notice(text: str) -> dict[str, Any]:
+    """A line of Lily's among a run's outputs, as the kernel's stderr shows one."""
+    return {"output_type": "stream", "name": "stderr", "text": text + "\n"}
 
 
 @dataclass
@@ -57,7 +62,7 @@ class PythonHost:
     limits: Limits = field(default_factory=Limits)
     _kernel: Subkernel | None = field(default=None, repr=False)
     _choice: KernelChoice | None = field(default=None, repr=False)
-    _placeholders: tuple[Path, ...] = field(default=(), repr=False)
+    _mounts: MountPlan | None = field(default=None, repr=False)  # the kernel's sandbox
     _group: RunGroup | None = field(default=None, repr=False)  # the kernel's control group
     _lock: asyncio.Lock | None = field(default=None, repr=False)
 
@@ -92,9 +97,27 @@ class PythonHost:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            kernel = self.running or await self._start()
-            return await kernel.execute(code, on_output, self.timeout, MAX_KEPT_BYTES,
-                                        MAX_RUN_BYTES)
+            kernel = self.running
+            changed = (await asyncio.to_thread(self._mounts.changes, kernel.pid)
+                       if kernel is not None and self._mounts is not None else ())
+            if changed:  # its mounts no longer protect what the rules protect now
+                self.close()
+                kernel = None
+                on_output(_notice(f"[the Python kernel was started again: {', '.join(changed)} "
+                                  "changed in the workspace since it started, and its sandbox "
+                                  "no longer protected it; its variables are gone]"))
+            kernel = kernel or await self._start()
+            try:
+                return await kernel.execute(code, on_output, self.timeout, MAX_KEPT_BYTES,
+                                            MAX_RUN_BYTES)
+            finally:
+                mounts = self._mounts
+                undone = (await asyncio.shield(asyncio.to_thread(mounts.remove_made))
+                          if mounts is not None else ())
+                if undone:
+                    on_output(_notice(f"[removed after the run: {', '.join(undone)} (the "
+                                      "sandbox keeps no new dot-entry at the workspace's top; "
+                                      "set aside in .lily/removed/)]"))
 
     async def _start(self) -> Subkernel:
         choice = self.check()
@@ -104,9 +127,8 @@ class PythonHost:
         bwrap = box.bwrap
         folder = make_private_folder("python")  # the connection file's, read-only inside
         workspace = self.workspace.resolve()
-        mounts = sandbox_mounts(workspace, self.protected, self.environ,
-                                [choice.installation, folder])
-        self._placeholders = mounts.placeholders
+        mounts = self._mounts = sandbox_mounts(workspace, self.protected, self.environ,
+                                               [choice.installation, folder])
         # The kernel and all it starts in one control group where the host allows it:
         # the process and memory limits for them together (a fork bomb from Python meets
         # pids.max, as a shell command's does), and what is left is killed with it.
@@ -151,5 +173,7 @@ class PythonHost:
         group, self._group = self._group, None
         if group is not None:
             group.close_now()
-        remove_placeholders(self._placeholders)
-        self._placeholders = ()
+        mounts, self._mounts = self._mounts, None
+        if mounts is not None:  # its placeholders; not what appeared since its last run,
+            # which may be the person's (a run's own is set aside after it, in `run`)
+            remove_placeholders(mounts.placeholders)

@@ -120,6 +120,11 @@ class Subkernel:
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The process Lily started (bubblewrap), while it runs."""
+        return self._process.pid if self.alive and self._process is not None else None
+
     async def start(self, timeout: float = START_SECONDS) -> None:
         """Start the kernel in the sandbox and wait until it answers."""
         began, deadline = time.perf_counter(), time.monotonic() + timeout

@@ -202,3 +202,56 @@ def test_code_that_ignores_the_interrupt_is_said_to_have_lost_its_variables(
         assert "False" in str(fresh.outputs), fresh.reply  # a new kernel: nothing kept
         cell = kernel.execute(f"/python {stubborn}", timeout=120)
         assert gone in cell.reply["evalue"] and "kept" not in cell.reply["evalue"]
+
+
+def test_what_appears_after_the_kernel_started_is_protected_at_the_next_run(
+        workspace: Path, environ: dict[str, str]) -> None:
+    """A kernel lives for the session, and its sandbox was laid when it started: a `.env`
+    the person saves later, or a repository they make, was open to it (a mount holds an
+    entry, not a name). At its next run the kernel is started again under a sandbox
+    that protects them, and the run says so; a dot-entry it makes at the top is set
+    aside after the run."""
+    import asyncio
+
+    from lily_kernel.execution.limits import Limits
+    from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.execution.runner import ScriptHost
+
+    scripts = ScriptHost(environ, 60, limits=Limits())
+    host = PythonHost(environ, workspace, (), scripts.sandbox, timeout=60, limits=scripts.limits)
+    printed: list[str] = []
+
+    def collect(output: dict[str, object]) -> None:
+        printed.append(str(output.get("text", "")))
+
+    async def session() -> list[str]:
+        try:
+            first = await host.run("kept = 42\nprint('first run')", collect)
+            assert first.status == "ok", first
+            # The person, on the host, while the kernel lives:
+            (workspace / ".env").write_text(f"TOKEN={MARKER}\n")
+            (workspace / ".git" / "hooks").mkdir(parents=True, exist_ok=True)
+            second = await host.run(
+                "import os\n"
+                "try:\n    print('read', open('.env').read())\nexcept OSError as e:\n"
+                "    print('refused', type(e).__name__)\n"
+                "try:\n"
+                "    open('.git/hooks/pre-commit', 'w').write('echo pwned')\n"
+                "    print('hook written')\nexcept OSError as e:\n"
+                "    print('hook refused', type(e).__name__)\n"
+                "print('kept' in globals())\n"
+                "open('.envrc', 'w').write('echo pwned')\n", collect)
+            assert second.status == "ok", second
+            return printed
+        finally:
+            host.close()
+
+    text = "".join(asyncio.run(session()))
+    assert MARKER not in text and "hook written" not in text, text
+    assert "the Python kernel was started again: " in text and ".env" in text
+    assert "False\n" in text  # a new kernel: its variables are gone, as it said
+    assert "[removed after the run: .envrc" in text
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+    assert not (workspace / ".envrc").exists()
+    assert [p.name for p in (workspace / ".lily" / "removed").glob("*/*")] == [".envrc"]
+    assert (workspace / ".env").read_text() == f"TOKEN={MARKER}\n"  # the person's, kept
