@@ -20,12 +20,12 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lily_kernel.errors import ToolError
+from lily_kernel.execution.folders import make_private_folder
 from lily_kernel.execution.sandbox import REAPER
 from lily_kernel.mcp_tools.launch import plan_launch
 from lily_kernel.mcp_tools.servers import McpServer
@@ -107,9 +107,10 @@ class McpConnection:
         ready: asyncio.Future[None] = loop.create_future()
         self._closing = asyncio.Event()
         if self.server.transport == "stdio":
-            # Private (mkdtemp's 0700): its pid file, its stderr, and an empty folder for
-            # the person's servers to run in (mcp_tools/launch.py).
-            self._folder = Path(tempfile.mkdtemp(prefix="lily-mcp-"))
+            # Private (0700): its pid file, its stderr, and an empty folder for the
+            # person's servers to run in (mcp_tools/launch.py); named after this process,
+            # so the next Lily removes it when this one was killed before it could.
+            self._folder = make_private_folder("mcp")
             (self._folder / WORK_FOLDER).mkdir()
         # Started on the event loop's thread: the server dies with that thread.
         self._task = asyncio.create_task(self._serve(ready), name=f"mcp {self.server.name}")

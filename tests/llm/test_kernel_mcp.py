@@ -308,8 +308,16 @@ def test_mcp_lists_servers_tools_and_what_the_policy_says(server: OpenAIServer,
 def test_no_server_outlives_the_kernel(server: OpenAIServer, tmp_path: Path, end: str) -> None:
     token = f"lily-mcp-end-{os.getpid()}-{time.monotonic_ns()}"
     workspace_with(tmp_path, "--child", token)
-    with start(server, tmp_path) as kernel:
+    temporary = tmp_path / "tmp"  # the Lily kernel's TMPDIR: its servers' private folders
+    temporary.mkdir()
+
+    def folders() -> list[str]:
+        return sorted(p.name for p in temporary.iterdir() if p.name.startswith("lily-mcp-"))
+
+    with start(server, tmp_path, TMPDIR=str(temporary)) as kernel:
         assert kernel.execute("/mcp").status == "ok"  # starts the server
+        first = folders()
+        assert len(first) == 1, first
         deadline = time.monotonic() + 10
         while len(running_with(token)) < 3:  # the reaper, the server, its child
             assert time.monotonic() < deadline, running_with(token)
@@ -323,3 +331,9 @@ def test_no_server_outlives_the_kernel(server: OpenAIServer, tmp_path: Path, end
         while running_with(token) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert running_with(token) == [], f"alive 3 s after {end}"
+    if end == "shutdown":
+        assert folders() == []
+    else:  # nothing could remove it then: the next Lily that starts a server does
+        with start(server, tmp_path, TMPDIR=str(temporary)) as again:
+            assert again.execute("/mcp").status == "ok"
+            assert first[0] not in folders() and len(folders()) == 1
