@@ -72,11 +72,20 @@ class LilyProcess:
         self.kc = kc
         self.workspace = workspace
 
+    def reply_to(self, msg_id: str, timeout: float = TIMEOUT) -> dict[str, Any]:
+        """The shell reply to `msg_id`. A kernel_info reply before it is left over from
+        the start (jupyter_client asks again when iopub is slow to connect, on a busy
+        machine): skipped; any other reply to another request is a failure."""
+        while True:
+            reply: dict[str, Any] = self.kc.get_shell_msg(timeout=timeout)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply
+            assert reply["msg_type"] == "kernel_info_reply", reply
+
     def execute(self, code: str, timeout: float = TIMEOUT, **options: Any) -> Execution:
         began = time.monotonic()
         msg_id = self.kc.execute(code, **options)
-        reply = self.kc.get_shell_msg(timeout=timeout)
-        assert reply["parent_header"]["msg_id"] == msg_id
+        reply = self.reply_to(msg_id, timeout)
         result = Execution(reply["content"], seconds=time.monotonic() - began)
         while True:
             msg = self.kc.get_iopub_msg(timeout=timeout)
@@ -92,9 +101,7 @@ class LilyProcess:
     def request(self, method: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """A shell request (complete, inspect, history, kernel_info, is_complete)."""
         msg_id = getattr(self.kc, method)(*args, **kwargs)
-        reply = self.kc.get_shell_msg(timeout=TIMEOUT)
-        assert reply["parent_header"]["msg_id"] == msg_id
-        content: dict[str, Any] = reply["content"]
+        content: dict[str, Any] = self.reply_to(msg_id)["content"]
         return content
 
     def drain_iopub(self) -> None:

@@ -5,7 +5,6 @@ hostile. A real IPython subkernel in real bubblewrap, through the real gate (the
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -14,7 +13,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from queue import Empty
 
 import psutil
 import pytest
@@ -100,24 +98,13 @@ def _env(server: OpenAIServer, **extra: str) -> dict[str, str]:
             "LILY_TOOLS_ALLOW": "python", **extra}
 
 
-@contextlib.contextmanager
-def _lily(workspace: Path, home: Path, **env: str) -> Iterator[LilyProcess]:
-    """A Lily kernel, without the replies its start left queued (jupyter_client asks for
-    kernel_info again when iopub is slow to connect, on a busy machine)."""
-    with lily_kernel(workspace, home, **env) as kernel:
-        with contextlib.suppress(Empty):
-            while True:
-                kernel.kc.get_shell_msg(timeout=0.5)
-        yield kernel
-
-
 def test_a_killed_lily_leaves_no_folder_of_its_python_kernel(
         server: OpenAIServer, tmp_path: Path) -> None:
     temporary = tmp_path / "tmp"  # the Lily kernel's own temporary folder (TMPDIR)
     temporary.mkdir()
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    with _lily(workspace, tmp_path / "home", **_env(server, TMPDIR=str(temporary))) \
+    with lily_kernel(workspace, tmp_path / "home", **_env(server, TMPDIR=str(temporary))) \
             as kernel:
         assert kernel.execute("/python import os", timeout=60).status == "ok"
         os.kill(kernel.km.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
@@ -138,7 +125,7 @@ def chatty(server: OpenAIServer, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LilyProcess]:
     root = tmp_path_factory.mktemp("endless")
     (root / "ws").mkdir()
-    with _lily(root / "ws", root / "home", **_env(server, LILY_PYTHON_TIMEOUT="15")) \
+    with lily_kernel(root / "ws", root / "home", **_env(server, LILY_PYTHON_TIMEOUT="15")) \
             as kernel:
         assert kernel.execute("/python kept = 'still here'", timeout=60).status == "ok"
         yield kernel
@@ -188,7 +175,7 @@ def test_code_that_ignores_the_interrupt_is_said_to_have_lost_its_variables(
     server.replies.clear()
     server.script(Reply(tool_calls=[tool_call("python", {"code": stubborn})]),
                   Reply(text="It would not stop."))
-    with _lily(workspace, tmp_path / "home", **_env(server, LILY_PYTHON_TIMEOUT="2")) \
+    with lily_kernel(workspace, tmp_path / "home", **_env(server, LILY_PYTHON_TIMEOUT="2")) \
             as kernel:
         assert kernel.execute("/python kept = 1", timeout=60).status == "ok"
         run = kernel.execute("Spin", timeout=120)
