@@ -94,7 +94,10 @@ def _exclusion(
     reason = check_eligibility(doc.eligibility, host)
     if reason is not None:
         return DiagnosticKind.INELIGIBLE, reason
-    missing = [s for s in (front.requires.mcp if front.requires else ()) if s not in rules.mcp_servers]
+    # Server names compare whatever their case, as the tool policy compares them.
+    configured = {name.casefold() for name in rules.mcp_servers}
+    missing = [s for s in (front.requires.mcp if front.requires else ())
+               if s.casefold() not in configured]
     if missing:
         return DiagnosticKind.INELIGIBLE, (
             f"requires MCP server(s) not configured: {', '.join(missing)} (`mcp_servers` in "

@@ -298,6 +298,10 @@ def test_a_configured_mcp_server_makes_requires_mcp_eligible() -> None:
     skill = load_snapshot((root(RULES_ROOT),), rules, LINUX).get("requires_mcp")
     assert skill is not None and skill.front.requires is not None
     assert skill.front.requires.mcp == ("rube",) and "requires" not in skill.extra
+    # Whatever the case of the server's name, as the tool policy compares it.
+    rules = LoadRules(registered_tools=TOOLS, allowed_tools=TOOLS,
+                      mcp_servers=frozenset({"Rube"}))
+    assert load_snapshot((root(RULES_ROOT),), rules, LINUX).get("requires_mcp") is not None
 
 
 def test_one_bad_skill_never_stops_the_others(rules_snapshot: SkillSnapshot) -> None:
