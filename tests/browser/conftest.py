@@ -13,6 +13,7 @@ import json
 import os
 import re
 from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,32 @@ def _empty_notebook() -> dict[str, object]:
                                         "language": "lily"}},
             "cells": [{"id": "first", "cell_type": "code", "metadata": {}, "source": "",
                        "outputs": [], "execution_count": None}]}
+
+
+def write_notebook(path: Path, cells: tuple[tuple[str, str], ...]) -> None:
+    """A Lily notebook of code cells, each (its id, its source), never run."""
+    path.write_text(json.dumps({
+        "nbformat": 4, "nbformat_minor": 5,
+        "cells": [{"id": cell_id, "cell_type": "code", "metadata": {}, "source": code,
+                   "outputs": [], "execution_count": None} for cell_id, code in cells],
+        "metadata": {"kernelspec": {"name": "lily", "display_name": "Lily",
+                                    "language": "lily"}}}))
+
+
+@contextmanager
+def lab_with_model(base: Path, model_url: str, lily_yaml: str,
+                   key: str) -> Iterator[tuple[JupyterProcess, Path]]:
+    """JupyterLab serving `base`/root, whose lily.yaml is `lily_yaml`, the loopback model
+    at `model_url` answering with `key`, every session recorded (the event log on)."""
+    root = base / "root"
+    root.mkdir(exist_ok=True)
+    (root / "lily.yaml").write_text(lily_yaml)
+    server = start_lab(root, base / "home", base / "jupyterlab.log", LILY_EVENT_LOG="1",
+                       LILY_API_BASE=model_url, PYTHONPATH=str(REPO), OPENAI_API_KEY=key)
+    try:
+        yield server, root
+    finally:
+        server.stop()
 
 
 def skip_or_fail(reason: str) -> None:

@@ -10,7 +10,6 @@ see no request, live, after Run All from the record, or from a 1 MB answer.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Iterator
@@ -21,11 +20,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import KERNEL_START_MS, GuardedPage
+from tests.browser.conftest import KERNEL_START_MS, GuardedPage, lab_with_model, write_notebook
 from tests.browser.notebook_page import NotebookPage
 from tests.browser.test_restart import EXECUTED, confirm, menu, run_all, saved
-from tests.conftest import REPO
-from tests.support.jupyter_server import JupyterProcess, start_lab
+from tests.support.jupyter_server import JupyterProcess
 from tests.support.openai_server import OpenAIServer, Reply
 
 SHOWN = "Here is the summary you asked for."
@@ -119,24 +117,11 @@ def model(attacker: Attacker) -> Iterator[OpenAIServer]:
 def lab(chromium_ready: None, tmp_path_factory: pytest.TempPathFactory, model: OpenAIServer,
         attacker: Attacker) -> Iterator[tuple[JupyterProcess, Path]]:
     base = tmp_path_factory.mktemp("hostile")
-    root = base / "root"
-    root.mkdir()
-    (root / "lily.yaml").write_text("model: openai/loop\nstream: true\nretries: 0\n")
-    (root / "payload.html").write_text(payload(attacker.url, "python"))
-    cells: list[dict[str, object]] = [
-        {"id": cell_id, "cell_type": "code", "metadata": {}, "source": code, "outputs": [],
-         "execution_count": None} for cell_id, code in CELLS]
-    (root / "hostile.ipynb").write_text(json.dumps({
-        "nbformat": 4, "nbformat_minor": 5, "cells": cells,
-        "metadata": {"kernelspec": {"name": "lily", "display_name": "Lily",
-                                    "language": "lily"}}}))
-    server = start_lab(root, base / "home", base / "jupyterlab.log", LILY_EVENT_LOG="1",
-                       LILY_API_BASE=model.base_url, PYTHONPATH=str(REPO),
-                       OPENAI_API_KEY="sk-hostile-not-a-real-key-0")
-    try:
+    with lab_with_model(base, model.base_url, "model: openai/loop\nstream: true\nretries: 0\n",
+                        "sk-hostile-not-a-real-key-0") as (server, root):
+        (root / "payload.html").write_text(payload(attacker.url, "python"))
+        write_notebook(root / "hostile.ipynb", CELLS)
         yield server, root
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

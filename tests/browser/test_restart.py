@@ -6,7 +6,6 @@ kernel learns its notebook from JPY_SESSION_NAME, the cells from JupyterLab's id
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Iterator
@@ -15,10 +14,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import KERNEL_START_MS, GuardedPage
+from tests.browser.conftest import KERNEL_START_MS, GuardedPage, lab_with_model, write_notebook
 from tests.browser.notebook_page import STEP_MS, NotebookPage
-from tests.conftest import REPO
-from tests.support.jupyter_server import JupyterProcess, start_lab
+from tests.support.jupyter_server import JupyterProcess
 from tests.support.openai_server import OpenAIServer, fresh_tokens
 
 CELLS = (("ask-1", "What is 2+2?"), ("ask-2", "And 3+3?"))
@@ -35,22 +33,10 @@ def model() -> Iterator[OpenAIServer]:
 def lab(chromium_ready: None, tmp_path_factory: pytest.TempPathFactory,
         model: OpenAIServer) -> Iterator[tuple[JupyterProcess, Path]]:
     base = tmp_path_factory.mktemp("restart")
-    root = base / "root"
-    root.mkdir()
-    (root / "lily.yaml").write_text("model: openai/loop\nstream: false\nretries: 0\n")
-    cells: list[dict[str, object]] = [{"id": cell_id, "cell_type": "code", "metadata": {}, "source": code,
-              "outputs": [], "execution_count": None} for cell_id, code in CELLS]
-    (root / "talk.ipynb").write_text(json.dumps({
-        "nbformat": 4, "nbformat_minor": 5, "cells": cells,
-        "metadata": {"kernelspec": {"name": "lily", "display_name": "Lily",
-                                    "language": "lily"}}}))
-    server = start_lab(root, base / "home", base / "jupyterlab.log", LILY_EVENT_LOG="1",
-                       LILY_API_BASE=model.base_url, PYTHONPATH=str(REPO),
-                       OPENAI_API_KEY="sk-restart-not-a-real-key-00")
-    try:
+    with lab_with_model(base, model.base_url, "model: openai/loop\nstream: false\nretries: 0\n",
+                        "sk-restart-not-a-real-key-00") as (server, root):
+        write_notebook(root / "talk.ipynb", CELLS)
         yield server, root
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
