@@ -62,8 +62,9 @@ STOPPED_BEFORE = "[The person stopped the answer before it began.]"
 
 class _StreamView:
     """Accumulates streamed text and updates the display at most every STREAM_INTERVAL,
-    or four times as long as the last update took: each update renders the whole answer
-    so far (display/markup.py), and a long one must not spend the turn rendering."""
+    or nine times as long as the last update took: each update renders the whole answer
+    so far (display/markup.py, ~5 ms a KB), so at most a tenth of a stream is spent
+    rendering it, however long the answer grows."""
 
     def __init__(self, sink: CellSink, enabled: bool, before: str) -> None:
         self.sink, self.enabled, self.before = sink, enabled, before
@@ -76,7 +77,7 @@ class _StreamView:
         if self.enabled and now >= self._next:
             self.sink.stream(self.before + self.current)
             done = time.monotonic()
-            self._next = done + max(STREAM_INTERVAL, 4 * (done - now))
+            self._next = done + max(STREAM_INTERVAL, 9 * (done - now))
 
 
 def _assistant_message(response: ChatResponse) -> dict[str, Any]:
