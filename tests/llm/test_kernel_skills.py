@@ -53,8 +53,7 @@ def execute_answering(kernel: LilyProcess, code: str, answers: list[str],
         assert request["parent_header"]["msg_id"] == msg_id
         prompts.append(request["content"]["prompt"])
         kernel.kc.input(answer)
-    reply = kernel.kc.get_shell_msg(timeout=timeout)
-    assert reply["parent_header"]["msg_id"] == msg_id
+    reply = kernel.reply_to(msg_id, timeout)  # skips a kernel_info reply left from the start
     run = Execution(reply["content"])
     while True:
         msg = kernel.kc.get_iopub_msg(timeout=timeout)
