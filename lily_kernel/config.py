@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,12 +59,12 @@ Profile = Literal["ask", "auto"]
 
 @dataclass(frozen=True)
 class ToolsConfig:
-    """Tool policy: `allow` is `*` or a list of names; `ask` needs the person's yes for
-    each call; `deny` always wins."""
+    """Tool policy, each key a list of tool names where `*` is every tool: `allow`; `ask`,
+    the person's yes for each call; `deny`, always wins (tools/policy.py)."""
 
-    allow: Literal["*"] | tuple[str, ...] = "*"
-    ask: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
+    allow: tuple[str, ...] = field(default=("*",), metadata=spec(env_list="names"))
+    ask: tuple[str, ...] = field(default=(), metadata=spec(env_list="names"))
+    deny: tuple[str, ...] = field(default=(), metadata=spec(env_list="names"))
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ _NAME_LISTS = _keys_where("env_list", "names")
 _PERSONS_FOLDERS = _keys_where("folder", "person")
 LITELLM_KEYS = tuple(f.name for f in fields(ModelConfig)
                      if f.metadata.get("lily", {}).get("litellm"))
-_ENV_TOOLS = {"LILY_TOOLS_ALLOW": "allow", "LILY_TOOLS_ASK": "ask", "LILY_TOOLS_DENY": "deny"}
+_ENV_TOOLS = {f"LILY_TOOLS_{f.name.upper()}": f.name for f in fields(ToolsConfig)}
 _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
 
@@ -256,8 +257,27 @@ def read_config_file(workspace: Path) -> ConfigFile:
     return ConfigFile(data or {}, hashlib.sha256(raw).hexdigest())
 
 
-def _split_list(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
+def _parse_list(kind: str, text: str) -> list[str]:
+    """A list key written as one string, the way its variable writes it: `paths`
+    separated like PATH, `names` by commas (`*` is a name, every tool in `tools.*`)."""
+    if kind == "paths":
+        return [part for part in text.split(os.pathsep) if part.strip()]
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _lists_read_one_way(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` with each list key (`spec(env_list=...)`) given as one string read as its
+    variable is: in lily.yaml as in LILY_*, `ask: shell` is `ask: [shell]` and
+    `allow: "*"` is `allow: ["*"]`; a nested mapping (`tools`) alike."""
+    read = dict(data)
+    hints = typing.get_type_hints(cls)
+    for f in fields(cls):
+        kind, value = f.metadata.get("lily", {}).get("env_list"), read.get(f.name)
+        if kind and isinstance(value, str):
+            read[f.name] = _parse_list(kind, value)
+        elif is_dataclass(hints[f.name]) and isinstance(value, dict):
+            read[f.name] = _lists_read_one_way(hints[f.name], value)
+    return read
 
 
 def _absolute(var: str, key: str, text: str) -> None:
@@ -283,11 +303,8 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
         var = f"LILY_{key.upper()}"
         if var in environ and key in _PERSONS_FOLDERS:
             _absolute(var, key, environ[var])
-        if var in environ and key in _PATH_LISTS:
-            values[key] = [p for p in environ[var].split(os.pathsep) if p.strip()]
-            origin[key] = var
-        elif var in environ and key in _NAME_LISTS:
-            values[key] = _split_list(environ[var])
+        if var in environ and key in _PATH_LISTS | _NAME_LISTS:
+            values[key] = environ[var]  # split as a string in lily.yaml is
             origin[key] = var
         elif var in environ and key != "tools":
             values[key] = parse_text(owner, attr, environ[var])
@@ -295,8 +312,7 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
     tools: dict[str, Any] = {}
     for var, key in _ENV_TOOLS.items():
         if var in environ:
-            raw = environ[var].strip()
-            tools[key] = "*" if raw == "*" and key == "allow" else _split_list(raw)
+            tools[key] = environ[var]
             origin[f"tools.{key}"] = var
     if tools:
         values["tools"] = tools
@@ -324,7 +340,8 @@ def load_config(workspace: Path, environ: Mapping[str, str] | None = None,
         else:
             merged[key] = value
     try:
-        config = build(LilyConfig, merged, forbid_unknown=True)
+        config = build(LilyConfig, _lists_read_one_way(LilyConfig, merged),
+                       forbid_unknown=True)
     except ShapeError as exc:
         top = exc.key.split(".")[0]
         where = env_origin.get(exc.key) or env_origin.get(top) or str(path)

@@ -114,7 +114,7 @@ def _allowed(policy: ToolPolicy, name: str) -> str:
 
 def _policy_blocks(ctx: CommandContext) -> list[Block]:
     policy = ctx.policy
-    allow = "*" if policy.allow == "*" else ", ".join(policy.allow) or "(nothing)"
+    allow = ", ".join(policy.allow) or "(nothing)"  # "*" alone, as a string, too
     offered = {t.name for t in policy.model_tools(ctx.registry)}
     with_skill = {t.name for t in policy.model_tools(ctx.registry, skill_active=True)} - offered
     # Only the tools the policy governs (not load_skill, Lily's own skill selection).

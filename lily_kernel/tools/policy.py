@@ -1,18 +1,18 @@
 """The tool policy: which tools may run, for whom, and the one gate every call passes.
 
-`allow` (a list or `*`), `ask` and `deny` come from config. Deny wins, then ask, then
-allow; an `explicit` tool (running a skill's script) is not covered by `allow: "*"`:
-only a list that names it allows it. A tool in `ask` runs only after the person said
-yes to that call. A tool `asked` by default (python, shell: they run code) is covered
-by `allow: "*"` as asked: naming it in `allow` lets it run unasked, and so does the
-profile `auto` ("full auto"), which only the person sets (LILY_POLICY, a trusted
-lily.yaml, `/policy auto`). The person's answer `a` ("always") to the question of a tool
-asked by default lets it run unasked for the rest of the session (`PolicyState`); never
-offered for `tools.ask`, an untrusted folder's question, or a call asked of itself. The
-model is offered only allowed (or asked) tools that are not `owner_only`, narrowed
-further by an active skill's `allowed-tools` and `disallowed-tools`; the person may also
-run allowed owner-only tools, through a `tool_dispatch` command. Anything else is
-refused and never run.
+`allow`, `ask` and `deny` come from config: lists of tool names, where `*` is every
+tool. Deny wins, then ask, then allow; an `explicit` tool (running a skill's script) is
+not covered by `*` in `allow` or `ask`: only a list that names it allows it. A tool in
+`ask` runs only after the person said yes to that call. A tool `asked` by default
+(python, shell: they run code) is covered by `*` in `allow` as asked: naming it in
+`allow` lets it run unasked, and so does the profile `auto` ("full auto"), which only
+the person sets (LILY_POLICY, a trusted lily.yaml, `/policy auto`). The person's answer
+`a` ("always") to the question of a tool asked by default lets it run unasked for the
+rest of the session (`PolicyState`); never offered for `tools.ask`, an untrusted
+folder's question, or a call asked of itself. The model is offered only allowed (or
+asked) tools that are not `owner_only`, narrowed further by an active skill's
+`allowed-tools` and `disallowed-tools`; the person may also run allowed owner-only
+tools, through a `tool_dispatch` command. Anything else is refused and never run.
 """
 
 from __future__ import annotations
@@ -64,10 +64,11 @@ class PolicyRefusal:
 class ToolPolicy:
     """allow/ask/deny as configured; `decision` is the only place the rule is applied."""
 
-    allow: tuple[str, ...] | Literal["*"] = "*"
+    # Names, `*` among them for every tool ("*" alone stands for ("*",)).
+    allow: tuple[str, ...] | Literal["*"] = ("*",)
     deny: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
-    explicit: frozenset[str] = frozenset()  # tools "*" does not cover
+    explicit: frozenset[str] = frozenset()  # tools "*" does not allow
     # Allowed tools asked all the same because the person does not trust the folder
     # (trust/settings.py: the tools that change it).
     untrusted: frozenset[str] = frozenset()
@@ -81,23 +82,27 @@ class ToolPolicy:
         allowed tool in `untrusted` is asked, whatever else; then one the person
         approved for the session runs; one in `ask` is asked; one asked by default is
         asked unless the profile is `auto`."""
-        if name in self.deny:  # deny wins over everything, including "*"
+        if _names(self.deny, name):  # deny wins over everything, `*` in allow included
             return "deny"
         if name not in self.ask and name not in self.allow and not (
-                self.allow == "*" and name not in self.explicit):
+                ("*" in self.allow or "*" in self.ask) and name not in self.explicit):
             return "deny"
         if name in self.untrusted:
             return "ask"
         if name in self.approved:
             return "allow"
-        if name in self.ask or (name in self.asked and not self.auto):
+        if self.asks(name) or (name in self.asked and not self.auto):
             return "ask"
         return "allow"
+
+    def asks(self, name: str) -> bool:
+        """Whether `tools.ask` names the tool (by its name, or `*`)."""
+        return _names(self.ask, name)
 
     def why_asked(self, name: str) -> AskReason:
         """Why a tool the policy asks is asked: configured so (`tools.ask`), the folder
         is not trusted, or the tool is asked by default."""
-        if name in self.ask:
+        if self.asks(name):
             return "policy"
         return "untrusted" if name in self.untrusted else "default"
 
@@ -184,6 +189,11 @@ class PolicyState:
         return self.profile != before
 
 
+def _names(names: tuple[str, ...] | Literal["*"], name: str) -> bool:
+    """Whether a configured list names `name`: itself, or `*`, every tool."""
+    return name in names or "*" in names
+
+
 def _offered(tool: Tool, skill_active: bool, selecting: bool) -> bool:
     if tool.offered == "with_skill":
         return skill_active
@@ -250,7 +260,9 @@ def configured_policy(config: ToolsConfig, registry: ToolRegistry,
     def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
         found: list[str] = []
         for name in names:
-            if name.lower() in by_lower:
+            if name == "*":
+                found.append(name)
+            elif name.lower() in by_lower:
                 found.append(by_lower[name.lower()])
             elif (server := (server_of(name) or "").lower()) in servers:
                 found.extend(_mcp_names(name, servers[server], registry))
@@ -261,11 +273,9 @@ def configured_policy(config: ToolsConfig, registry: ToolRegistry,
                     + "".join(f", mcp__{s}__<tool>" for s in sorted(mcp_servers)) + ".")
         return tuple(found)
 
-    tools = config
-    allow: tuple[str, ...] | Literal["*"] = (
-        "*" if tools.allow == "*" else resolve("allow", tools.allow))
-    return ToolPolicy(allow=allow, deny=resolve("deny", tools.deny),
-                      ask=resolve("ask", tools.ask),
+    allow = resolve("allow", tuple(config.allow))
+    return ToolPolicy(allow=allow, deny=resolve("deny", tuple(config.deny)),
+                      ask=resolve("ask", tuple(config.ask)),
                       explicit=frozenset(t.name for t in registry if t.explicit),
                       asked=frozenset(t.name for t in registry
-                                      if t.asked and (allow == "*" or t.name not in allow)))
+                                      if t.asked and t.name not in allow))

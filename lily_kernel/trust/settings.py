@@ -138,7 +138,7 @@ def untrusted_policy(full: ToolPolicy, base: ToolPolicy, registry: ToolRegistry
             held.append(f"tools: {tool.name} would be '{wanted}', stays '{kept}'")
     by_default = frozenset(
         name for name, decision in decided.items() if decision == "ask"
-        and name not in full.ask and (name in full.asked or name in base.asked))
+        and not full.asks(name) and (name in full.asked or name in base.asked))
     return _policy(decided, full, by_default), tuple(held)
 
 

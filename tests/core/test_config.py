@@ -14,7 +14,7 @@ from lily_kernel.errors import ConfigError
 def test_defaults_without_file_or_env(workspace: Path) -> None:
     config = load_config(workspace, {})
     assert (config.llm.model, config.llm.stream, config.tools.allow, config.tools.deny) == (
-        None, True, "*", ())
+        None, True, ("*",), ())
 
 
 def test_file_values_and_env_precedence(workspace: Path) -> None:
@@ -111,6 +111,58 @@ def test_an_unknown_tool_in_the_policy_is_a_clear_error(workspace: Path,
     assert str(err.value) == ("key 'tools.deny' (lily.yaml or LILY_TOOLS_DENY): unknown tool "
                               "'wirte'; the tools are: list, python, read, read_skill_file, "
                               "run_skill_script, shell, write.")
+
+
+@pytest.mark.parametrize(("written", "listed"), [
+    ('allow: ["*"]', "allow: *"), ('allow: "*"', "allow: *"), ("allow: ['*', python]",
+                                                               "allow: *, python"),
+    ("ask: shell", "ask: shell"), ("ask: [shell]", "ask: shell"), ('ask: "shell, write"',
+                                                                   "ask: shell, write"),
+    ('deny: "*"', "deny: *"), ('deny: ["*"]', "deny: *"), ("deny: write", "deny: write"),
+])
+def test_a_tools_key_reads_one_way_as_a_list_or_one_string(
+        workspace: Path, environ: dict[str, str], written: str, listed: str) -> None:
+    """A downloaded folder written `allow: ["*"]` stopped every cell (`unknown tool
+    '*'`) while `allow: "*"` worked, and `ask: shell` was refused: a list key reads one
+    string as its variable does (names by commas, `*` every tool), in any of the three."""
+    from lily_kernel.environment import LilyEnvironment
+
+    (workspace / "lily.yaml").write_text(f"tools:\n  {written}\n")
+    policy = LilyEnvironment.load(workspace, environ).policy
+    key, names = listed.split(": ")
+    assert ", ".join(getattr(policy, key)) == names
+    from_variable = LilyEnvironment.load(workspace, {**environ, f"LILY_TOOLS_{key.upper()}":
+                                                     names}).policy
+    assert getattr(from_variable, key) == getattr(policy, key)
+
+
+def test_a_star_means_every_tool_in_allow_ask_and_deny(workspace: Path,
+                                                       environ: dict[str, str]) -> None:
+    """`*` is every tool but `run_skill_script`, which must be named to run; in `deny`,
+    every tool; beside it, a name still counts (`allow: ['*', python]`: python unasked)."""
+    from lily_kernel.environment import LilyEnvironment
+
+    def decisions(tools: str) -> dict[str, str]:
+        (workspace / "lily.yaml").write_text(f"tools: {tools}\n")
+        env = LilyEnvironment.load(workspace, environ)
+        return {t.name: env.policy.decision(t.name) for t in env.registry if t.governed}
+
+    every = decisions("{allow: ['*', python]}")
+    assert (every["read"], every["python"], every["shell"], every["run_skill_script"]) == (
+        "allow", "allow", "ask", "deny")
+    asked = decisions("{ask: ['*']}")
+    assert set(asked.values()) == {"ask", "deny"} and asked["run_skill_script"] == "deny"
+    asked = decisions("{ask: ['*'], allow: [run_skill_script]}")
+    assert set(asked.values()) == {"ask"}
+    assert set(decisions("{deny: '*', allow: [run_skill_script]}").values()) == {"deny"}
+
+
+def test_the_other_list_keys_read_one_string_as_their_variable(workspace: Path) -> None:
+    (workspace / "lily.yaml").write_text("script_env: 'A, B'\nskills_extra_dirs: extra\n")
+    config = load_config(workspace, {})
+    assert config.script_env == ("A", "B")
+    assert config.skills_extra_dirs == (str(workspace / "extra"),)
+    assert load_config(workspace, {"LILY_SCRIPT_ENV": "A,B"}).script_env == ("A", "B")
 
 
 @pytest.mark.parametrize(("make", "said"), [

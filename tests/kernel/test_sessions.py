@@ -115,3 +115,17 @@ def test_a_skills_link_loop_and_a_lily_yaml_folder_are_clear_errors(tmp_path: Pa
             "cannot read the file (it is a folder).")
         (workspace / "lily.yaml").rmdir()
         assert kernel.execute("/skills").status == "ok"
+
+
+def test_a_tools_list_written_with_a_star_reads_as_the_star_alone(tmp_path: Path) -> None:
+    """`tools: {allow: ["*"]}` stopped every cell (`unknown tool '*'`) while `allow: "*"`
+    worked; `ask: shell`, one name without a list, was refused too."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "lily.yaml").write_text('tools:\n  allow: ["*"]\n  ask: shell\n')
+    with lily_kernel(workspace, tmp_path / "home") as kernel:
+        run = kernel.execute("/help")
+        assert run.status == "ok", run.reply
+        assert re.search(r"^allow +\*$", run.plain, re.M), run.plain
+        assert re.search(r"^ask +shell$", run.plain, re.M), run.plain
+        assert re.search(r"^shell +ask first ", run.plain, re.M), run.plain
