@@ -46,7 +46,8 @@ def not_json_reason(problem: str) -> str:
 
 
 def declined_reason(action: str) -> str:
-    return f"the person declined: {action} was not run"
+    """The person said no (`action`: a noun phrase, `running the command "ls"`)."""
+    return f"the person declined {action}"
 
 
 def unanswerable_reason(action: str, tool: str, why: str | None) -> str:

@@ -69,7 +69,9 @@ def test_yes_no_always_and_no_one_to_answer(server: OpenAIServer, tmp_path: Path
         assert 'Shell "echo yes > yes.txt; cat yes.txt": exit code 0 (sandboxed)' in run.plain
         script(server, "touch no.txt")
         run, prompts = execute_answering(kernel, "Touch no", ["n"])
-        assert tool_result(server).startswith("Refused: the person declined")
+        said = 'the person declined running the command "touch no.txt"'  # once, plainly
+        assert tool_result(server) == f"Refused: {said}."
+        assert said in run.plain and "was not run" not in run.plain and "declined:" not in run.plain
         script(server, "touch unattended.txt")
         unattended = kernel.execute("Touch it", allow_stdin=False)
         assert unattended.status == "ok" and "asked by default" in tool_result(server)

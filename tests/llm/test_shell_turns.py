@@ -81,7 +81,7 @@ def test_asked_by_default_and_always_for_the_rest_of_the_session(workspace, envi
 def test_no_and_no_one_to_answer_run_nothing(workspace, environ) -> None:
     runtime = start(workspace, environ)
     model = turn(runtime, "make a file", Sink("n"), shell("touch made"), reply("not made"))
-    assert tool_result(model, 1).startswith("Refused: the person declined: running the command")
+    assert tool_result(model, 1) == 'Refused: the person declined running the command "touch made".'
     model = turn(runtime, "again", Sink(), shell("touch made"), reply("not made"))
     assert "needs the person's approval (asked by default)" in tool_result(model, 1)
     assert not (workspace / "made").exists() and events(runtime, "code_run") == []

@@ -170,8 +170,8 @@ def test_ask_policy_runs_the_script_after_yes(workspace, environ) -> None:
     assert ran["duration_ms"] > 0
 
 
-DECLINED = ("Refused: the person declined: running scripts/fill_form.py of skill "
-            "'formfill' was not run.")
+DECLINED = ("Refused: the person declined running scripts/fill_form.py of skill "
+            "'formfill'.")
 UNANSWERABLE = ("Refused: running scripts/fill_form.py of skill 'formfill' needs the "
                 "person's approval (tools.ask in lily.yaml), and no one can answer here")
 
@@ -297,4 +297,4 @@ def test_ask_works_for_any_tool(workspace, environ, answer: str, written: bool) 
     assert (workspace / "note.txt").exists() is written
     result = tool_result(model, 1)
     assert result.startswith("wrote 2 characters") if written else result == (
-        "Refused: the person declined: the call of 'write' was not run.")
+        "Refused: the person declined the call of 'write'.")
