@@ -7,6 +7,7 @@ text the escapes of lily_kernel/visible.py, so a terminal reads no escape code).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from html import escape
 
 from lily_kernel.display.blocks import (
@@ -34,6 +35,33 @@ def _md(text: str) -> str:
     return text.translate(_MD_ESCAPES)
 
 
+# Spans in backticks are code (a command, a key, a path), in Lily's words as in a skill's
+# summary: <code> in HTML, a code span in Markdown; plain text keeps the backticks.
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _spans(text: str, outside: Callable[[str], str], code: Callable[[str], str]) -> str:
+    if "`" not in text:  # (most cells: one pass, no regex)
+        return outside(text)
+    parts, last = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        parts += [outside(text[last:match.start()]), code(match.group(1))]
+        last = match.end()
+    parts.append(outside(text[last:]))
+    return "".join(parts)
+
+
+def _html_text(text: str) -> str:
+    """Text escaped, its `code` spans as <code>."""
+    return _spans(text, escape, lambda c: f"<code>{escape(c)}</code>")
+
+
+def _md_text(text: str, in_table: bool = False) -> str:
+    """Text made Markdown-inert, its `code` spans kept as code spans (a `|` in a table's
+    escaped: a table row ends at a bare one, even in a code span)."""
+    return _spans(text, _md, lambda c: "`" + (c.replace("|", "\\|") if in_table else c) + "`")
+
+
 def _md_fence(text: str) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -45,20 +73,20 @@ def _md_fence(text: str) -> str:
 
 def _html_block(block: Block) -> str:
     if isinstance(block, Text):
-        return f"<p>{escape(block.text)}</p>"
+        return f"<p>{_html_text(block.text)}</p>"
     if isinstance(block, Preformatted):
         return f"<pre>{escape(block.text)}</pre>"
     if isinstance(block, Fields):
         rows = "".join(
             f"<tr><th style=\"text-align:left\">{escape(k)}</th><td style=\"text-align:left\">"
-            f"{escape(v)}</td></tr>"
+            f"{_html_text(v)}</td></tr>"
             for k, v in block.items
         )
         return f"<table>{rows}</table>"
     if isinstance(block, Table):
         head = "".join(f"<th style=\"text-align:left\">{escape(h)}</th>" for h in block.headers)
         body = "".join(
-            "<tr>" + "".join(f"<td style=\"text-align:left\">{escape(c)}</td>" for c in row)
+            "<tr>" + "".join(f"<td style=\"text-align:left\">{_html_text(c)}</td>" for c in row)
             + "</tr>"
             for row in block.rows
         )
@@ -81,12 +109,12 @@ def render_html(result: Document) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return _md(" ".join(text.split())) or " "
+    return _md_text(" ".join(text.split()), in_table=True) or " "
 
 
 def _md_block(block: Block) -> str:
     if isinstance(block, Text):
-        return _md(block.text)
+        return _md_text(block.text)
     if isinstance(block, Preformatted):
         return _md_fence(block.text)
     if isinstance(block, Fields):
@@ -173,19 +201,6 @@ def render_plain(result: Document, width: int | None = None) -> str:
 
 # --- notices and replies ---------------------------------------------------------
 
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
-
-
-def _notice_html(text: str) -> str:
-    """A notice's text escaped, its `code` spans as <code>."""
-    parts, last = [], 0
-    for match in _CODE_SPAN.finditer(text):
-        parts += [escape(text[last:match.start()]), f"<code>{escape(match.group(1))}</code>"]
-        last = match.end()
-    parts.append(escape(text[last:]))
-    return "".join(parts)
-
-
 def _reply_bundle(reply: Reply) -> dict[str, str]:
     """A model's answer: its Markdown rendered here and cleaned (display/markup.py; the
     notebook would render raw Markdown's HTML unsanitized), the same text for consoles;
@@ -205,7 +220,7 @@ def bundle(value: Document | Notice | Reply) -> dict[str, str]:
     """`{mimetype: text}` for a value: HTML for notebooks, Markdown, plain text for
     consoles (a notice and a reply: HTML and plain)."""
     if isinstance(value, Notice):
-        return {"text/html": f'<div class="lily-notice"><em>{_notice_html(value.text)}</em></div>',
+        return {"text/html": f'<div class="lily-notice"><em>{_html_text(value.text)}</em></div>',
                 "text/plain": visible(value.text, lines=True)}
     if isinstance(value, Reply):
         return _reply_bundle(value)

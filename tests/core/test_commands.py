@@ -405,3 +405,17 @@ def test_docs_commands_table_lists_every_command() -> None:
             if line.startswith("| `/")}
     for command in default_commands():
         assert f"/{command.name}" in {row.split()[0] for row in rows}, command.name
+
+
+def test_code_in_lilys_words_is_shown_as_code_not_backticks(runtime: LilyRuntime) -> None:
+    """`/help`'s lines (the model's `python` tool in /python's, `auto` in /policy's) and
+    /python's own hint showed their backticks literally in the notebook."""
+    for code in ("/help", "/python"):
+        [result] = run(runtime, code).shown
+        html, markdown = render_html(result), render_markdown(result)
+        assert "`" not in html, html
+        assert "\\`" not in markdown, markdown
+    assert "<code>/python restart</code>" in html and "`/python restart`" in markdown
+    help_html = render_html(run(runtime, "/help").shown[0])
+    assert "the model&#x27;s <code>python</code> tool" in help_html
+    assert "<code>auto</code>" in help_html
