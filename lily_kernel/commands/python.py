@@ -21,6 +21,7 @@ from lily_kernel.errors import CommandError, LilyError
 __all__ = ["looks_like_python", "python_command"]
 
 RESTART = "restart"
+PYTHON_KERNEL = "python_kernel"  # the configuration key that chooses the kernel
 MAX_NAMES = 60  # names listed by `/python`; the rest counted
 # What makes a chat cell plainly Python: a statement or a call. A bare name or a number
 # ("hello", "42") parses too, and is a message.
@@ -66,8 +67,14 @@ async def _status(ctx: CommandContext) -> CommandResult:
     else:
         state = "running" + (f" (started in {running.started_ms / 1000:.1f} s)"
                              if running.started_ms is not None else "")
+    # A python_kernel the workspace's lily.yaml names waits for the folder's trust
+    # (trust/settings.py writes each held setting's line from its key).
+    held = [line for line in ctx.held_settings if line.startswith(f"{PYTHON_KERNEL}: ")]
     box = host.sandbox()
-    items = [("Kernel", kernel), ("State", state),
+    items = [("Kernel", kernel),
+             *(("Held", f"lily.yaml's {line}, until you trust this folder: `/trust`")
+               for line in held),
+             ("State", state),
              ("Sandbox", "bubblewrap" if box.available else f"none ({box.reason}): "
               "Python does not run"),
              ("Time limit", f"{host.timeout:g} s per run")]

@@ -54,7 +54,11 @@ class KernelChoice:
         return [_FIELD.sub(lambda m: fields.get(m[1], m[0]), part) for part in self.argv]
 
     def described(self) -> str:
-        return self.display_name if not self.name else f"{self.display_name} ({self.name})"
+        """Its display name, and its name where that does not say it already (a
+        kernelspec `ds` shown "Python (ds)" is not "Python (ds) (ds)")."""
+        if not self.name or self.name.lower() in self.display_name.lower():
+            return self.display_name
+        return f"{self.display_name} ({self.name})"
 
 
 def _lilys_own() -> KernelChoice:

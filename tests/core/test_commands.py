@@ -419,3 +419,40 @@ def test_code_in_lilys_words_is_shown_as_code_not_backticks(runtime: LilyRuntime
     help_html = render_html(run(runtime, "/help").shown[0])
     assert "the model&#x27;s <code>python</code> tool" in help_html
     assert "<code>auto</code>" in help_html
+
+
+def _python_status(runtime: LilyRuntime) -> dict[str, str]:
+    [result] = run(runtime, "/python").shown
+    [fields] = [b for b in result.blocks if hasattr(b, "items")]
+    return dict(fields.items)  # type: ignore[attr-defined]
+
+
+def _kernelspec(root: Path, name: str, display_name: str) -> None:
+    import json
+    import sys
+
+    (root / "kernels" / name).mkdir(parents=True)
+    (root / "kernels" / name / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": display_name, "language": "python"}))
+
+
+def test_python_names_its_kernel_once_and_a_held_one_too(
+        workspace: Path, environ: dict[str, str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """"Python (ds) (ds)"; and `/python` alone did not say that the python_kernel the
+    folder's lily.yaml names waits for its trust."""
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    _kernelspec(tmp_path / "jupyter", "ds", "Python (ds)")
+    _kernelspec(tmp_path / "jupyter", "py", "Data science")
+    mine = LilyRuntime.start(workspace, {**environ, "LILY_PYTHON_KERNEL": "ds"})
+    assert _python_status(mine)["Kernel"] == "Python (ds)"
+    mine = LilyRuntime.start(workspace, {**environ, "LILY_PYTHON_KERNEL": "py"})
+    assert _python_status(mine)["Kernel"] == "Data science (py)"
+    (workspace / "lily.yaml").write_text("python_kernel: ds\n")
+    untrusted = {k: v for k, v in environ.items() if k != "LILY_TRUST"}
+    status = _python_status(LilyRuntime.start(workspace, untrusted))
+    assert status["Kernel"] == "Python (Lily's environment)"
+    assert status["Held"].startswith("lily.yaml's python_kernel: ds (")
+    assert status["Held"].endswith(", until you trust this folder: `/trust`")
+    assert "Held" not in _python_status(LilyRuntime.start(workspace, environ))
