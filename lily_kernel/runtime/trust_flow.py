@@ -86,9 +86,14 @@ def trust_help(runtime: LilyRuntime) -> str:
             f"terminal, or set `{TRUST_VARIABLE}=workspace` for a runner without input")
 
 
-async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> str:
+async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> None:
+    """Before a cell: ask, and tell the person what came of it in a notice."""
+    sink.notice(await _decide_trust(runtime, sink))
+
+
+async def _decide_trust(runtime: LilyRuntime, sink: CellSink) -> str:
     """Ask; on yes, record the trust and take up the workspace's skills, persona and
-    settings. What came of it, as the notice the person is shown."""
+    settings. What came of it, said once by the caller (a notice, or `/trust`'s result)."""
     env = runtime.env
     digests, skills, settings = env.pending_trust()
     trusted = env.trust.entry() is not None  # only what changed since is held
@@ -115,7 +120,6 @@ async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> str:
     else:
         said = (f"This workspace is not trusted, so what came with it is held (`/skills` "
                 f"lists the skills). To trust it, {trust_help(runtime)}.")
-    sink.notice(said)
     return said
 
 
@@ -125,8 +129,7 @@ async def ask_trust(runtime: LilyRuntime, sink: CellSink) -> CommandResult:
     if runtime.env.trust.trusted() and not _holds_anything(runtime):
         return CommandResult("trust", "This workspace is trusted", (Text(
             f"{runtime.env.workspace}: nothing that came with it is held."),))
-    said = await settle_trust(runtime, sink)
-    return CommandResult("trust", "Trust", (Text(said),))
+    return CommandResult("trust", "Trust", (Text(await _decide_trust(runtime, sink)),))
 
 
 def trusted_elsewhere(runtime: LilyRuntime) -> bool:

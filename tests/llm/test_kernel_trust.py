@@ -163,6 +163,7 @@ def test_after_no_slash_trust_asks_again_and_yes_takes_it_all_up(server: OpenAIS
             [m["content"] for m in run.outputs])
         again, prompts = execute_answering(kernel, "/trust", ["y"])
         assert again.reply["status"] == "ok"
+        assert again.plain.count("Trusted ") == 1, again.plain  # said once, not twice
         [prompt] = prompts
         assert "skill report (skills/report, new)" in prompt
         kernel.execute("Hello again", allow_stdin=True)
