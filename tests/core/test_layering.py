@@ -30,7 +30,7 @@ ALLOWED = {
     "persona": set(),
     "skills": {"config", "errors", "validation"},
     # Where and how code runs (bubblewrap, the reaper, the runner, the subkernel).
-    "execution": {"errors", "redaction", "visible"},
+    "execution": {"errors", "host_files", "redaction", "visible"},
     "tools": {"config", "display", "errors", "events", "execution", "host_files", "redaction",
               "validation", "visible"},
     "session": {"config", "persona", "skills"},

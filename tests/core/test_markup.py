@@ -9,14 +9,23 @@ shows the same in JupyterLab itself.
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
 import pytest
 
 from lily_kernel.display import Reply, RunOutput, bundle
-from lily_kernel.display.markup import MARKDOWN_LIMIT, markdown_html
+from lily_kernel.display.markup import (
+    IGNORE_MATH,
+    MARKDOWN_LIMIT,
+    PROCESS_MATH,
+    WRAPPERS,
+    markdown_html,
+)
 from lily_kernel.display.runs import output_message
+from lily_kernel.kernel.output import redacted
+from lily_kernel.redaction import Redactor
 
 HOSTILE = [
     "<img src=x onerror=alert(1)>",
@@ -52,6 +61,16 @@ HOSTILE = [
     "`<img src=x onerror=alert(1)>`",
     "$<img src=x onerror=alert(1)>$ \\(<script>alert(1)</script>\\)",
     "| a | <img src=x onerror=alert(1)> |\n|---|---|\n| ![p](https://evil.example/t.png) | x |",
+    # MathJax makes a link of \\href, and a browser drops the tab inside the scheme.
+    "$\\href{java\tscript:alert(1)}{x}$ and $$\\href{/api/contents}{y}$$ "
+    "\\(\\class{x}{y}\\) $\\require{https://evil.example/x.js}$",
+    '<a href="\u00a0https://ok.example/">nbsp</a><a href="java\tscript:alert(1)">tab</a>',
+    # Text the redactor masks with no regard for markup (the masks swallow a quote).
+    "Here is the summary. ![x password=](data:image/png;base64,AAAA)\" onerror=alert(1) x",
+    "![-----BEGIN PRIVATE KEY-----](data:image/png;base64,AAAA) -----END PRIVATE KEY-----\""
+    " onerror=alert(1)",
+    "![https://u:p](data:image/png;base64,AAAA)@\" onerror=alert(1)",
+    "$a password=$ \\(\\href{java\tscript:alert(1)}{x}\\)",
 ]
 
 # Tags that run code, load a page or a resource, or submit: never in what Lily shows.
@@ -63,12 +82,35 @@ _URL_ATTRS = {"src", "href", "srcset", "poster", "data", "action", "formaction",
 
 
 class _Elements(HTMLParser):
+    """Every element with its attributes, and the text MathJax would typeset: inside an
+    element of class mathjax_process, or outside every mathjax_ignore one."""
+
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.elements: list[tuple[str, dict[str, str]]] = []
+        self.typeset: list[str] = []
+        self._open: list[str] = []  # per open element: "process", "ignore" or ""
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.elements.append((tag, {k: v or "" for k, v in attrs}))
+        values = {k: v or "" for k, v in attrs}
+        self.elements.append((tag, values))
+        classes = values.get("class", "").split()
+        if tag not in _VOID:
+            self._open.append("process" if PROCESS_MATH in classes
+                              else "ignore" if IGNORE_MATH in classes else "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._open and tag not in _VOID:
+            self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        marks = [m for m in self._open if m]
+        if not marks or marks[-1] == "process":
+            self.typeset.append(data)
+
+
+_VOID = {"img", "br", "hr", "wbr", "col", "input", "meta", "link", "source"}
+UNSAFE_TEX = re.compile(r"\\(?:href|url|require|class|cssId|style|data|unicode)")
 
 
 def inert_problems(html: str) -> list[str]:
@@ -76,23 +118,26 @@ def inert_problems(html: str) -> list[str]:
     or mail address; [] when nothing."""
     parser = _Elements()
     parser.feed(html)
-    problems = []
+    problems = [f"math typeset: {m!r}" for m in parser.typeset if UNSAFE_TEX.search(m)]
     for tag, attrs in parser.elements:
         if tag in _ACTIVE:
             problems.append(f"<{tag}>")
         for name, value in attrs.items():
             if name.startswith("on") or name == "style":
                 problems.append(f"<{tag} {name}>")
+            elif name == "class" and set(value.split()) - {*WRAPPERS, PROCESS_MATH}:
+                problems.append(f"<{tag} class={value!r}>")
             elif name in _URL_ATTRS:
                 url = value.strip()
                 if tag == "img" and name == "src":
                     if not url.startswith("data:image/"):
                         problems.append(f"<img src={url!r}>")
                 elif tag == "a" and name == "href":
-                    parts = urlsplit(url)
+                    parts = urlsplit(value)  # as written: a browser drops tabs, not us
                     if parts.scheme not in ("http", "https", "mailto") or (
-                            parts.scheme != "mailto" and not parts.netloc):
-                        problems.append(f"<a href={url!r}>")
+                            parts.scheme != "mailto" and not parts.netloc) or \
+                            not value.isprintable() or value != value.lstrip():
+                        problems.append(f"<a href={value!r}>")
                 elif name != "cite":
                     problems.append(f"<{tag} {name}={url!r}>")
     return problems
@@ -113,6 +158,18 @@ def test_a_hostile_answer_renders_inert(text: str) -> None:
     assert set(data) == {"text/html", "text/plain"}  # no Markdown for the notebook to render
     assert inert_problems(data["text/html"]) == []
     assert data["text/plain"].startswith(text)
+    # As the kernel sends it: every credential masked, then cleaned again if that changed it.
+    assert inert_problems(redacted({"data": data}, Redactor([]).data)["data"]["text/html"]) == []
+
+
+def test_masking_a_secret_in_clean_html_could_make_an_attribute_of_text() -> None:
+    """Why the kernel cleans HTML again after redacting it: the attack itself."""
+    text = "![x password=](data:image/png;base64,AAAA)\" onerror=alert(1) x"
+    html = bundle(Reply(text))["text/html"]
+    assert inert_problems(html) == []
+    assert "<img onerror>" in inert_problems(Redactor([]).data(html))
+    assert inert_problems(redacted({"data": {"text/html": html}},
+                                   Redactor([]).data)["data"]["text/html"]) == []
 
 
 @pytest.mark.parametrize("text", HOSTILE)
@@ -137,8 +194,13 @@ def test_markdown_renders_and_math_is_kept_for_mathjax() -> None:
                          "$a*b*c$ and \\(x_1\\)\n\n$$\nx<y\n$$")
     assert "<strong>bold</strong>" in html and "<code>code</code>" in html
     assert "<table>" in html and "<td>1</td>" in html
-    assert "\\(a*b*c\\)" in html and "\\(x_1\\)" in html  # not emphasis, not escapes
-    assert "\\[x&lt;y\\]" in html
+    assert '<span class="mathjax_process">\\(a*b*c\\)</span>' in html  # not emphasis
+    assert '<span class="mathjax_process">\\(x_1\\)</span>' in html  # not escapes
+    assert '<span class="mathjax_process">\\[x&lt;y\\]</span>' in html
+    link = markdown_html("$\\href{https://example.com}{x}$")
+    assert "mathjax_process" not in link and "\\(\\href{https://example.com}{x}\\)" in link
+    assert bundle(Reply("$x$"))["text/html"].startswith(
+        '<div class="lily-reply mathjax_ignore">')  # nothing else is typeset
 
 
 def test_an_image_from_the_web_becomes_a_link_and_one_in_the_answer_shows() -> None:

