@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["GatedTool", "served_tools"]
 
+# Why a call Lily would ask the person about is refused here: not a notebook's runner.
+_CLIENT = ("Lily serves this call to an MCP client and cannot ask the person through it "
+           "(the client approves calls on its own)")
+
 
 class GatedTool(McpTool):
     """One of Lily's tools; `run` hands the call to the gate."""
@@ -36,7 +40,7 @@ class GatedTool(McpTool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         gate: ToolGate = self.gate
-        outcome = await gate.run(SilentSink(), self.name, dict(arguments), "model",
+        outcome = await gate.run(SilentSink(_CLIENT), self.name, dict(arguments), "model",
                                  offered=self.offered)
         text = outcome.text if outcome.status == "ran" else outcome.detail
         return ToolResult(content=[TextContent(type="text", text=gate.redact(text))],

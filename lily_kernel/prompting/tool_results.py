@@ -50,17 +50,22 @@ def declined_reason(action: str) -> str:
     return f"the person declined {action}"
 
 
-def unanswerable_reason(action: str, tool: str, why: str | None) -> str:
-    """Why a call that needs the person's yes is refused where no one can answer, and
-    how to allow it without asking where anything can (`why`: tools.policy.AskReason,
-    None when the tool asks of its own accord)."""
+_NOTEBOOK_UNATTENDED = ("this notebook runs without input requests (nbclient, papermill, "
+                        "`lily run`, or a frontend without stdin)")
+
+
+def unanswerable_reason(action: str, tool: str, why: str | None,
+                        nobody: str | None = None) -> str:
+    """Why a call that needs the person's yes is refused where no one can answer
+    (`nobody`: why not, for a notebook by default), and how to allow it without asking
+    where anything can (`why`: tools.policy.AskReason, None when the tool asks of its
+    own accord)."""
     where = {"policy": " (tools.ask in lily.yaml)",
              "default": " (asked by default)",
              "untrusted": " (this folder is not trusted)",
              "call": ""}.get(why or "", "")
     reason = (f"{action} needs the person's approval{where}, and no one can answer here: "
-              "this notebook runs without input requests (nbclient, papermill, `lily run`, "
-              "or a frontend without stdin)")
+              f"{nobody or _NOTEBOOK_UNATTENDED}")
     if why == "policy":
         reason += f". To allow it without asking, name {tool} in tools.allow instead"
     elif why == "default":

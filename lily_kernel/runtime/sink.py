@@ -33,7 +33,11 @@ class CellSink(Protocol):
 
 class SilentSink:
     """A cell sink that shows nothing and where no one answers (as under nbclient): for
-    runs no one watches, `lily eval`'s sessions, benchmarks and tests."""
+    runs no one watches, `lily eval`'s sessions, benchmarks and tests; `nobody`, why no
+    one answers, where that is not a notebook's runner (an MCP client's call)."""
+
+    def __init__(self, nobody: str | None = None) -> None:
+        self.nobody = nobody
 
     def show(self, result: CommandResult) -> None: ...
 

@@ -102,6 +102,10 @@ def test_tools_under_the_policy_calls_logged_and_redacted(tmp_path: Path) -> Non
     assert shell.is_error  # asked by default: no one to ask through a client
     assert "needs the person's approval (asked by default)" in shell.content[0].text
     assert "name shell in tools.allow" in shell.content[0].text
+    # An MCP client is no notebook: the refusal says why no one answers through it.
+    assert "this notebook" not in shell.content[0].text
+    assert "cannot ask the person through it (the client approves calls on its own)" in \
+        shell.content[0].text
     assert write.is_error and not (workspace / "x.txt").exists()
     [log] = (workspace / ".lily" / "sessions").glob("*.jsonl")
     calls = [json.loads(line)["data"] for line in log.read_text().splitlines()
