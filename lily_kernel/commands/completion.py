@@ -19,8 +19,8 @@ _WORD = re.compile(r"[^\s]*$")
 @dataclass(frozen=True)
 class Completion:
     """The matches, the span they replace, and what each match is (`types`, one per
-    match: `command`, `alias`, `skill`, `agent`, with a skill's argument hint after it,
-    e.g. `skill <issue> [branch]`)."""
+    match: `command`, `alias`, `skill`, `agent`, `choice` (a word a command takes), with
+    a skill's argument hint after it, e.g. `skill <issue> [branch]`)."""
 
     matches: tuple[str, ...]
     cursor_start: int
@@ -49,7 +49,8 @@ def _found(pairs: list[tuple[str, str]], partial: str, start: int, end: int) -> 
 def complete(code: str, cursor_pos: int, snapshot: SkillSnapshot, agents: list[str],
              commands: CommandTable) -> Completion:
     """Commands, aliases and skills after `/` (`/skill:` and skill names after
-    `/skill:`); skills after `/skill ` and `/help `; agents after `/agent `."""
+    `/skill:`); skills after `/skill ` and `/help `; agents after `/agent `; a command's
+    `choices` after it (`/policy a`: `ask`, `auto`)."""
     before = code[:cursor_pos]
     empty = Completion((), cursor_pos, cursor_pos)
     if "\n" in before or not before.lstrip().startswith("/"):
@@ -78,6 +79,8 @@ def complete(code: str, cursor_pos: int, snapshot: SkillSnapshot, agents: list[s
                  if argument == "skill" or s.user_invocable]
     elif argument == "agent":
         pairs = [(name, "agent") for name in agents]
+    elif command is not None and command.choices:
+        pairs = [(word, "choice") for word in command.choices]
     else:
         return empty
     return _found(pairs, partial, start, cursor_pos)

@@ -62,4 +62,4 @@ async def _policy(ctx: CommandContext, argument: str) -> CommandOutcome:
 def policy_command() -> CommandSpec:
     return CommandSpec("policy", "the policy profile; `auto` runs code (python, shell) "
                        "without asking for this session, `ask` asks again", _policy,
-                       usage="/policy [ask|auto]")
+                       usage="/policy [ask|auto]", choices=_PROFILES)

@@ -68,7 +68,8 @@ class CommandSpec:
     skill it invokes (a held skill then asks the trust question first). `ranks`: with
     an argument, it ranks the skills (a first ranking that encodes many says so).
     `raw`: its handler receives the rest of the cell as written (code keeps its
-    indentation), not stripped."""
+    indentation), not stripped. `choices`: the words its argument takes, if a few
+    (`/policy`'s profiles), for completion."""
 
     name: str
     summary: str
@@ -79,6 +80,7 @@ class CommandSpec:
     ranks: bool = False
     more: tuple[tuple[str, str], ...] = ()
     raw: bool = False
+    choices: tuple[str, ...] = ()
 
     def help_lines(self) -> tuple[tuple[str, str], ...]:
         return ((self.usage or f"/{self.name}", self.summary), *self.more)

@@ -53,6 +53,14 @@ def test_skill_names_after_skill_and_help(snapshot: SkillSnapshot) -> None:
     assert complete("/agent d", 8, snapshot, ["default", "critic"]).matches == ("default",)
 
 
+def test_a_commands_choices_after_it(snapshot: SkillSnapshot) -> None:
+    """`/policy a` + Tab completed nothing."""
+    done = complete("/policy a", 9, snapshot, [])
+    assert (done.matches, done.types, done.cursor_start) == (("ask", "auto"), ("choice",) * 2, 8)
+    assert complete("/policy ", 8, snapshot, []).matches == ("ask", "auto")
+    assert complete("/policy auto more", 17, snapshot, []).matches == ()
+
+
 def test_no_completion_elsewhere(snapshot: SkillSnapshot) -> None:
     assert complete("hello /s", 8, snapshot, []).matches == ()
     assert complete("/skill pdf more", 15, snapshot, []).matches == ()

@@ -139,6 +139,8 @@ def test_kernel_info_describes_lily_and_has_no_debugger(shared_kernel: LilyProce
     ("/help ", None, ["echo", "greeter", "hostile", "plan_compiler", "workspace_files"], 6),
     ("/agent c", None, ["critic"], 7),
     ("/agent ", None, ["critic", "default"], 7),
+    ("/policy a", None, ["ask", "auto"], 8),  # Tab completed nothing here
+    ("/policy au", None, ["auto"], 8),
     ("/skills more", 3, ["/skill", "/skills"], 0),
     ("hello /sk", None, [], 9),
     ("/skill echo ", None, [], 12),
