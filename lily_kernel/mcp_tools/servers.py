@@ -48,9 +48,7 @@ class McpServer:
     @property
     def target(self) -> str:
         """What it runs or reaches, as people read it (never its env or headers)."""
-        if self.transport == "stdio":
-            return " ".join((self.config.command or "", *self.config.args))
-        return self.config.url or ""
+        return _target(self.config)
 
     @property
     def prefix(self) -> str:
@@ -133,13 +131,31 @@ def configured_servers(workspace_servers: Mapping[str, McpServerConfig], home: P
     return tuple(servers[key] for key in sorted(servers))
 
 
-def held_servers(workspace: Path, applied: tuple[McpServer, ...]) -> tuple[str, ...]:
-    """The names of the workspace's servers (its lily.yaml's) that do not apply: held
-    until the person trusts the workspace."""
+def _target(config: McpServerConfig) -> str:
+    """What a server runs (its command line) or reaches (its URL)."""
+    if config.command is not None:
+        return " ".join((config.command, *config.args))
+    return config.url or ""
+
+
+def held_servers(workspace: Path, applied: tuple[McpServer, ...]
+                 ) -> tuple[tuple[str, str], ...]:
+    """The workspace's servers (its lily.yaml's) that do not apply, held until the
+    person trusts the workspace: each one's name and what it would run or reach, as
+    written (its variables not filled in; "" where the entry is malformed)."""
     try:
         named = read_config_file(workspace).data.get("mcp_servers")
     except ConfigError:
         return ()
+    if not isinstance(named, dict):
+        return ()
     started = {s.name for s in applied if s.origin == "workspace"}
-    return tuple(sorted(n for n in named if n not in started)) \
-        if isinstance(named, dict) else ()
+    return tuple((str(name), _written_target(named[name]))
+                 for name in sorted(named, key=str) if name not in started)
+
+
+def _written_target(entry: object) -> str:
+    try:
+        return _target(build(McpServerConfig, entry)) if isinstance(entry, dict) else ""
+    except ShapeError:
+        return ""

@@ -88,9 +88,10 @@ class McpServers:
                                   tools=[t.name for t in tools]))
         return added
 
-    def statuses(self, servers: tuple[McpServer, ...], held: tuple[str, ...]
+    def statuses(self, servers: tuple[McpServer, ...], held: tuple[tuple[str, str], ...]
                  ) -> tuple[ServerStatus, ...]:
-        """Every configured server's status, then the held ones."""
+        """Every configured server's status, then the held ones (name, what it would
+        run or reach)."""
         found = []
         for server in servers:
             connection = self._connections.get(server.name)
@@ -101,7 +102,7 @@ class McpServers:
                 server.name, server.origin, server.target, state,
                 connection.error if connection is not None else None, tools,
                 self._left_out.get(server.name, ())))
-        found += [ServerStatus(name, "workspace", "", "held") for name in held]
+        found += [ServerStatus(name, "workspace", target, "held") for name, target in held]
         return tuple(found)
 
     def close(self) -> None:

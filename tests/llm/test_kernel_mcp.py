@@ -154,6 +154,9 @@ def test_an_untrusted_workspace_never_starts_its_server(server: OpenAIServer,
         assert not [n for n in offered(server) if n.startswith("mcp__")]
         listing = kernel.execute("/mcp")
         assert "held until you trust this workspace" in listing.plain
+        # What it would run shows under "reaches", held or not (it was left empty).
+        [row] = [line for line in listing.plain.splitlines() if line.startswith("fx ")]
+        assert f'"{sys.executable} ' in row and "marker.txt" in row, listing.plain
         assert starts(tmp_path) == 0 and log_events(kernel, "mcp_server") == []
         # Trusted: the server starts with the next chat cell, its lily.yaml allowing it.
         run, _ = execute_answering(kernel, "/trust", ["y"])
