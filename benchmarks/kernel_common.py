@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
+from typing import Any
 
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
@@ -60,7 +61,7 @@ class Kernel:
     def execute(self, code: str) -> dict[str, object]:
         """Run a cell; return its reply once the kernel is idle again (a full round trip)."""
         msg_id = self.kc.execute(code)
-        reply = self.kc.get_shell_msg(timeout=TIMEOUT)
+        reply = reply_to(self.kc, msg_id)
         while True:
             msg = self.kc.get_iopub_msg(timeout=TIMEOUT)
             if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
@@ -69,6 +70,17 @@ class Kernel:
                 if content["status"] != "ok":
                     raise RuntimeError(f"{code!r} failed: {content}")
                 return content
+
+
+def reply_to(kc: BlockingKernelClient, msg_id: str) -> dict[str, Any]:
+    """The shell reply to `msg_id`, past the kernel_info replies `wait_for_kernel_info`
+    left queued (it asks again every 0.5 s: on a busy machine more than one comes)."""
+    while True:
+        reply: dict[str, Any] = kc.get_shell_msg(timeout=TIMEOUT)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply
+        if reply["msg_type"] != "kernel_info_reply":
+            raise RuntimeError(f"a reply to another request: {reply['msg_type']}")
 
 
 def wait_for_kernel_info(kc: BlockingKernelClient) -> float:

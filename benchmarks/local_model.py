@@ -65,7 +65,7 @@ def _first_token_seconds(kernel: Any, code: str, picks: list[str] | None = None)
             if notice.startswith("Skill: ") and picks is not None:
                 picks.append(notice.removeprefix("Skill: ").split(" ")[0])
         if first is None and kind in ("display_data", "update_display_data") and \
-                "text/markdown" in data:
+                "lily-reply" in data.get("text/html", ""):
             first = time.perf_counter() - began
         if kind == "status" and msg["content"]["execution_state"] == "idle":
             break

@@ -9,7 +9,7 @@ def test_a_notices_code_spans_are_code_and_the_rest_is_escaped() -> None:
     """Backticks showed literally in the trust notice and the embedded-model notice."""
     data = bundle(Notice("run `lily trust /x<y>` or `/trust`; <b>not bold</b>"))
     assert data["text/html"] == (
-        '<div class="lily-notice"><em>run <code>lily trust /x&lt;y&gt;</code> or '
+        '<div class="lily-notice mathjax_ignore"><em>run <code>lily trust /x&lt;y&gt;</code> or '
         "<code>/trust</code>; &lt;b&gt;not bold&lt;/b&gt;</em></div>")
     assert data["text/plain"] == "run `lily trust /x<y>` or `/trust`; <b>not bold</b>"
 

@@ -66,7 +66,7 @@ def test_streamed_reply_is_one_display_updated_in_place(chat_kernel: LilyProcess
     # The answer, then the usage footer (the model's name is hidden here: it is part of
     # the test's key, and no 8 characters of a key reach the notebook).
     assert updates[-1]["data"]["text/html"] == (
-        '<div class="lily-reply"><p>Streaming works in the notebook.</p>\n'
+        '<div class="lily-reply mathjax_ignore"><p>Streaming works in the notebook.</p>\n'
         "<p><sub>openai/[redacted] · 11 tokens in, 7 out</sub></p></div>")
     assert updates[-1]["data"]["text/plain"].endswith("\n\n-- openai/[redacted] · 11 tokens in, 7 out")
     assert len(first[0]["data"]["text/plain"]) < len("Streaming works in the notebook.")
