@@ -46,7 +46,9 @@ def _python_bounded(made: Scene, output: str) -> str | None:
     it runs (in the kernel it may starve the command's own `echo`, unlike the shell
     tool's run), and none of it left once the kernel ends (checked below)."""
     grown = made.peak_processes - made.baseline_processes
-    return None if grown < 700 else f"the host gained {grown} processes"
+    if grown < 10:
+        return f"only {grown} processes seen in the workspace: the count sees no bomb"
+    return None if grown < 700 else f"{grown} processes worked in the workspace at once"
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
