@@ -122,11 +122,14 @@ def test_extra_dirs_come_after_the_user_level_in_order(workspace: Path,
 
 def test_a_bad_extra_dirs_value_is_a_clear_error(workspace: Path,
                                                  environ: dict[str, str]) -> None:
-    (workspace / "lily.yaml").write_text("skills_extra_dirs: /one/path\n")
+    # One path as a string is read as LILY_SKILLS_EXTRA_DIRS reads it (issue 37, item 6);
+    # a number or a mapping is no list of paths.
     from lily_kernel.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"skills_extra_dirs.*a list of strings"):
-        LilyEnvironment.load(workspace, environ)
+    for bad in ("5", "{a: 1}"):
+        (workspace / "lily.yaml").write_text(f"skills_extra_dirs: {bad}\n")
+        with pytest.raises(ConfigError, match=r"skills_extra_dirs.*a list of strings"):
+            LilyEnvironment.load(workspace, environ)
 
 
 # Nested skills -------------------------------------------------------------------
