@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import KERNEL_START_MS, GuardedPage, lab_with_model, write_notebook
 from tests.browser.notebook_page import NotebookPage
-from tests.browser.test_restart import EXECUTED, confirm, menu, run_all, saved
+from tests.browser.test_restart import confirm, menu, run_every_cell, saved
 from tests.support.jupyter_server import JupyterProcess
 from tests.support.openai_server import OpenAIServer, Reply
 
@@ -174,12 +174,7 @@ def test_hostile_answers_and_displays_run_nothing_and_fetch_nothing(
     tab, seen = page
     _, root = lab
     notebook = NotebookPage(tab)
-    notebook.wait_kernel(KERNEL_START_MS)
-    run_all(tab, notebook)
-    for n in range(len(CELLS)):
-        expect(notebook.cells.nth(n).locator(".jp-InputPrompt")).to_have_text(
-            EXECUTED, timeout=KERNEL_START_MS)
-    notebook.wait_idle()
+    run_every_cell(tab, notebook, len(CELLS))
     first, python, big = (notebook.outputs(notebook.cells.nth(n)) for n in range(3))
     expect(first.last).to_contain_text(SHOWN)
     expect(first.last).to_contain_text("<img src=x onerror=")  # shown as the text it is

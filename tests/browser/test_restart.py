@@ -81,6 +81,17 @@ def run_all(page: Page, notebook: NotebookPage) -> None:
                 raise
 
 
+def run_every_cell(page: Page, notebook: NotebookPage, cells: int) -> None:
+    """Once the kernel is ready, Run All, then wait until each of the `cells` has run
+    and the kernel is idle again."""
+    notebook.wait_kernel(KERNEL_START_MS)
+    run_all(page, notebook)
+    for n in range(cells):
+        expect(notebook.cells.nth(n).locator(".jp-InputPrompt")).to_have_text(
+            EXECUTED, timeout=KERNEL_START_MS)
+    notebook.wait_idle()
+
+
 def users(model: OpenAIServer) -> list[str]:
     return [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "user"]
 
@@ -89,12 +100,7 @@ def test_restart_and_run_all_brings_the_conversation_back(
         page: Page, lab: tuple[JupyterProcess, Path], model: OpenAIServer) -> None:
     _, root = lab
     notebook = NotebookPage(page)
-    notebook.wait_kernel(KERNEL_START_MS)
-    run_all(page, notebook)
-    for n in range(len(CELLS)):
-        expect(notebook.cells.nth(n).locator(".jp-InputPrompt")).to_have_text(
-            EXECUTED, timeout=KERNEL_START_MS)
-    notebook.wait_idle()
+    run_every_cell(page, notebook, len(CELLS))
     answers = [notebook.outputs(notebook.cells.nth(n)).last.inner_text()
                for n in range(len(CELLS))]
     assert all(a.startswith("Answer ") for a in answers) and len(model.requests) == 2

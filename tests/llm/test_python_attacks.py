@@ -15,7 +15,15 @@ import pytest
 from lily_kernel.environment import LilyEnvironment
 from lily_kernel.execution.limits import Limits
 from tests.core.test_scripts import sandbox_or_skip
-from tests.support.attacks import ATTACKS, SECRET, Attack, Scene, attack_target, watching_processes
+from tests.support.attacks import (
+    ATTACKS,
+    SECRET,
+    Attack,
+    Scene,
+    attack_target,
+    bomb_bounded,
+    watching_processes,
+)
 from tests.support.shell_gate import ShellCall, run_python
 
 
@@ -45,10 +53,7 @@ def _python_bounded(made: Scene, output: str) -> str | None:
     """The bomb stays in the kernel's control group: the host's processes bounded while
     it runs (in the kernel it may starve the command's own `echo`, unlike the shell
     tool's run), and none of it left once the kernel ends (checked below)."""
-    grown = made.peak_processes - made.baseline_processes
-    if grown < 10:
-        return f"only {grown} processes seen in the workspace: the count sees no bomb"
-    return None if grown < 700 else f"{grown} processes worked in the workspace at once"
+    return bomb_bounded(made)
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])

@@ -111,6 +111,11 @@ def _no_connection(scene: Scene, output: str) -> str | None:
 def _bounded(scene: Scene, output: str) -> str | None:
     if "survived" not in output:
         return "the run did not end as it should: " + output[-300:]
+    return bomb_bounded(scene)
+
+
+def bomb_bounded(scene: Scene) -> str | None:
+    """Whether the processes a fork bomb had working in the workspace stayed bounded."""
     grown = scene.peak_processes - scene.baseline_processes
     if grown < 10:  # the count itself: it must see the bomb it bounds
         return f"only {grown} processes seen in the workspace: the count sees no bomb"
