@@ -42,8 +42,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from kernel_common import bench_env  # noqa: E402
 
 from lily_kernel.llm import ChatResponse, ScriptedModel, Usage  # noqa: E402
-from lily_kernel.replay.answers import NotebookRecord  # noqa: E402
-from lily_kernel.replay.index import RecordIndex  # noqa: E402
+from lily_kernel.record.answers import NotebookRecord  # noqa: E402
+from lily_kernel.record.index import RecordIndex  # noqa: E402
 from lily_kernel.runtime.collaborators import Collaborators, TurnFacts  # noqa: E402
 from lily_kernel.runtime.runtime import LilyRuntime  # noqa: E402
 from lily_kernel.runtime.sink import SilentSink  # noqa: E402

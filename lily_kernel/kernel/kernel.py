@@ -200,7 +200,7 @@ class LilyKernel(Kernel):
 def _recorded_session(workspace: Path) -> LilyRuntime:
     """The notebook's session, its turns recorded and answered from the record (Run
     All after a restart, docs/sessions.md); imported in the session's start thread."""
-    from lily_kernel.replay.answers import start_recorded_session
+    from lily_kernel.record.answers import start_recorded_session
 
     return start_recorded_session(workspace)
 

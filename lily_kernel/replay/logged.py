@@ -20,7 +20,7 @@ from lily_kernel.errors import CommandError
 from lily_kernel.events import EventData
 from lily_kernel.events.turns import ConversationStarted, TurnDiverged, TurnReplay
 from lily_kernel.llm.base import ChatModel
-from lily_kernel.replay.keeper import Decision, Recorded, RecordKeeper
+from lily_kernel.record.keeper import Decision, Recorded, RecordKeeper
 from lily_kernel.runtime.collaborators import TurnFacts
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.validation import ShapeError, build

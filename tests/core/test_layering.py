@@ -49,12 +49,15 @@ ALLOWED = {
                 "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "display", "errors", "events", "execution", "llm",
-               "persona", "runtime",
+               "persona", "record", "runtime",
                "skills", "tools", "trust", "validation"},
+    # The session's record: each chat turn's key, answered from the record (record/).
+    "record": {"commands", "config", "display", "errors", "events", "llm", "persona",
+               "replay", "runtime", "tools", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
     # The kernel's session keeps the record that Run All is answered from (replay/).
     "lifecycle": {"commands", "errors", "runtime"},  # a runtime on a thread of its own
-    "kernel": {"__init__", "display", "errors", "lifecycle", "redaction", "replay", "runtime",
+    "kernel": {"__init__", "display", "errors", "lifecycle", "record", "redaction", "runtime",
                "visible"},
     # `lily mcp`: a thin edge beside the kernel, over the runtime's session and gate.
     "mcp_server": {"errors", "host_files", "runtime", "skills", "tools"},

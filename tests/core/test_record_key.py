@@ -11,8 +11,8 @@ from typing import Any
 
 from lily_kernel.config import ModelConfig
 from lily_kernel.persona import Persona, PersonaFile
-from lily_kernel.replay.key import PathTokens, request_digest, turn_key, turn_parts
-from lily_kernel.replay.notebook import (
+from lily_kernel.record.key import PathTokens, request_digest, turn_key, turn_parts
+from lily_kernel.record.notebook import (
     SavedCell,
     TurnCell,
     earlier_turns,

@@ -15,7 +15,7 @@ import pytest
 from lily_kernel.errors import CommandError, ModelError, ModelFault
 from lily_kernel.llm import ChatResponse, ScriptedModel
 from lily_kernel.replay import replay_session
-from lily_kernel.replay.answers import NotebookRecord
+from lily_kernel.record.answers import NotebookRecord
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.runtime.collaborators import Collaborators
 from tests.llm.test_skill_tools import Sink, call, reply

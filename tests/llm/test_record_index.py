@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from lily_kernel.replay import index as index_module
-from lily_kernel.replay.index import RecordIndex
+from lily_kernel.record import index as index_module
+from lily_kernel.record.index import RecordIndex
 from tests.llm.test_record import CELLS, record_three, run, start
 from tests.llm.test_skill_tools import reply
 

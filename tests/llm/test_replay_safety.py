@@ -21,7 +21,7 @@ from lily_kernel.llm import ChatResponse, ScriptedModel
 from lily_kernel.replay import ReplayError, replay_session
 from lily_kernel.replay import log as replay_log
 from lily_kernel.replay import scratch as replay_workspace
-from lily_kernel.replay.answers import NotebookRecord
+from lily_kernel.record.answers import NotebookRecord
 from lily_kernel.replay.scratch import scratch_copy
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.runtime.collaborators import Collaborators

@@ -27,10 +27,10 @@ from lily_kernel.errors import CommandError
 from lily_kernel.events import Event
 from lily_kernel.events.turns import TurnRecorded
 from lily_kernel.llm.records import messages_problem, response_problem
-from lily_kernel.replay.index import Entry, RecordIndex, near_of
-from lily_kernel.replay.keeper import Decision, Recorded, RecordKeeper
-from lily_kernel.replay.key import KEY_PARTS
-from lily_kernel.replay.notebook import (
+from lily_kernel.record.index import Entry, RecordIndex, near_of
+from lily_kernel.record.keeper import Decision, Recorded, RecordKeeper
+from lily_kernel.record.key import KEY_PARTS
+from lily_kernel.record.notebook import (
     TurnCell,
     earlier_turns,
     notebook_from_cell,

@@ -27,9 +27,9 @@ from lily_kernel.events.turns import (
     TurnReplay,
 )
 from lily_kernel.llm.base import ChatModel, ChatRequest
-from lily_kernel.replay.key import PathTokens, request_digest, turn_key, turn_parts
+from lily_kernel.record.key import PathTokens, request_digest, turn_key, turn_parts
 from lily_kernel.replay.recorded import ReplayModel
-from lily_kernel.replay.turn_model import Replay, TurnModel, recorded_calls
+from lily_kernel.record.turn_model import Replay, TurnModel, recorded_calls
 from lily_kernel.runtime.collaborators import TurnFacts
 from lily_kernel.runtime.runtime import LilyRuntime
 from lily_kernel.runtime.sink import CellSink
