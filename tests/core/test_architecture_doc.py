@@ -1,10 +1,20 @@
-"""docs/architecture.md against the code: every file it names exists, every code name it
-cites (outside its code examples) is in the code, and every module it draws is real."""
+"""docs/architecture.md against the code: its drawing, "may import" table and core list are
+what docs/generate_architecture.py makes from the layering test's tables, every part of
+lily_kernel is in them, every event kind is in its list, every file it names exists, every
+code name it cites (outside its code examples) is in the code, and every module it draws is
+real."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from lily_kernel.events import EVENT_KINDS
+from tests.core.test_layering import ALLOWED
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "lily_kernel"
@@ -12,6 +22,80 @@ DOC = REPO / "docs" / "architecture.md"
 # A code name: an identifier, dotted or not, written as code (`Turn.run`, `check_call`).
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
 PATH = re.compile(r"(?:[a-z_]+/)*[a-z_]+\.py")
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "generate_architecture", REPO / "docs" / "generate_architecture.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GENERATOR = _generator()
+
+
+def test_the_drawing_and_table_are_the_layering_tests() -> None:
+    """Change ALLOWED (or CORE) in tests/core/test_layering.py, or add a part, and this
+    fails until the doc is made again."""
+    text = DOC.read_text()
+    assert GENERATOR.generate(text) == text, (
+        f"docs/architecture.md differs from tests/core/test_layering.py's tables: "
+        f"run `{GENERATOR.COMMAND}`")
+
+
+def test_every_part_of_lily_kernel_is_drawn_once_and_has_a_row() -> None:
+    parts = {p.name.removesuffix(".py") for p in PACKAGE.iterdir()
+             if (p.suffix == ".py" or (p / "__init__.py").is_file())}
+    assert parts == set(ALLOWED), (
+        "ALLOWED (tests/core/test_layering.py) needs a row per part of lily_kernel, no more")
+    drawing = GENERATOR.region(DOC.read_text(), "drawing")
+    placed = re.findall(r"^ *(?:\d+ +)?(\S+?)\*? ─▶", drawing, flags=re.M)
+    bottom = re.search(r"^ +0 +(.*)$", drawing, flags=re.M)
+    assert bottom
+    placed += [name.rstrip("*") for name in bottom.group(1).split()]
+    assert sorted(placed) == sorted(GENERATOR.label(p) for p in parts)
+    table = GENERATOR.described(DOC.read_text())
+    assert set(table) == {GENERATOR.label(p) for p in parts}
+    assert not [label for label, what in table.items() if "no docstring" in what]
+
+
+def test_layers_put_each_part_above_what_it_may_import() -> None:
+    allowed = {"edge": {"core", "base"}, "core": {"base"}, "base": set()}
+    assert GENERATOR.layers(allowed) == {"edge": 2, "core": 1, "base": 0}
+    # The arrow edge -> base is not drawn: edge reaches base through core.
+    assert GENERATOR.direct(allowed, "edge") == ["core"]
+    assert GENERATOR.direct(allowed, "core") == ["base"]
+    # Two parts that may import each other share a layer, and the drawing says so.
+    looped = {"top": {"a", "b"}, "a": {"b", "base"}, "b": {"a"}, "base": set()}
+    assert GENERATOR.layers(looped) == {"top": 2, "a": 1, "b": 1, "base": 0}
+    assert GENERATOR.direct(looped, "top") == ["a", "b"]
+    assert GENERATOR.cycles(looped) == [["a", "b"]]
+
+
+def test_a_new_part_is_described_by_its_docstring_until_the_doc_says_more() -> None:
+    allowed = {**ALLOWED, "visible": set()}
+    rows = GENERATOR.render_table(allowed, {}).splitlines()
+    [visible] = [row for row in rows if row.startswith("| `visible.py` |")]
+    assert visible == ("| `visible.py` | Text from files, folders and models as a person may "
+                       "safely read it: nothing invisible, nothing that moves the cursor. | — |")
+    written = GENERATOR.render_table(allowed, {"visible.py": "what the doc says"})
+    assert "| `visible.py` | what the doc says | — |" in written.splitlines()
+
+
+def test_a_doc_without_its_markers_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs the drawing markers"):
+        GENERATOR.generate("# Architecture\n")
+
+
+def test_the_event_list_names_every_kind() -> None:
+    """Every kind `events/` declares is in the Events section's list (three were missing)."""
+    text = DOC.read_text()
+    events = text[text.index("## Events"):]
+    missing = [kind for kind in EVENT_KINDS if f"`{kind}`" not in events]
+    assert len(EVENT_KINDS) > 20
+    assert missing == []
 
 
 def _prose() -> str:
