@@ -118,13 +118,34 @@ def render_drawing(allowed: Allowed, core: list[str]) -> str:
     return "\n".join(lines)
 
 
-def docstring(part: str) -> str:
-    """A new part's first line of docstring, until the doc says more."""
-    path = PACKAGE / f"{part}.py"
-    if not path.is_file():
-        path = PACKAGE / part / "__init__.py"
+def docstring(path: Path) -> str:
+    """The first paragraph of a module's docstring, on one line ("" without one)."""
     text = ast.get_docstring(ast.parse(path.read_text())) if path.is_file() else None
-    return " ".join((text or "(no docstring: say what this part is for)").split("\n\n")[0].split())
+    return " ".join((text or "").split("\n\n")[0].split()).replace("|", "\\|")
+
+
+def summary(part: str) -> str:
+    """A new part's responsibility: its docstring, until the doc says more."""
+    path = PACKAGE / f"{part}.py"
+    text = docstring(path if path.is_file() else PACKAGE / part / "__init__.py")
+    return text or "(no docstring: say what this part is for)"
+
+
+def unnamed(part: str, what: str) -> str:
+    """What the row of a package must add for its modules it does not name: each one's
+    first sentence of docstring, so that a new module is in the table the day it lands."""
+    folder = PACKAGE / part
+    if not folder.is_dir():
+        return ""
+    added = ""
+    for module in sorted(folder.glob("*.py")):
+        if module.name != "__init__.py" and f"`{module.name}`" not in what:
+            sentence = re.split(r"(?<=[a-z)`])\. ", docstring(module))[0].rstrip(".")
+            first = (sentence.split() or [""])[0].rstrip(":,")
+            if first[1:].islower() or len(first) == 1:  # a word, not a name (`LilyKernel`)
+                sentence = sentence[0].lower() + sentence[1:]
+            added += f"; `{module.name}`: {sentence or 'no docstring'}"
+    return added
 
 
 def described(doc: str) -> dict[str, str]:
@@ -142,7 +163,8 @@ def render_table(allowed: Allowed, responsibilities: Mapping[str, str]) -> str:
     lines = ["| part | responsibility | may import (checked) |", "|---|---|---|"]
     for part in sorted(allowed, key=lambda p: (layer_of[p], label(p))):
         imports = ", ".join(label(p) for p in sorted(allowed[part], key=label)) or "—"
-        what = responsibilities.get(label(part)) or docstring(part)
+        what = responsibilities.get(label(part)) or summary(part)
+        what += unnamed(part, what)
         lines.append(f"| `{label(part)}` | {what} | {imports} |")
     return "\n".join(lines)
 
