@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "lily_kernel"
-DOCS = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+DOCS = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
 NAMES = r"((?:`[A-Za-z_][\w.]*(?:\(\))?`(?:,? (?:and |or )?)?)+)"
 MODULE = r"`((?:lily_kernel/)?[\w/]+\.py)`"
 # `a`, `b` in `m.py`; `m.py`: `a`; `m.py` (`a`, `b`)
