@@ -1,4 +1,5 @@
-"""What a session is built from, for one workspace: config, roots, tools, policy, its model."""
+"""What a session is built from, for one workspace: config, roots, tools, policy, its model
+(`Workspace`, an immutable value; read again from disk in one place, `reread`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from lily_kernel.config import (
     read_config_file,
 )
 from lily_kernel.errors import ConfigError
+from lily_kernel.execution.limits import Limits, RunSettings
 from lily_kernel.llm.local_files import find_embedded_model
 from lily_kernel.mcp_tools.servers import McpServer, configured_servers
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
@@ -51,7 +53,7 @@ from lily_kernel.trust import (
     untrusted_settings,
 )
 
-__all__ = ["LilyEnvironment"]
+__all__ = ["Workspace"]
 
 def _person_home(environ: Mapping[str, str] | None) -> Path | None:
     """The home folder of the environment given (its HOME), else the process's."""
@@ -59,9 +61,11 @@ def _person_home(environ: Mapping[str, str] | None) -> Path | None:
     return Path(home) if home else None
 
 
-@dataclass
-class LilyEnvironment:
-    """The resolved setup of one workspace; loaders for snapshots and personas."""
+@dataclass(frozen=True)
+class Workspace:
+    """The resolved setup of one workspace; loaders for snapshots and personas. Never
+    changed: a session takes up a new one (trust given, MCP tools joined the registry)
+    made by `reread`, and its services read their settings from the one in force."""
 
     workspace: Path
     config: LilyConfig
@@ -84,7 +88,7 @@ class LilyEnvironment:
         host: Host | None = None,
         trust_store: TrustStore | None = None,
         commands: CommandTable | None = None,
-    ) -> LilyEnvironment:
+    ) -> Workspace:
         """Read config (raises ConfigError) and resolve every root. An untrusted
         lily.yaml widens nothing (trust/settings.py); `trust_store` is the person's
         (`<Lily home>/trust.json`) unless given (replay's lives in memory)."""
@@ -140,6 +144,34 @@ class LilyEnvironment:
             mcp_servers=configured_servers(config.mcp_servers, person,
                                            workspace / CONFIG_FILE, host_environ),
         )
+
+    def reread(self, trust_store: TrustStore | None = None) -> Workspace:
+        """This workspace read again from disk (lily.yaml, the trust store, the roots), over
+        the same tools (MCP servers' joined them), commands and host: the one place a new
+        workspace is made (trust given, tools added). `trust_store`: another store to
+        read it under (what trusting it would bring); the session's otherwise."""
+        return Workspace.load(self.workspace, self.host.environ, registry=self.registry,
+                              host=self.host, trust_store=trust_store or self.trust.store,
+                              commands=self.commands)
+
+    @property
+    def held_settings(self) -> tuple[str, ...]:
+        """The lily.yaml settings not applied while the workspace is not trusted."""
+        return self.trust.held_settings
+
+    def script_settings(self) -> RunSettings:
+        """What a skill script or shell command is given: lily.yaml's time limit,
+        variables and memory limit."""
+        config = self.config
+        return RunSettings(config.script_timeout, config.script_env,
+                           Limits(memory_mb=config.memory_limit_mb))
+
+    def python_settings(self) -> RunSettings:
+        """What a run in the session's Python kernel is given (the memory limit holds from
+        the kernel's start: a running kernel keeps the one it started with)."""
+        config = self.config
+        return RunSettings(config.python_timeout, config.script_env,
+                           Limits(memory_mb=config.memory_limit_mb))
 
     def snapshot_rules(self) -> LoadRules:
         """What the loader checks skills against: the registered tools, those the policy
@@ -226,8 +258,7 @@ class LilyEnvironment:
         entry = trust.entry()
         trusting = TrustStore(None, {str(self.workspace): WorkspaceTrust(
             trust.config_digest, entry.skills if entry else {}, trust.persona_digest)})
-        full = LilyEnvironment.load(self.workspace, self.host.environ, registry=self.registry,
-                                    host=self.host, trust_store=trusting, commands=self.commands)
+        full = self.reread(trusting)
         raw = load_snapshot(full.skill_roots, full.snapshot_rules(), full.host)
         _, digests, held = hold_untrusted(raw, self.workspace, entry,
                                           person_roots=trust.person_roots, cache=trust.digests)

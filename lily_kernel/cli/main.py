@@ -19,9 +19,7 @@ from lily_kernel.cli.eval import add_eval_parser
 from lily_kernel.cli.mcp import add_mcp_parser
 from lily_kernel.cli.replay import add_replay_parser
 from lily_kernel.cli.trust import add_trust_parser
-from lily_kernel.commands import skills_result
-from lily_kernel.display import render_plain
-from lily_kernel.environment import LilyEnvironment
+from lily_kernel.environment import Workspace
 from lily_kernel.errors import LilyError, UsageError
 from lily_kernel.skills import (
     Diagnostic,
@@ -45,7 +43,7 @@ def _folder(option: str, value: str) -> Path:
     return path
 
 
-def _override_roots(env: LilyEnvironment, args: argparse.Namespace) -> LilyEnvironment:
+def _override_roots(env: Workspace, args: argparse.Namespace) -> Workspace:
     """`--user-dir` and `--bundled-dir` stand for Lily's own user root and the bundled
     root (the first root of their level); other agents' folders stay as they are."""
     overrides = {"user": args.user_dir, "bundled": args.bundled_dir}
@@ -68,11 +66,14 @@ def _cmd_skills(args: argparse.Namespace) -> int:
     for option, value in (("--user-dir", args.user_dir), ("--bundled-dir", args.bundled_dir)):
         if value:
             _folder(option, value)
-    env = _override_roots(LilyEnvironment.load(workspace), args)
+    env = _override_roots(Workspace.load(workspace), args)
     snap = env.load_snapshot(1)
     if args.json:  # the stable interface: always whole
         out = render_snapshot_json(snap)
-    else:
+    else:  # the command layer and the renderer: not imported for the JSON document
+        from lily_kernel.commands import skills_result
+        from lily_kernel.display import render_plain
+
         out = render_plain(skills_result(snap), width=shutil.get_terminal_size().columns) + "\n"
     sys.stdout.write(out)
     return 0
@@ -94,7 +95,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     missing = [raw for raw in args.paths if not os.path.lexists(raw)]
     if missing:  # checked before anything is validated: bad input, not a bad skill
         raise UsageError(f"{missing[0]}: does not exist.")
-    env = LilyEnvironment.load(Path.cwd())
+    env = Workspace.load(Path.cwd())
     rules, failed = env.snapshot_rules(), False
     skills, seen = [], set()
     for raw in args.paths:

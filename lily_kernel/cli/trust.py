@@ -22,7 +22,7 @@ __all__ = ["add_trust_parser"]
 
 
 def _cmd_trust(args: argparse.Namespace) -> int:
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
     from lily_kernel.trust import TRUST_VARIABLE
     from lily_kernel.trust.question import trust_question
 
@@ -31,7 +31,7 @@ def _cmd_trust(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.workspace}: not a folder.")
     # The store's view, whatever this terminal's LILY_TRUST says.
     environ = {k: v for k, v in os.environ.items() if k != TRUST_VARIABLE}
-    env = LilyEnvironment.load(workspace, environ)
+    env = Workspace.load(workspace, environ)
     digests, skills, settings = env.pending_trust()
     if env.trust.problem:
         raise UsageError(env.trust.problem)

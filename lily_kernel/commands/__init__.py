@@ -21,13 +21,24 @@ from lily_kernel.commands.registry import (
     CommandSpec,
     CommandTable,
     StateChange,
+    WorkspaceView,
     blocking,
 )
 from lily_kernel.commands.resolve import Resolved, resolve
-from lily_kernel.commands.results import CommandResult, SkillInvocation, ToolDispatch
+from lily_kernel.commands.results import (
+    AskTrust,
+    CommandResult,
+    Intent,
+    RestartPython,
+    RunPython,
+    ShowMcp,
+    SkillInvocation,
+    ToolDispatch,
+)
 
 __all__ = [
     "AskAgain",
+    "AskTrust",
     "CommandContext",
     "CommandOutcome",
     "CommandResult",
@@ -37,11 +48,16 @@ __all__ = [
     "Conversation",
     "ConversationBook",
     "ConversationChange",
+    "Intent",
     "ParsedCommand",
     "Resolved",
+    "RestartPython",
+    "RunPython",
+    "ShowMcp",
     "SkillInvocation",
     "StateChange",
     "ToolDispatch",
+    "WorkspaceView",
     "blocking",
     "complete",
     "default_commands",

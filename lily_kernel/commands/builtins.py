@@ -30,7 +30,7 @@ from lily_kernel.commands.registry import (
     blocking,
 )
 from lily_kernel.commands.resolve import SKILL_PREFIX, resolve, skill_commands
-from lily_kernel.commands.results import CommandResult
+from lily_kernel.commands.results import CommandResult, ToolDispatch
 from lily_kernel.commands.trust import trust_command
 from lily_kernel.config import EMBEDDED_MODEL, LOCAL_MODEL, ModelConfig
 from lily_kernel.display import Block, Fields, Preformatted, Table, Text
@@ -70,10 +70,8 @@ def _skills(ctx: CommandContext, argument: str) -> CommandOutcome:
 # --- /skill and its forms (commands/invocation.py) -------------------------------
 
 
-def dispatched(result: CommandResult, text: str) -> CommandResult:
+def dispatched(result: CommandResult, dispatch: ToolDispatch, text: str) -> CommandResult:
     """A tool_dispatch command's result, once its tool ran: what it returned."""
-    assert result.dispatch is not None
-    dispatch = result.dispatch
     return CommandResult(result.command, f"{dispatch.skill} ({dispatch.tool})",
                          (Preformatted(text),), skill=dispatch.skill)
 
@@ -113,10 +111,10 @@ def _allowed(policy: ToolPolicy, name: str) -> str:
 
 
 def _policy_blocks(ctx: CommandContext) -> list[Block]:
-    policy = ctx.policy
+    policy, registry = ctx.policy, ctx.workspace.registry
     allow = ", ".join(policy.allow) or "(nothing)"  # "*" alone, as a string, too
-    offered = {t.name for t in policy.model_tools(ctx.registry)}
-    with_skill = {t.name for t in policy.model_tools(ctx.registry, skill_active=True)} - offered
+    offered = {t.name for t in policy.model_tools(registry)}
+    with_skill = {t.name for t in policy.model_tools(registry, skill_active=True)} - offered
     # Only the tools the policy governs (not load_skill, Lily's own skill selection).
     rows = tuple(
         (
@@ -127,10 +125,10 @@ def _policy_blocks(ctx: CommandContext) -> list[Block]:
             "yes" if tool.owner_only else "no",
             tool.description,
         )
-        for tool in ctx.registry if tool.governed
+        for tool in registry if tool.governed
     )
     return [
-        Text(profile_line(policy, ctx.registry)),
+        Text(profile_line(policy, registry)),
         Fields((("allow", allow), ("ask", ", ".join(policy.ask) or "(nothing)"),
                 ("deny", ", ".join(policy.deny) or "(nothing)"))),
         Table(("tool", "allowed", "offered to the model", "owner-only", "description"), rows),
@@ -200,10 +198,11 @@ def _help(ctx: CommandContext, argument: str) -> CommandOutcome:
             raise missing_skill(snap, argument)
         return CommandOutcome(CommandResult("help", f"Skill {skill.name}", describe_skill(skill)))
     # Every alias, and each skill name with an argument hint, with what to type after it.
-    commands = [line for command in ctx.commands for line in command.help_lines()] + [
+    table, held = ctx.workspace.commands, ctx.workspace.held_settings
+    commands = [line for command in table for line in command.help_lines()] + [
         (f"/{name} {skill.argument_hint or '[request]'}",
          f"alias of /skill {skill.name}" if kind == "alias" else f"/skill {skill.name}")
-        for name, (kind, skill) in sorted(skill_commands(snap, ctx.commands.names()).items())
+        for name, (kind, skill) in sorted(skill_commands(snap, table.names()).items())
         if kind == "alias" or skill.argument_hint
     ]
     blocks: list[Block] = [
@@ -213,9 +212,9 @@ def _help(ctx: CommandContext, argument: str) -> CommandOutcome:
         Text("Any other cell is a message to the model. Tool policy:"),
         *_policy_blocks(ctx),
     ]
-    if ctx.held_settings:
+    if held:
         blocks.append(Text("Not applied from lily.yaml until you trust this workspace "
-                           "(docs/skills.md, Trust): " + "; ".join(ctx.held_settings) + "."))
+                           "(docs/skills.md, Trust): " + "; ".join(held) + "."))
     return CommandOutcome(CommandResult("help", "Lily commands", tuple(blocks)))
 
 
@@ -239,7 +238,7 @@ def _model_line(model: ModelConfig, embedded_default: bool) -> str:
 
 
 def _agent(ctx: CommandContext, argument: str) -> CommandOutcome:
-    agents = ctx.list_agents()
+    agents = ctx.workspace.list_agents()
     active = ctx.session.active_agent
     if not argument:
         rows = tuple((name, "active" if name == active else "") for name in agents)
@@ -250,7 +249,7 @@ def _agent(ctx: CommandContext, argument: str) -> CommandOutcome:
         ))
     if argument not in agents:
         raise CommandError(f"no agent named '{argument}'; available: {', '.join(agents)}.")
-    persona = ctx.load_persona(argument)
+    persona = ctx.workspace.load_persona(argument)
     files = ", ".join(f"{f.name} ({f.source})" for f in persona.files) or "(none)"
     verb = "Reloaded" if argument == active else "Switched to"
     return CommandOutcome(
@@ -267,7 +266,7 @@ def _reload_skills(ctx: CommandContext, argument: str) -> CommandOutcome:
     _no_argument("reload_skills", argument)
     old = ctx.session.skill_snapshot
     try:
-        new = ctx.load_snapshot(old.version + 1)
+        new = ctx.workspace.load_snapshot(old.version + 1)
     except SkillRootError as exc:
         raise CommandError(str(exc)) from exc
     diff = diff_snapshots(old, new)
@@ -334,7 +333,7 @@ async def run_command(ctx: CommandContext, parsed: ParsedCommand) -> CommandOutc
     try:
         if not parsed.name:
             raise CommandError("empty command; type /help for the list of commands.")
-        found = resolve(parsed.name, ctx.session.skill_snapshot, ctx.commands)
+        found = resolve(parsed.name, ctx.session.skill_snapshot, ctx.workspace.commands)
         if found.command is not None:
             command = found.command
             return await command.handler(ctx, parsed.raw if command.raw else parsed.argument)

@@ -56,7 +56,7 @@ async def _rerun(ctx: CommandContext, argument: str) -> CommandOutcome:
     if not argument and ctx.last_request is None:
         raise CommandError("/rerun: no chat turn in this session to ask again; "
                            "/rerun <message> asks the model afresh.")
-    return CommandOutcome(CommandResult("rerun", ask_again=AskAgain(argument or None)))
+    return CommandOutcome(CommandResult("rerun", intent=AskAgain(argument or None)))
 
 
 def conversation_commands() -> list[CommandSpec]:

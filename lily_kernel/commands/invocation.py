@@ -34,15 +34,15 @@ def invoke_skill(ctx: CommandContext, command: str, skill: Skill, request: str) 
         raise CommandError(f"skill '{skill.name}' is for the model only (user-invocable: "
                            "false); no / command invokes it.")
     if skill.invocation_mode == "tool_dispatch":
-        tool = ctx.registry.get(skill.command_tool or "")
+        tool = ctx.workspace.registry.get(skill.command_tool or "")
         if tool is None or tool.text_argument is None:
             raise CommandError(
                 f"skill '{skill.name}': tool '{skill.command_tool}' cannot take a "
                 "text request.")
         dispatch = ToolDispatch(skill.name, tool.name, {tool.text_argument: request})
-        return CommandOutcome(CommandResult(command, skill=skill.name, dispatch=dispatch))
+        return CommandOutcome(CommandResult(command, skill=skill.name, intent=dispatch))
     return CommandOutcome(CommandResult(command, skill=skill.name,
-                                        invocation=SkillInvocation(skill.name, request)))
+                                        intent=SkillInvocation(skill.name, request)))
 
 
 async def skill_command(ctx: CommandContext, argument: str) -> CommandOutcome:

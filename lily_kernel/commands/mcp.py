@@ -8,14 +8,19 @@ trusts it are listed as held, never started.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lily_kernel.commands.registry import CommandContext, CommandOutcome, CommandSpec
-from lily_kernel.commands.results import CommandResult
+from lily_kernel.commands.results import CommandResult, ShowMcp
 from lily_kernel.display import Table, Text
 from lily_kernel.errors import CommandError
 from lily_kernel.tools import ToolPolicy
 from lily_kernel.visible import shown
 
-__all__ = ["mcp_command"]
+if TYPE_CHECKING:
+    from lily_kernel.mcp_tools.session import McpOverview
+
+__all__ = ["mcp_command", "mcp_result"]
 
 NONE = ("No MCP servers are configured: name them under `mcp_servers` in lily.yaml, or "
         "in `mcp.json` in the Lily home (docs/mcp.md).")
@@ -34,11 +39,15 @@ def verdict(policy: ToolPolicy, name: str) -> str:
 async def _mcp(ctx: CommandContext, argument: str) -> CommandOutcome:
     if argument:
         raise CommandError("/mcp takes no argument.")
-    if ctx.mcp is None:
+    if not ctx.in_cell:
         raise CommandError("/mcp runs in a notebook cell only.")
-    overview = await ctx.mcp()
+    return CommandOutcome(CommandResult("mcp", intent=ShowMcp()))
+
+
+def mcp_result(overview: McpOverview) -> CommandResult:
+    """`/mcp`'s result once the runtime started the servers (the `ShowMcp` intent)."""
     if not overview.servers:
-        return CommandOutcome(CommandResult("mcp", "MCP servers", (Text(NONE),)))
+        return CommandResult("mcp", "MCP servers", (Text(NONE),))
     servers = Table(("server", "configured by", "reaches", "state"), tuple(
         (s.name, "you" if s.origin == "person" else "this workspace (lily.yaml)",
          shown(s.target, 80) if s.target else "",
@@ -51,7 +60,7 @@ async def _mcp(ctx: CommandContext, argument: str) -> CommandOutcome:
     blocks = (servers, Table(("tool", "policy", "description"), tools)) if tools else (
         servers, Text("No tools: no server is running."))
     notes = tuple(line for s in overview.servers for line in s.left_out)
-    return CommandOutcome(CommandResult("mcp", "MCP servers", blocks, notices=notes))
+    return CommandResult("mcp", "MCP servers", blocks, notices=notes)
 
 
 def mcp_command() -> CommandSpec:

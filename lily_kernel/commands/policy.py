@@ -48,14 +48,14 @@ def profile_line(policy: ToolPolicy, registry: ToolRegistry) -> str:
 async def _policy(ctx: CommandContext, argument: str) -> CommandOutcome:
     if not argument:
         return CommandOutcome(CommandResult("policy", "Policy", (
-            Text(profile_line(ctx.policy, ctx.registry)),)))
+            Text(profile_line(ctx.policy, ctx.workspace.registry)),)))
     if argument not in _PROFILES:
         raise CommandError(f"/policy takes 'ask' or 'auto' (got '{argument}').")
     profile: Profile = "auto" if argument == "auto" else "ask"
     now = replace(ctx.policy, auto=profile == "auto")
     title = "Full auto is on" if profile == "auto" else "Full auto is off"
     return CommandOutcome(
-        CommandResult("policy", title, (Text(profile_line(now, ctx.registry)),)),
+        CommandResult("policy", title, (Text(profile_line(now, ctx.workspace.registry)),)),
         StateChange(policy=profile))
 
 

@@ -16,7 +16,7 @@ import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from lily_kernel.commands.record import ConversationBook, ConversationChange
 from lily_kernel.commands.results import CommandResult
@@ -24,11 +24,10 @@ from lily_kernel.config import Profile
 from lily_kernel.persona import Persona
 from lily_kernel.session import ConversationState, Session
 from lily_kernel.skills import SkillSnapshot
-from lily_kernel.tools import ToolOutcome, ToolPolicy, ToolRegistry
+from lily_kernel.tools import ToolPolicy, ToolRegistry
 
 if TYPE_CHECKING:  # the kernel's machinery loads with the first run
     from lily_kernel.execution.python_host import PythonHost
-    from lily_kernel.mcp_tools.session import McpOverview
 
 __all__ = [
     "ArgumentKind",
@@ -38,6 +37,7 @@ __all__ = [
     "CommandTable",
     "Handler",
     "StateChange",
+    "WorkspaceView",
     "blocking",
 ]
 
@@ -112,35 +112,48 @@ class CommandTable:
         return iter(self._commands.values())  # in registration order: /help's order
 
 
+class WorkspaceView(Protocol):
+    """What commands read of the session's workspace (environment.py's `Workspace`):
+    its commands and tools, the lily.yaml settings held until it is trusted, and its
+    loaders (they do I/O): `load_snapshot(version)` rebuilds skills from disk,
+    `load_persona(agent)` reads an agent, `list_agents()` lists them."""
+
+    @property
+    def commands(self) -> CommandTable: ...
+
+    @property
+    def registry(self) -> ToolRegistry: ...
+
+    @property
+    def held_settings(self) -> tuple[str, ...]: ...
+
+    def load_snapshot(self, version: int) -> SkillSnapshot: ...
+
+    def load_persona(self, agent: str) -> Persona: ...
+
+    def list_agents(self) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class CommandContext:
-    """Read-only inputs of a command. Loaders do I/O; commands never touch the session.
+    """Read-only inputs of a command: commands never touch the session. What they would
+    have done to it (ask trust, start the MCP servers, run a tool, end the Python kernel,
+    ask the model) they hand the runtime as an intent on their result (commands/results.py).
 
-    `load_snapshot(version)` rebuilds skills from disk; `load_persona(agent)` reads an
-    agent; `list_agents()` lists them. The runtime supplies all three; `stop`, which it
-    sets when the cell is stopped (a ranking then stops encoding skills); and `trust`,
-    which puts the trust question to the person and takes up what they trust (None
-    where no one can be asked); `run_tool`, which runs one of the session's tools as
-    the person's own call, through the one gate (None outside a cell); `python`, the
-    session's Python kernel (`/python`); `mcp`, the MCP servers started and described
-    with the policy then in force (`/mcp`; None outside a cell).
+    `workspace`: the session's (loaders included); `policy`: the one in force; `stop`, set
+    when the cell is stopped (a ranking then stops encoding skills); `in_cell`: a cell runs
+    the command, where the person can be asked and tools shown (False: a script's or a
+    test's `run_command`); `python`: the session's Python kernel, to describe it (`/python`;
+    None: no Python here); `conversations`: the session's record (None: it keeps none);
+    `last_request`: the last turn's request (`/rerun`).
     """
 
     session: Session
-    commands: CommandTable
-    registry: ToolRegistry
+    workspace: WorkspaceView
     policy: ToolPolicy
-    load_snapshot: Callable[[int], SkillSnapshot]
-    load_persona: Callable[[str], Persona]
-    list_agents: Callable[[], list[str]]
-    # lily.yaml settings not applied while the workspace is not trusted (/help says so).
-    held_settings: tuple[str, ...] = ()
     stop: threading.Event | None = None
-    trust: Callable[[], Awaitable[CommandResult]] | None = None
-    run_tool: Callable[[str, dict[str, Any]], Awaitable[ToolOutcome]] | None = None
-    python: PythonHost | None = None
-    mcp: Callable[[], Awaitable[McpOverview]] | None = None
-    # The session's record (None: it keeps none), and the last turn's request (/rerun).
+    in_cell: bool = False
+    python: Callable[[], PythonHost] | None = None
     conversations: ConversationBook | None = None
     last_request: str | None = None
 

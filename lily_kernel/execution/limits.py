@@ -19,11 +19,12 @@ there is no process limit: Linux never applies RLIMIT_NPROC to root.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DEFAULT_MEMORY_MB", "LIMITER", "MAX_PROCESSES", "Limits", "limited"]
+__all__ = ["DEFAULT_MEMORY_MB", "LIMITER", "MAX_PROCESSES", "Limits", "RunSettings",
+           "SettingsSource", "limited", "settings_now"]
 
 DEFAULT_MEMORY_MB = 4096
 # Processes and threads a run may have at once: far more than a build or a data-science
@@ -43,6 +44,26 @@ class Limits:
     @property
     def memory_bytes(self) -> int:
         return self.memory_mb * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a host gives each run: its time limit in seconds, the host's variables passed
+    in (lily.yaml's `script_env`), the limits of its processes."""
+
+    timeout: float
+    allowed_env: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+
+
+# A host's settings: fixed, or read at each use (a session's, from the workspace in force:
+# runtime/services.py), so that a new workspace is never copied into a host by hand.
+SettingsSource = RunSettings | Callable[[], RunSettings]
+
+
+def settings_now(source: SettingsSource) -> RunSettings:
+    """The settings a run is given now."""
+    return source if isinstance(source, RunSettings) else source()
 
 
 def limited(argv: Sequence[str], limits: Limits) -> list[str]:

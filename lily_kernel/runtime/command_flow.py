@@ -1,104 +1,117 @@
-"""A command cell's path through the runtime: what the command may use, and after it
-ran, its event and its state change (applied only when it succeeded)."""
+"""A command cell's path through the runtime: what the command may read, then its intent
+carried out (the one place a command's side effect happens), its event and its state
+change (applied only when it succeeded)."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
 
-from lily_kernel.commands import CommandContext, CommandOutcome, CommandResult, ParsedCommand
-from lily_kernel.config import Profile
-from lily_kernel.events import Command, ProfileSetBy, SkillInvoked, SkillLoaded
+from lily_kernel.commands import (
+    AskAgain,
+    AskTrust,
+    CommandContext,
+    CommandOutcome,
+    CommandResult,
+    ParsedCommand,
+    RestartPython,
+    ShowMcp,
+    SkillInvocation,
+    ToolDispatch,
+)
+from lily_kernel.commands.mcp import mcp_result
+from lily_kernel.commands.python import python_ran
+from lily_kernel.errors import CommandError
+from lily_kernel.events import Command, SkillInvoked, SkillLoaded
+from lily_kernel.runtime.collaborators import TurnFacts
+from lily_kernel.runtime.conversation import ask_again, converse
+from lily_kernel.runtime.core import RuntimeCore
 from lily_kernel.runtime.mcp_flow import mcp_overview
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.trust_flow import ask_trust
-from lily_kernel.tools import PolicyState, ToolOutcome
 
-if TYPE_CHECKING:
-    from lily_kernel.environment import LilyEnvironment
-    from lily_kernel.events import EventLog
-    from lily_kernel.execution.python_host import PythonHost
-    from lily_kernel.mcp_tools.session import McpOverview, McpServers
-    from lily_kernel.runtime.collaborators import Collaborators, SessionRecord, TurnFacts
-    from lily_kernel.runtime.tool_gate import ToolGate
-    from lily_kernel.session import Session
-    from lily_kernel.skills import SkillSnapshot
+__all__ = ["CommandCell", "carry_out", "command_context", "finish_command"]
 
 
-class LilyRuntime(Protocol):
-    """What of the runtime (runtime/runtime.py) a command cell uses."""
+@dataclass(frozen=True)
+class CommandCell:
+    """The cell a command runs in: its code and id, where it shows, its stop."""
 
-    env: LilyEnvironment
-    session: Session
-    log: EventLog
-    collaborators: Collaborators
-    python: PythonHost
-    trust_answered: bool
-    policy_state: PolicyState
-    record: SessionRecord | None
-    last_turn: tuple[TurnFacts, int] | None
-
-    @property
-    def gate(self) -> ToolGate: ...
-
-    @property
-    def mcp(self) -> McpServers: ...
-
-    def log_catalog(self, snap: SkillSnapshot) -> None: ...
-
-    def use_environment(self, env: LilyEnvironment) -> None: ...
-
-    def update_profile(self, by: ProfileSetBy, **change: Profile) -> None: ...
-
-__all__ = ["command_context", "finish_command"]
+    code: str
+    cell_id: str | None
+    sink: CellSink
+    stop: threading.Event
 
 
-def command_context(runtime: LilyRuntime, stop: threading.Event | None = None,
-                    sink: CellSink | None = None) -> CommandContext:
-    """What a command may use; with the cell's `sink`, the trust question and the
-    session's tools run as the person's (through the one gate) too."""
-    env = runtime.env
-
-    async def trust() -> CommandResult:
-        assert sink is not None
-        return await ask_trust(runtime, sink)
-
-    async def run_tool(name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        assert sink is not None
-        return await runtime.gate.run(sink, name, arguments, "owner")
-
-    async def mcp() -> McpOverview:
-        assert sink is not None
-        return await mcp_overview(runtime, sink)
-
+def command_context(runtime: RuntimeCore, stop: threading.Event | None = None, *,
+                    in_cell: bool = False) -> CommandContext:
+    """What a command may read of the session."""
+    env, state = runtime.env, runtime.state
     return CommandContext(
-        session=runtime.session,
-        commands=env.commands,
-        registry=env.registry,
-        policy=env.policy.under(runtime.policy_state),
-        load_snapshot=env.load_snapshot,
-        load_persona=env.load_persona,
-        list_agents=env.list_agents,
-        held_settings=env.trust.held_settings,
+        session=state.session,
+        workspace=env,
+        policy=env.policy.under(state.policy),
         stop=stop,
-        trust=trust if sink is not None else None,
-        run_tool=run_tool if sink is not None else None,
-        python=runtime.python,
-        mcp=mcp if sink is not None else None,
+        in_cell=in_cell,
+        python=lambda: runtime.services.python,
         conversations=runtime.record,
-        last_request=runtime.last_turn[0].text if runtime.last_turn is not None else None,
+        last_request=state.last_turn[0].text if state.last_turn is not None else None,
     )
 
 
-def finish_command(runtime: LilyRuntime, parsed: ParsedCommand,
+async def carry_out(runtime: RuntimeCore, parsed: ParsedCommand, outcome: CommandOutcome,
+                    cell: CommandCell | None) -> CommandResult:
+    """Do what the command's intent asks, then log and apply its outcome. A turn it asks
+    for (a forced skill, /rerun) runs after its event; outside a cell (`cell` None, a
+    script's run_command) it is returned, not run."""
+    intent = outcome.result.intent
+    if isinstance(intent, SkillInvocation | AskAgain):
+        result = finish_command(runtime, parsed, outcome)
+        if cell is not None and result.ok:
+            await _turn(runtime, intent, cell)
+        return result
+    if isinstance(intent, RestartPython):
+        runtime.services.python.close()
+    elif intent is not None:  # the rest needs the cell's person (commands check in_cell)
+        if cell is None:
+            raise CommandError(f"/{parsed.name} runs a tool: run it in a cell (run_cell).")
+        sink, gate = cell.sink, runtime.services.gate
+        if isinstance(intent, ToolDispatch):
+            outcome = await gate.dispatch(sink, parsed.name, intent, outcome)
+        elif isinstance(intent, AskTrust):
+            outcome = CommandOutcome(await ask_trust(runtime, sink))
+        elif isinstance(intent, ShowMcp):
+            outcome = CommandOutcome(mcp_result(await mcp_overview(runtime, sink)))
+        else:
+            ran = await gate.run(sink, "python", {"code": intent.code}, "owner")
+            try:
+                outcome = CommandOutcome(python_ran(ran))
+            except CommandError as exc:
+                outcome = CommandOutcome(CommandResult(parsed.name, error=str(exc)))
+    return finish_command(runtime, parsed, outcome)
+
+
+async def _turn(runtime: RuntimeCore, intent: SkillInvocation | AskAgain,
+                cell: CommandCell) -> None:
+    """The chat turn a command asked for: the model with a skill forced, or /rerun's."""
+    if isinstance(intent, AskAgain):
+        await ask_again(runtime, intent, cell.code, cell.cell_id, cell.sink, cell.stop)
+        return
+    forced = runtime.session.skill_snapshot.get(intent.skill)
+    assert forced is not None  # the command found it in this very snapshot
+    await converse(runtime, TurnFacts(intent.request, forced.name, cell.code, cell.cell_id),
+                   forced, cell.sink, cell.stop)
+
+
+def finish_command(runtime: RuntimeCore, parsed: ParsedCommand,
                    outcome: CommandOutcome) -> CommandResult:
     """Log a command's outcome and apply its state change (only when it succeeded)."""
     result, session, log = outcome.result, runtime.session, runtime.log
     # What the person was shown, as a digest: replay compares it without the log
     # holding every listing.
-    shown = (runtime.collaborators.shown(result) if result.ok and result.invocation is None
-             and result.ask_again is None else "")
+    turn = isinstance(result.intent, SkillInvocation | AskAgain)
+    shown = runtime.collaborators.shown(result) if result.ok and not turn else ""
     log.emit(Command(
         name=parsed.name, argument=parsed.argument, ok=result.ok, error=result.error,
         output_sha256=hashlib.sha256(shown.encode()).hexdigest() if shown else None,

@@ -17,7 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lily_kernel.commands import CommandOutcome, dispatched
+from lily_kernel.commands import CommandOutcome, ToolDispatch, dispatched
+from lily_kernel.display import Notice
+from lily_kernel.display.notices import tool_arguments_not_json, tool_ran
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.events import Caller, EventLog, ToolCalled
 from lily_kernel.prompting import (
@@ -60,7 +62,7 @@ def _announcement(tool: Tool | None, name: str, arguments: dict[str, Any],
                   outcome: ToolOutcome) -> str | None:
     if tool is not None and tool.announce is not None:
         return tool.announce(arguments, outcome)
-    return f"Tool {name}: {'ran' if outcome.status == 'ran' else outcome.detail.rstrip('.')}"
+    return tool_ran(name, outcome.status == "ran", outcome.detail)
 
 
 @dataclass(frozen=True)
@@ -92,13 +94,13 @@ class ToolGate:
             failed = ToolOutcome(name, "failed", not_json_reason(arguments))
             self._record(failed, "model", None, step)
             # Every call gets its notice, this one too (the model is told and may retry).
-            sink.notice(f"Tool {name}: not run: its arguments are not a JSON object")
+            sink.show(Notice(tool_arguments_not_json(name)))
             return self.redact(tool_result_text(failed.status, failed.text))
         outcome = await self.run(sink, name, arguments, "model", offered=offered, step=step,
                                  skill=skill, skills=skills)
         notice = _announcement(self.registry.get(name), name, arguments, outcome)
         if notice is not None:
-            sink.notice(notice)
+            sink.show(Notice(notice))
         return self.redact(tool_result_text(outcome.status, outcome.text))
 
     async def run(self, sink: CellSink, name: str, arguments: dict[str, Any], caller: Caller,
@@ -116,23 +118,20 @@ class ToolGate:
         else:
             tool, args = checked
             ctx = replace(self.context, skill=skill, skills=skills, emit=self.log.emit,
-                          show=sink.output, caller=caller)
+                          show=sink.show, caller=caller)
             outcome = await self._run(sink, tool, args, arguments, ctx, caller)
         self._record(outcome, caller, arguments, step)
         return outcome
 
-    async def dispatch(self, sink: CellSink, command: str,
+    async def dispatch(self, sink: CellSink, command: str, dispatch: ToolDispatch,
                        outcome: CommandOutcome) -> CommandOutcome:
         """A tool_dispatch command's outcome once its tool ran, for the person (caller
         `owner`); refused or failed, the command's error."""
-        result = outcome.result
-        assert result.dispatch is not None
-        dispatch = result.dispatch
         ran = await self.run(sink, dispatch.tool, dict(dispatch.arguments), "owner")
         if ran.status != "ran":
-            return CommandOutcome(replace(result, dispatch=None, error=(
+            return CommandOutcome(replace(outcome.result, intent=None, error=(
                 f"/{command} ({dispatch.tool}): {ran.detail}")))
-        return CommandOutcome(dispatched(result, ran.text), outcome.change)
+        return CommandOutcome(dispatched(outcome.result, dispatch, ran.text), outcome.change)
 
     def _asks(self, tool: Tool, question: Question, caller: Caller) -> AskReason | None:
         """Why the person is asked about this call, or None. The person's own command (a
@@ -163,7 +162,7 @@ class ToolGate:
                 return ToolOutcome(tool.name, "refused", declined_reason(question.action))
             # The handler does what was made ready (and shown), not a new account of it.
             ctx = replace(ctx, prepared=question)
-            return ToolOutcome(tool.name, "ran", await tool.handler(args, ctx))
+            return ToolOutcome.returned(tool.name, await tool.handler(args, ctx))
         except ToolRefusedError as exc:
             return ToolOutcome(tool.name, "refused", str(exc))
         except ToolError as exc:

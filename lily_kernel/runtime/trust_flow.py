@@ -14,36 +14,20 @@ as the person did) and a `trust_decided` event saying what it covered.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.commands import CommandResult, ParsedCommand, resolve
-from lily_kernel.display import Text
-from lily_kernel.environment import LilyEnvironment
-from lily_kernel.events import Approval, EventLog, TrustChecked, TrustDecided, TrustedBy
+from lily_kernel.display import Notice, Text
+from lily_kernel.display.notices import trust_decided
+from lily_kernel.events import Approval, TrustChecked, TrustDecided, TrustedBy
 from lily_kernel.runtime.approval import answer_of
+from lily_kernel.runtime.core import RuntimeCore
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import DiagnosticKind, SkillSnapshot
 from lily_kernel.trust import TRUST_VARIABLE
 from lily_kernel.trust.question import trust_question
 
-if TYPE_CHECKING:
-    from lily_kernel.session import Session
-
-
-class LilyRuntime(Protocol):
-    """What of the runtime (runtime/runtime.py) the trust question reads and replaces."""
-
-    env: LilyEnvironment
-    session: Session
-    log: EventLog
-    trust_answered: bool
-
-    def log_catalog(self, snap: SkillSnapshot) -> None: ...
-
-    def use_environment(self, env: LilyEnvironment) -> None: ...
-
 __all__ = ["ask_trust", "held_skills", "log_trust_checked", "needs_trust",
-           "settle_trust", "take_up_trust", "trust_help", "trusted_elsewhere"]
+           "settle_trust", "take_up_trust", "trusted_elsewhere"]
 
 
 def held_skills(snapshot: SkillSnapshot) -> dict[str, str]:
@@ -52,7 +36,7 @@ def held_skills(snapshot: SkillSnapshot) -> dict[str, str]:
             if d.kind is DiagnosticKind.UNTRUSTED}
 
 
-def _invoked(runtime: LilyRuntime, parsed: ParsedCommand) -> str | None:
+def _invoked(runtime: RuntimeCore, parsed: ParsedCommand) -> str | None:
     """The skill name a command cell would invoke (held ones included), or None."""
     found = resolve(parsed.name, runtime.session.skill_snapshot, runtime.env.commands)
     if found.command is not None:
@@ -61,7 +45,7 @@ def _invoked(runtime: LilyRuntime, parsed: ParsedCommand) -> str | None:
     return found.skill.name if found.skill is not None else found.wanted
 
 
-def _holds_anything(runtime: LilyRuntime) -> bool:
+def _holds_anything(runtime: RuntimeCore) -> bool:
     """Whether anything that came with the folder waits for trust: skills, lily.yaml
     settings, the persona folder, a record of turns Run All would replay."""
     trust = runtime.env.trust
@@ -69,10 +53,10 @@ def _holds_anything(runtime: LilyRuntime) -> bool:
                 or trust.persona_line() is not None or trust.record_line() is not None)
 
 
-def needs_trust(runtime: LilyRuntime, parsed: ParsedCommand | None) -> bool:
+def needs_trust(runtime: RuntimeCore, parsed: ParsedCommand | None) -> bool:
     """Whether this cell should ask: something is held, the person has not answered this
     session, and the cell is a chat cell or invokes a held skill."""
-    if runtime.trust_answered or runtime.env.trust.problem:
+    if runtime.state.trust_answered or runtime.env.trust.problem:
         return False  # asked already; or the store is broken (the first cell says so)
     if not _holds_anything(runtime):
         return False
@@ -80,18 +64,12 @@ def needs_trust(runtime: LilyRuntime, parsed: ParsedCommand | None) -> bool:
         runtime.session.skill_snapshot)
 
 
-def trust_help(runtime: LilyRuntime) -> str:
-    """How to trust this workspace (one line)."""
-    return (f"run `/trust` in a cell, or `lily trust {runtime.env.workspace}` in a "
-            f"terminal, or set `{TRUST_VARIABLE}=workspace` for a runner without input")
-
-
-async def settle_trust(runtime: LilyRuntime, sink: CellSink) -> None:
+async def settle_trust(runtime: RuntimeCore, sink: CellSink) -> None:
     """Before a cell: ask, and tell the person what came of it in a notice."""
-    sink.notice(await _decide_trust(runtime, sink))
+    sink.show(Notice(await _decide_trust(runtime, sink)))
 
 
-async def _decide_trust(runtime: LilyRuntime, sink: CellSink) -> str:
+async def _decide_trust(runtime: RuntimeCore, sink: CellSink) -> str:
     """Ask; on yes, record the trust and take up the workspace's skills, persona and
     settings. What came of it, said once by the caller (a notice, or `/trust`'s result)."""
     env = runtime.env
@@ -106,24 +84,14 @@ async def _decide_trust(runtime: LilyRuntime, sink: CellSink) -> str:
     outcome = answer_of(answer)
     runtime.log.emit(Approval(tool="trust", question=question, outcome=outcome))
     runtime.log.emit(TrustDecided(outcome=outcome, skills=skills, settings=settings))
-    runtime.trust_answered = True
+    runtime.state.trust_answered = True
     if outcome == "approved":
         env.trust.trust(digests)  # a store that cannot be written: the cell's error
         take_up_trust(runtime)
-        said = f"Trusted {env.workspace}: its skills, persona and lily.yaml apply."
-    elif outcome == "declined":
-        said = ("Held for this session: what the question listed. To trust it later, "
-                f"{trust_help(runtime)}.")
-    elif trusted:
-        said = (f"What changed in this workspace since you trusted it is held (`/skills` "
-                f"lists it). To trust it, {trust_help(runtime)}.")
-    else:
-        said = (f"This workspace is not trusted, so what came with it is held (`/skills` "
-                f"lists the skills). To trust it, {trust_help(runtime)}.")
-    return said
+    return trust_decided(outcome, env.workspace, trusted, TRUST_VARIABLE)
 
 
-async def ask_trust(runtime: LilyRuntime, sink: CellSink) -> CommandResult:
+async def ask_trust(runtime: RuntimeCore, sink: CellSink) -> CommandResult:
     """`/trust`: the question again (whatever was answered before), or, with nothing to
     trust, that the workspace is trusted."""
     if runtime.env.trust.trusted() and not _holds_anything(runtime):
@@ -132,7 +100,7 @@ async def ask_trust(runtime: LilyRuntime, sink: CellSink) -> CommandResult:
     return CommandResult("trust", "Trust", (Text(await _decide_trust(runtime, sink)),))
 
 
-def trusted_elsewhere(runtime: LilyRuntime) -> bool:
+def trusted_elsewhere(runtime: RuntimeCore) -> bool:
     """Whether the person trusted the workspace since the session read its trust (from a
     terminal, `lily trust`, or another notebook): then the session takes it up now."""
     trust = runtime.env.trust
@@ -143,7 +111,7 @@ def trusted_elsewhere(runtime: LilyRuntime) -> bool:
     return trust.entry() != trust.seen
 
 
-def log_trust_checked(runtime: LilyRuntime) -> None:
+def log_trust_checked(runtime: RuntimeCore) -> None:
     """Log the workspace's trust as a session starts: what the store trusts, what is
     held (replay starts from it)."""
     env = runtime.env
@@ -160,14 +128,12 @@ def log_trust_checked(runtime: LilyRuntime) -> None:
         problem=trust.problem))
 
 
-def take_up_trust(runtime: LilyRuntime) -> None:
+def take_up_trust(runtime: RuntimeCore) -> None:
     """After the person trusted the workspace: the configuration with its lily.yaml whole,
     the skills no longer held, the policy, model and script time limit as it says."""
     old = runtime.env
-    env = LilyEnvironment.load(old.workspace, old.host.environ, registry=old.registry,
-                               host=old.host, trust_store=old.trust.store,
-                               commands=old.commands)
-    runtime.use_environment(env)
+    env = old.reread()
+    runtime.take_up(env)
     session = runtime.session
     session.skill_snapshot = env.load_snapshot(session.skill_snapshot.version + 1)
     if old.persona_roots != env.persona_roots:  # the workspace's persona/ was held

@@ -1,7 +1,14 @@
 """Tools: the registry, the policy gate every call passes, and the built-in tools."""
 
 from lily_kernel.execution.runner import ScriptHost
-from lily_kernel.tools.context import ActiveSkill, Question, SkillSelector, ToolContext
+from lily_kernel.tools.context import (
+    ActiveSkill,
+    Hosts,
+    Question,
+    SkillSelector,
+    ToolContext,
+    ToolServices,
+)
 from lily_kernel.tools.files import file_tools, resolve_in_workspace
 from lily_kernel.tools.load_skill import skill_selection_tool
 from lily_kernel.tools.policy import (
@@ -21,6 +28,7 @@ from lily_kernel.tools.skill_files import read_skill_file_tool
 __all__ = [
     "ActiveSkill",
     "AskReason",
+    "Hosts",
     "PolicyRefusal",
     "PolicyState",
     "Question",
@@ -32,6 +40,7 @@ __all__ = [
     "ToolOutcome",
     "ToolPolicy",
     "ToolRegistry",
+    "ToolServices",
     "blocking",
     "check_call",
     "default_registry",

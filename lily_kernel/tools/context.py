@@ -2,7 +2,8 @@
 
 A handler never reaches into the runtime: what it may legitimately use comes in here,
 the workspace and Lily's own files, the active skill, the person (`ask`), the event
-log (`emit`), how scripts run on this host, and the request's skill selection.
+log (`emit`), the session's services (how scripts and Python run on this host), and the
+request's skill selection.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ if TYPE_CHECKING:  # events load with the first tool call, not with `lily skills
     from lily_kernel.events import Caller, EventData
     from lily_kernel.execution.python_host import PythonHost
 
-__all__ = ["ActiveSkill", "Ask", "Question", "SkillSelector", "ToolContext"]
+__all__ = ["ActiveSkill", "Ask", "Hosts", "Question", "SkillSelector", "ToolContext",
+           "ToolServices"]
 
 
 def _unchanged() -> str | None:
@@ -77,6 +79,29 @@ class SkillSelector(Protocol):
         ...
 
 
+class ToolServices(Protocol):
+    """The session's services a tool may use, each made on first use
+    (runtime/services.py); None: not here."""
+
+    @property
+    def scripts(self) -> ScriptHost | None:
+        """How skill scripts and shell commands run."""
+        ...
+
+    @property
+    def python(self) -> PythonHost | None:
+        """The session's Python kernel."""
+        ...
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """Services given as they are (a tool run on its own, a test's)."""
+
+    scripts: ScriptHost | None = None
+    python: PythonHost | None = None
+
+
 async def _no_one_to_ask(question: Question) -> bool:
     """The `ask` of a context outside a session: there is no one at all."""
     raise ToolRefusedError(f"no one can approve {question.action} here")
@@ -96,9 +121,9 @@ class ToolContext:
     `protected`: Lily's own files and folders (configuration, every skills root,
     persona, the Lily home, `.lily`), inside the workspace or not, which no tool may
     write; `skill`: the active skill (None outside a skill); `ask`: a yes/no question to
-    the person; `emit`: an event for the session log; `scripts`: how skill scripts run
-    here (None: they cannot); `python`: the session's Python kernel (None: no Python
-    here); `show`: code that runs and its outputs, to the cell (display/runs.py);
+    the person; `emit`: an event for the session log; `services`: the session's (how
+    skill scripts and Python run here; None: they cannot); `show`: code that runs and
+    its outputs, to the cell (display/runs.py);
     `caller`: who made the call (`model`, or `owner`: the person's command); `skills`:
     the request's skill selection (None: no selection is open, e.g. a command's tool
     call); `prepared`: the call as it was made ready (`Tool.prepare`) and, where someone
@@ -109,8 +134,7 @@ class ToolContext:
     skill: ActiveSkill | None = None
     ask: Ask = _no_one_to_ask
     emit: Callable[[EventData], object] = _nowhere
-    scripts: ScriptHost | None = None
-    python: PythonHost | None = None
+    services: ToolServices | None = None
     show: Callable[[Code | RunOutput], None] = _unseen
     caller: Caller = "model"
     skills: SkillSelector | None = None
@@ -119,6 +143,7 @@ class ToolContext:
     def host(self) -> ScriptHost:
         """How code runs here (skill scripts, commands); ToolError where it cannot: a
         context outside a session."""
-        if self.scripts is None:
+        scripts = self.services.scripts if self.services is not None else None
+        if scripts is None:
             raise ToolError("code cannot run here (no session runs it).")
-        return self.scripts
+        return scripts

@@ -93,21 +93,21 @@ def test_unknown_agent_in_config_is_a_clear_error(workspace: Path, environ: dict
 
 def test_policy_names_match_tools_case_insensitively(workspace: Path,
                                                      environ: dict[str, str]) -> None:
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     (workspace / "lily.yaml").write_text("tools:\n  allow: [Read, LIST]\n  deny: [Write]\n")
-    env = LilyEnvironment.load(workspace, environ)
+    env = Workspace.load(workspace, environ)
     assert (env.policy.allow, env.policy.deny) == (("read", "list"), ("write",))
     assert [t.name for t in env.policy.model_tools(env.registry)] == ["list", "read"]
 
 
 def test_an_unknown_tool_in_the_policy_is_a_clear_error(workspace: Path,
                                                         environ: dict[str, str]) -> None:
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     (workspace / "lily.yaml").write_text("tools:\n  deny: [wirte]\n")
     with pytest.raises(ConfigError) as err:
-        LilyEnvironment.load(workspace, environ)
+        Workspace.load(workspace, environ)
     assert str(err.value) == ("key 'tools.deny' (lily.yaml or LILY_TOOLS_DENY): unknown tool "
                               "'wirte'; the tools are: list, python, read, read_skill_file, "
                               "run_skill_script, shell, write.")
@@ -125,13 +125,13 @@ def test_a_tools_key_reads_one_way_as_a_list_or_one_string(
     """A downloaded folder written `allow: ["*"]` stopped every cell (`unknown tool
     '*'`) while `allow: "*"` worked, and `ask: shell` was refused: a list key reads one
     string as its variable does (names by commas, `*` every tool), in any of the three."""
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     (workspace / "lily.yaml").write_text(f"tools:\n  {written}\n")
-    policy = LilyEnvironment.load(workspace, environ).policy
+    policy = Workspace.load(workspace, environ).policy
     key, names = listed.split(": ")
     assert ", ".join(getattr(policy, key)) == names
-    from_variable = LilyEnvironment.load(workspace, {**environ, f"LILY_TOOLS_{key.upper()}":
+    from_variable = Workspace.load(workspace, {**environ, f"LILY_TOOLS_{key.upper()}":
                                                      names}).policy
     assert getattr(from_variable, key) == getattr(policy, key)
 
@@ -140,11 +140,11 @@ def test_a_star_means_every_tool_in_allow_ask_and_deny(workspace: Path,
                                                        environ: dict[str, str]) -> None:
     """`*` is every tool but `run_skill_script`, which must be named to run; in `deny`,
     every tool; beside it, a name still counts (`allow: ['*', python]`: python unasked)."""
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     def decisions(tools: str) -> dict[str, str]:
         (workspace / "lily.yaml").write_text(f"tools: {tools}\n")
-        env = LilyEnvironment.load(workspace, environ)
+        env = Workspace.load(workspace, environ)
         return {t.name: env.policy.decision(t.name) for t in env.registry if t.governed}
 
     every = decisions("{allow: ['*', python]}")

@@ -25,39 +25,42 @@ ALLOWED = {
     "visible": set(),
     # Files sandboxed code could touch, opened on the host without following a swap.
     "host_files": set(),
-    "display": {"config", "visible"},
+    # An error's short traceback: the words the model reads (prompting/runs.py).
+    "display": {"config", "prompting", "visible"},
     "config": {"errors", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
-    # Where and how code runs (bubblewrap, the reaper, the runner, the subkernel).
-    "execution": {"errors", "host_files", "redaction", "visible"},
-    "tools": {"config", "display", "errors", "events", "execution", "host_files", "redaction",
-              "validation", "visible"},
+    # Where and how code runs (bubblewrap, the reaper, the runner, the subkernel); what it
+    # says of a run (its log's output, a refusal) worded by prompting/runs.py.
+    "execution": {"errors", "host_files", "prompting", "redaction", "visible"},
+    "tools": {"config", "display", "errors", "events", "execution", "host_files", "prompting",
+              "redaction", "validation", "visible"},
     "session": {"config", "persona", "skills"},
-    "prompting": {"events", "persona", "skills"},
+    "prompting": {"events", "persona", "skills", "visible"},
     "llm": {"config", "errors", "redaction"},
-    "commands": {"config", "display", "errors", "execution", "mcp_tools", "persona", "session",
-                 "skills", "tools", "visible"},
+    "commands": {"config", "display", "errors", "execution", "mcp_tools", "persona",
+                 "prompting", "session", "skills", "tools", "visible"},
     # MCP servers' tools on the one tool seam (the SDK imported lazily, where used).
-    "mcp_tools": {"config", "errors", "events", "execution", "tools", "validation"},
+    "mcp_tools": {"config", "errors", "events", "execution", "prompting", "tools",
+                  "validation"},
     "trust": {"config", "errors", "skills", "tools", "validation", "visible"},
     # What a session is built from, one workspace's files read (environment.py).
-    "environment": {"commands", "config", "errors", "llm", "mcp_tools", "persona", "session",
-                    "skills", "tools", "trust"},
+    "environment": {"commands", "config", "errors", "execution", "llm", "mcp_tools", "persona",
+                    "session", "skills", "tools", "trust"},
     "runtime": {"commands", "config", "environment", "errors", "events", "execution", "llm",
-                "mcp_tools", "persona",
+                "mcp_tools", "persona", "record",
                 "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "display", "errors", "events", "execution", "llm",
                "persona", "record", "runtime",
                "skills", "tools", "trust", "validation"},
-    # The session's record: each chat turn's key, answered from the record (record/).
-    "record": {"commands", "config", "display", "errors", "events", "llm", "persona",
-               "replay", "runtime", "tools", "validation"},
+    # The session's record: each chat turn's key, answered from the record (record/):
+    # given frozen values and the log's emit, never the runtime (record/seam.py).
+    "record": {"commands", "config", "display", "errors", "events", "llm", "validation"},
     "evals": {"errors", "prompting", "runtime", "skills"},
-    # The kernel's session keeps the record that Run All is answered from (replay/).
+    # The kernel's session keeps the record that Run All is answered from (record/).
     "lifecycle": {"commands", "errors", "runtime"},  # a runtime on a thread of its own
-    "kernel": {"__init__", "display", "errors", "lifecycle", "record", "redaction", "runtime",
+    "kernel": {"__init__", "display", "errors", "lifecycle", "redaction", "runtime",
                "visible"},
     # `lily mcp`: a thin edge beside the kernel, over the runtime's session and gate.
     "mcp_server": {"errors", "host_files", "runtime", "skills", "tools"},
@@ -67,7 +70,8 @@ ALLOWED = {
     "__init__": set(),
 }
 FORBIDDEN = ("ipykernel", "jupyter_client", "litellm", "lily_kernel.kernel", "lily_kernel.llm",
-             "lily_kernel.runtime", "lily_kernel.replay", "lily_kernel.evals", "lily_kernel.cli")
+             "lily_kernel.runtime", "lily_kernel.record", "lily_kernel.replay", "lily_kernel.evals",
+             "lily_kernel.cli")
 
 
 def imports_of(path: Path) -> set[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from lily_kernel.commands.listing import ranked_result, skills_result
 from lily_kernel.display import Details, Table, Text, render_html, render_plain
-from lily_kernel.environment import LilyEnvironment
+from lily_kernel.environment import Workspace
 from lily_kernel.skills import (
     RELEVANT_SCORE,
     LoadRules,
@@ -111,7 +111,7 @@ def test_with_the_real_encoder_arithmetic_matches_no_skill(
         workspace: Path, environ: dict[str, str]) -> None:
     for name, summary in ELEVEN.items():
         write_skill(workspace / "skills", name, f"---\ndescription: {summary}\n---\n")
-    env = LilyEnvironment.load(workspace, environ)
+    env = Workspace.load(workspace, environ)
     snap = env.load_snapshot(1)
     ranker = SkillIndex(env.skill_vectors).ranker(snap)
     assert len(ranker.rank("17 times 23")) > 1  # the encoder scores them all a little
@@ -140,7 +140,7 @@ def held(workspace: Path, environ: dict[str, str],
     for name in names[8:]:
         write_skill(Path(person["LILY_HOME"]) / "skills", name, skill_text(ELEVEN[name]))
     write_skill(Path(person["LILY_HOME"]) / "skills", "broken", "---\nsummary: [x\n---\n")
-    return LilyEnvironment.load(workspace, person).load_snapshot(1)
+    return Workspace.load(workspace, person).load_snapshot(1)
 
 
 def test_skills_says_held_apart_from_excluded(held: SkillSnapshot) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lily_kernel.config import ToolsConfig
-from lily_kernel.environment import LilyEnvironment
+from lily_kernel.environment import Workspace
 from lily_kernel.errors import ConfigError
 from lily_kernel.tools import Tool, ToolContext, default_registry
 from lily_kernel.tools.policy import configured_policy
@@ -38,7 +38,7 @@ def test_servers_from_lily_yaml_and_the_persons_file(tmp_path: Path) -> None:
     (tmp_path / "home" / ".lily").mkdir(parents=True)
     (tmp_path / "home" / ".lily" / "mcp.json").write_text(
         '{"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}')
-    env = LilyEnvironment.load(tmp_path, environ(tmp_path, FX_ARG="from-env"))
+    env = Workspace.load(tmp_path, environ(tmp_path, FX_ARG="from-env"))
     fx, web = env.mcp_servers
     assert (fx.name, fx.origin, fx.transport) == ("fx", "workspace", "stdio")
     assert fx.config.args == ("--flag", "from-env") and fx.config.env == {"TOKEN": "none"}
@@ -48,7 +48,7 @@ def test_servers_from_lily_yaml_and_the_persons_file(tmp_path: Path) -> None:
 
 def test_an_untrusted_workspace_holds_its_servers_as_they_would_run(tmp_path: Path) -> None:
     (tmp_path / "lily.yaml").write_text(SERVERS + "tools:\n  allow: [mcp__fx__run]\n")
-    env = LilyEnvironment.load(tmp_path, environ(tmp_path, LILY_TRUST="",
+    env = Workspace.load(tmp_path, environ(tmp_path, LILY_TRUST="",
                                                  FX_TOKEN="sk-held-SECRET-123456"))
     assert env.mcp_servers == ()
     [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
@@ -66,7 +66,7 @@ def test_the_held_servers_line_stays_a_line(tmp_path: Path) -> None:
     (tmp_path / "lily.yaml").write_text("mcp_servers:\n" + many +
                                         "  web: {type: http, url: 'https://mcp.example/x', "
                                         "headers: {Authorization: 'Bearer sk-x'}}\n")
-    env = LilyEnvironment.load(tmp_path, environ(tmp_path, LILY_TRUST=""))
+    env = Workspace.load(tmp_path, environ(tmp_path, LILY_TRUST=""))
     [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
     assert line.startswith("mcp_servers: s0 (run-0); s1 (run-1); ")
     assert "s19 (run-19); and 11 more (starts" in line and "sk-x" not in line
@@ -80,7 +80,7 @@ def test_every_variable_of_yours_a_server_would_get_is_named_or_counted(tmp_path
         "  web: {type: http, url: 'https://h.example/mcp?k=${KEY}', headers: "
         "{Authorization: 'Bearer ${KEY}', X-Token: '${KEY}', X-Other: '${OTHER:-x}'}}\n"
         f"  many: {{command: run, env: {{{many}}}}}\n")
-    env = LilyEnvironment.load(tmp_path, environ(tmp_path, LILY_TRUST="", KEY="sk-KEY-123456"))
+    env = Workspace.load(tmp_path, environ(tmp_path, LILY_TRUST="", KEY="sk-KEY-123456"))
     [line] = [h for h in env.trust.held_settings if h.startswith("mcp_servers")]
     assert ("sends $KEY (your environment) to https://h.example in its URL, as header "
             "Authorization, as header X-Token; sends $OTHER (your environment) to "
@@ -105,7 +105,7 @@ def test_a_broken_server_entry_is_a_config_error(tmp_path: Path, config: str,
                                                  problem: str) -> None:
     (tmp_path / "lily.yaml").write_text(config)
     with pytest.raises(ConfigError, match=None) as caught:
-        LilyEnvironment.load(tmp_path, environ(tmp_path))
+        Workspace.load(tmp_path, environ(tmp_path))
     assert problem in str(caught.value)
 
 
@@ -162,5 +162,5 @@ def test_a_workspace_server_replaces_yours_whatever_the_case(tmp_path: Path) -> 
     (tmp_path / "home" / ".lily").mkdir(parents=True)
     (tmp_path / "home" / ".lily" / "mcp.json").write_text(
         '{"mcpServers": {"github": {"command": "mine"}}}')
-    [server] = LilyEnvironment.load(tmp_path, environ(tmp_path)).mcp_servers
+    [server] = Workspace.load(tmp_path, environ(tmp_path)).mcp_servers
     assert (server.name, server.origin, server.target) == ("GitHub", "workspace", "theirs")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lily_kernel.environment import LilyEnvironment
+from lily_kernel.environment import Workspace
 from lily_kernel.skills.fields import ANY_COMMAND, shell_commands, tool_names_of_entries
 from lily_kernel.tools import PolicyState, ToolPolicy
 from tests.conftest import write_skill
@@ -62,7 +62,7 @@ WIDENING = "tools:\n  allow: [read, list, shell]\npolicy: auto\n"
 def test_an_untrusted_lily_yaml_allows_no_shell_and_no_auto(workspace: Path,
                                                             person: dict[str, str]) -> None:
     (workspace / "lily.yaml").write_text(WIDENING)
-    env = LilyEnvironment.load(workspace, person)
+    env = Workspace.load(workspace, person)
     assert env.config.policy == "ask"
     policy = env.policy.under(PolicyState(env.config.policy))
     assert policy.decision("shell") == "ask" and policy.why_asked("shell") == "untrusted"
@@ -72,18 +72,18 @@ def test_an_untrusted_lily_yaml_allows_no_shell_and_no_auto(workspace: Path,
     assert any(line.startswith("policy: auto (would let the model run code without asking")
                for line in held), held
     # Even the person's auto does not skip the untrusted folder's question.
-    env = LilyEnvironment.load(workspace, {**person, "LILY_POLICY": "auto"})
+    env = Workspace.load(workspace, {**person, "LILY_POLICY": "auto"})
     assert env.policy.under(PolicyState(env.config.policy)).decision("shell") == "ask"
 
 
 def test_a_trusted_lily_yaml_allows_the_shell_and_auto(workspace: Path,
                                                        person: dict[str, str]) -> None:
     (workspace / "lily.yaml").write_text(WIDENING)
-    env = LilyEnvironment.load(workspace, {**person, "LILY_TRUST": "workspace"})
+    env = Workspace.load(workspace, {**person, "LILY_TRUST": "workspace"})
     assert env.config.policy == "auto" and env.trust.held_settings == ()
     assert env.policy.decision("shell") == "allow"  # named in allow
     (workspace / "lily.yaml").write_text("policy: auto\n")
-    env = LilyEnvironment.load(workspace, {**person, "LILY_TRUST": "workspace"})
+    env = Workspace.load(workspace, {**person, "LILY_TRUST": "workspace"})
     assert env.policy.decision("shell") == "ask"  # asked by default...
     assert env.policy.under(PolicyState(env.config.policy)).decision("shell") == "allow"
 
@@ -94,10 +94,10 @@ def test_a_lily_yaml_changed_since_trust_keeps_the_shell_asked_by_default(
     is held, and the shell stays asked as by default (auto and "always" apply), never
     as if `tools.ask` named it."""
     (workspace / "lily.yaml").write_text("agent: default\n")
-    env = LilyEnvironment.load(workspace, person)
+    env = Workspace.load(workspace, person)
     env.trust.trust(env.pending_trust()[0])
     (workspace / "lily.yaml").write_text("tools:\n  allow: [read, shell]\n")
-    env = LilyEnvironment.load(workspace, person)
+    env = Workspace.load(workspace, person)
     assert env.trust.trusted() and not env.trust.config_trusted()
     assert env.policy.decision("shell") == "ask" and env.policy.why_asked("shell") == "default"
     assert env.policy.offers_always("shell") and "shell" not in env.policy.ask
@@ -110,9 +110,9 @@ def test_requires_tools_is_eligible_unless_the_policy_denies_it(
         tool: str, workspace: Path, environ: dict[str, str]) -> None:
     write_skill(workspace / "skills", "runner",
                 f"---\nsummary: Runs code\nrequires_tools: [{tool}]\n---\nRun it.\n")
-    env = LilyEnvironment.load(workspace, environ)
+    env = Workspace.load(workspace, environ)
     assert env.load_snapshot(1).get("runner") is not None  # asked counts as allowed
-    denied = LilyEnvironment.load(workspace, {**environ, "LILY_TOOLS_DENY": tool})
+    denied = Workspace.load(workspace, {**environ, "LILY_TOOLS_DENY": tool})
     snapshot = denied.load_snapshot(1)
     assert snapshot.get("runner") is None
     [why] = [d for d in snapshot.diagnostics if d.skill == "runner"]
@@ -135,10 +135,10 @@ def test_allowed_tools_bash_entries(entries: tuple[str, ...], names: set[str],
 
 
 def test_narrowing_keeps_the_shell_for_bash_and_never_widens(environ, workspace) -> None:
-    env = LilyEnvironment.load(workspace, {**environ, "LILY_TOOLS_DENY": "shell"})
+    env = Workspace.load(workspace, {**environ, "LILY_TOOLS_DENY": "shell"})
     offered = env.policy.model_tools(env.registry, frozenset({"bash"}))
     assert "shell" not in [t.name for t in offered]  # denied stays denied
-    env = LilyEnvironment.load(workspace, environ)
+    env = Workspace.load(workspace, environ)
     names = [t.name for t in env.policy.model_tools(env.registry, frozenset({"bash", "read"}))]
     assert names == ["read", "shell"]
     names = [t.name for t in env.policy.model_tools(env.registry, frozenset({"read"}))]
@@ -152,10 +152,10 @@ def test_narrowing_keeps_the_shell_for_bash_and_never_widens(environ, workspace)
 def test_an_untrusted_lily_yaml_lowers_the_memory_limit_but_never_raises_it(
         workspace: Path, person: dict[str, str]) -> None:
     (workspace / "lily.yaml").write_text("memory_limit_mb: 512\n")
-    assert LilyEnvironment.load(workspace, person).config.memory_limit_mb == 512
+    assert Workspace.load(workspace, person).config.memory_limit_mb == 512
     (workspace / "lily.yaml").write_text("memory_limit_mb: 65536\n")
-    env = LilyEnvironment.load(workspace, person)
+    env = Workspace.load(workspace, person)
     assert env.config.memory_limit_mb == 4096
     assert any(line.startswith("memory_limit_mb: 65536") for line in env.trust.held_settings)
-    trusted = LilyEnvironment.load(workspace, {**person, "LILY_MEMORY_LIMIT_MB": "8192"})
+    trusted = Workspace.load(workspace, {**person, "LILY_MEMORY_LIMIT_MB": "8192"})
     assert trusted.config.memory_limit_mb == 8192  # the person's own variable

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from lily_kernel.environment import LilyEnvironment
+from lily_kernel.environment import Workspace
 from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot
 from lily_kernel.skills.discovery import MAX_DEPTH
 from tests.conftest import SHARED, skill_text, write_skill
@@ -105,14 +105,14 @@ def test_other_agents_folders_can_be_turned_off(workspace: Path,
     doc = lily_skills(workspace, environ)
     names = sorted(s["name"] for s in doc["skills"])
     assert names == ["user-lily", "ws-lily", "ws-nested"]
-    roots = [r for r in LilyEnvironment.load(workspace, environ).skill_roots]
+    roots = [r for r in Workspace.load(workspace, environ).skill_roots]
     assert not any(".claude" in r.path or ".agents" in r.path for r in roots)
 
 
 def test_extra_dirs_come_after_the_user_level_in_order(workspace: Path,
                                                        environ: dict[str, str]) -> None:
     (workspace / "lily.yaml").write_text("skills_extra_dirs: [first, ~/second]\n")
-    env = LilyEnvironment.load(workspace, {**environ, "HOME": "/home/someone"})
+    env = Workspace.load(workspace, {**environ, "HOME": "/home/someone"})
     levels = [(r.source, r.path) for r in env.skill_roots if r.source == "extra"]
     assert levels == [("extra", str(workspace / "first")),
                       ("extra", str(Path("~/second").expanduser()))]
@@ -129,7 +129,7 @@ def test_a_bad_extra_dirs_value_is_a_clear_error(workspace: Path,
     for bad in ("5", "{a: 1}"):
         (workspace / "lily.yaml").write_text(f"skills_extra_dirs: {bad}\n")
         with pytest.raises(ConfigError, match=r"skills_extra_dirs.*a list of strings"):
-            LilyEnvironment.load(workspace, environ)
+            Workspace.load(workspace, environ)
 
 
 # Nested skills -------------------------------------------------------------------
@@ -261,7 +261,7 @@ def test_a_notebook_in_a_sub_folder_sees_the_repositorys_skills(
         "shared": ("project", str(top / ".agents/skills/shared/SKILL.md")),
         "x": ("project", str(top / ".claude/skills/x/SKILL.md")),
     }  # not the repository's skills/ (where skills are written), nothing past its root
-    roots = [(r.source, r.path) for r in LilyEnvironment.load(sub, environ).skill_roots]
+    roots = [(r.source, r.path) for r in Workspace.load(sub, environ).skill_roots]
     assert roots[:7] == [
         ("workspace", str(sub / "skills")), ("workspace", str(sub / ".agents/skills")),
         ("workspace", str(sub / ".claude/skills")),
@@ -314,7 +314,7 @@ def test_no_repository_no_project_level_and_never_past_home(
     notebook.mkdir(parents=True)
     doc = lily_skills(notebook, {**environ, "HOME": str(home)})
     assert [(s["name"], s["source"]) for s in doc["skills"]] == [("mine", "user")]
-    roots = LilyEnvironment.load(notebook, {**environ, "HOME": str(home)}).skill_roots
+    roots = Workspace.load(notebook, {**environ, "HOME": str(home)}).skill_roots
     assert not any(r.source == "project" for r in roots)
 
 
@@ -324,4 +324,4 @@ def test_the_project_level_is_turned_off_with_the_other_agents_folders(
     (sub / "lily.yaml").write_text("skills_other_agents: false\n")
     assert lily_skills(sub, environ)["skills"] == []
     assert not any(r.source == "project"
-                   for r in LilyEnvironment.load(sub, environ).skill_roots)
+                   for r in Workspace.load(sub, environ).skill_roots)

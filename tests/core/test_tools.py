@@ -146,10 +146,10 @@ def test_a_link_to_a_hidden_file_is_refused(workspace: Path) -> None:
 
 
 def test_lily_own_files_cannot_be_written(workspace: Path, environ: dict[str, str]) -> None:
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     (workspace / "lily.yaml").write_text("tools:\n  deny: [write]\n")
-    env = LilyEnvironment.load(workspace, environ)
+    env = Workspace.load(workspace, environ)
     ctx = env.tool_context
     policy = ToolPolicy()  # even with write allowed, these stay protected
     for path in ("lily.yaml", "skills/evil/SKILL.md", "persona/default/SOUL.md"):
@@ -166,7 +166,7 @@ def test_lily_own_files_cannot_be_written(workspace: Path, environ: dict[str, st
 def test_every_configured_root_persona_and_home_is_protected(workspace: Path) -> None:
     """Roots and the Lily home configured inside the workspace (as the golden chat
     workspace does with `home:`) are Lily's own too, also when reached through a link."""
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     (workspace / "lily.yaml").write_text(
         "home: no-user-home\nskills_bundled_dir: shipped/skills\n"
@@ -176,7 +176,7 @@ def test_every_configured_root_persona_and_home_is_protected(workspace: Path) ->
     (workspace / "shipped" / "notes").mkdir(parents=True)
     os.symlink("no-user-home", workspace / "alias")
     # Trusted: an untrusted lily.yaml could not move the Lily home (tests/core/test_trust.py).
-    env = LilyEnvironment.load(workspace, {"PATH": "/usr/bin:/bin", "LILY_TRUST": "workspace"})
+    env = Workspace.load(workspace, {"PATH": "/usr/bin:/bin", "LILY_TRUST": "workspace"})
     # A link made after the session started still leads to a protected folder.
     os.symlink("shipped/skills", workspace / "late-link")
     for path in ("no-user-home/skills/evil/SKILL.md", "no-user-home/persona/default/SOUL.md",
@@ -196,12 +196,12 @@ def test_every_configured_root_persona_and_home_is_protected(workspace: Path) ->
 
 
 def test_hidden_lily_folder_is_protected_even_when_configured_elsewhere(tmp_path: Path) -> None:
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     workspace = tmp_path / "ws"
     (workspace / "persona-link").parent.mkdir(parents=True)
     os.symlink(tmp_path / "ws" / "persona", workspace / "persona-link")
-    env = LilyEnvironment.load(workspace, {"PATH": "/usr/bin:/bin",
+    env = Workspace.load(workspace, {"PATH": "/usr/bin:/bin",
                                            "LILY_HOME": str(tmp_path / "home")})
     protected = {p.resolve() for p in env.tool_context.protected}
     assert (workspace / ".lily").resolve() in protected
