@@ -20,7 +20,7 @@ def expect_skills_rendered(output: Locator) -> None:
     expect(table.locator("thead th")).to_have_text(
         ["name", "summary", "source", "mode", "alias"])
     names = table.locator("tbody tr td:first-child")
-    expect(names).to_have_text(["echo", "plan_compiler", "workspace_files"])
+    expect(names).to_have_text(["echo", "plan-compiler", "workspace-files"])
     echo = table.locator("tbody tr").nth(0).locator("td")
     expect(echo).to_have_text(["echo", WORKSPACE_ECHO, "workspace", "prompt_rewrite", ""])
     expect(table.locator("tbody tr").nth(1).locator("td").nth(2)).to_have_text("bundled")

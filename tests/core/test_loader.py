@@ -355,7 +355,7 @@ def test_the_bundled_roots_are_the_checkouts_skills_and_persona() -> None:
     silently gave every session zero bundled skills and no default persona files."""
     from lily_kernel.skills import bundled_dir
 
-    assert (bundled_dir("skills") / "workspace_files" / "SKILL.md").is_file()
+    assert (bundled_dir("skills") / "workspace-files" / "SKILL.md").is_file()
     assert (bundled_dir("persona") / "default" / "SOUL.md").is_file()
 
 

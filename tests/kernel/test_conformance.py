@@ -64,7 +64,7 @@ class LilyKernelTests(jupyter_kernel_test.KernelTests):
         shutil.rmtree(cls.root, ignore_errors=True)
 
     def test_history(self) -> None:
-        codes = ["/help echo", "/skills", "/help workspace_files"]
+        codes = ["/help echo", "/skills", "/help workspace-files"]
         n = len(codes)
         reply = self.history_helper(codes, output=False, raw=True, hist_access_type="tail", n=n)
         history = reply["content"]["history"]
@@ -84,7 +84,7 @@ class LilyKernelTests(jupyter_kernel_test.KernelTests):
                                     pattern=self.code_history_pattern, unique=True)
         found = [h[2] for h in reply["content"]["history"]]
         self.assertEqual(len(found), len(set(found)))
-        self.assertLessEqual({"/help echo", "/help workspace_files"}, set(found))
+        self.assertLessEqual({"/help echo", "/help workspace-files"}, set(found))
         reply = self.history_helper(codes, output=False, raw=True, hist_access_type="search",
                                     pattern=self.code_history_pattern, n=3)
         self.assertEqual(len(reply["content"]["history"]), 3)

@@ -83,6 +83,25 @@ def test_skills_are_served_with_digests_of_their_files(tmp_path: Path) -> None:
     assert body[0].text == "print('x')\n"
 
 
+def test_the_bundled_skills_are_all_served(tmp_path: Path) -> None:
+    """Every bundled skill meets the Agent Skills specification, so `lily mcp` serves it
+    (issue 35: `plan_compiler` and `workspace_files` had no valid name and were left out)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    stdio = transport(workspace, tmp_path / "home")
+    del stdio.env["LILY_SKILLS_BUNDLED_DIR"]  # the bundled root every person gets
+
+    async def run() -> Any:
+        async with Client(stdio, extensions=[SkillsClientExtension()]) as client:
+            return await client.list_skills()
+
+    by_uri = {s.uri: s for s in asyncio.run(run())}
+    assert set(by_uri) == {"skill://echo/SKILL.md", "skill://plan-compiler/SKILL.md",
+                           "skill://workspace-files/SKILL.md"}
+    assert by_uri["skill://plan-compiler/SKILL.md"].frontmatter.description.startswith(
+        "Turns the conversation so far into a structured")
+
+
 def test_tools_under_the_policy_calls_logged_and_redacted(tmp_path: Path) -> None:
     workspace = make_workspace(tmp_path, "tools:\n  deny: [write]\n")
 

@@ -23,7 +23,7 @@ def test_skills_is_one_display_in_three_formats_with_a_row_per_skill(
     assert set(data) == MIMETYPES
     html = data["text/html"]
     for name, source, alias in [("echo", "bundled", ""), ("greeter", "workspace", "/hi"),
-                                ("workspace_files", "bundled", "/ls")]:
+                                ("workspace-files", "bundled", "/ls")]:
         assert f'<td style="text-align:left">{name}</td>' in html
         assert f"| {name.replace('_', chr(92) + '_')} |" in data["text/markdown"]
         line = next(li for li in data["text/plain"].splitlines() if li.startswith(name + " "))
@@ -132,11 +132,11 @@ def test_kernel_info_describes_lily_and_has_no_debugger(shared_kernel: LilyProce
 @pytest.mark.parametrize(("code", "cursor", "matches", "start"), [
     ("/sk", None, ["/skill", "/skills"], 0),
     ("/", None, ["/agent", "/echo", "/greeter", "/help", "/hi", "/hostile", "/ls", "/mcp", "/new",
-                 "/plan", "/plan_compiler", "/policy", "/python", "/reload_skills", "/rerun",
-                 "/resume", "/skill", "/skills", "/trust", "/workspace_files"],
+                 "/plan", "/plan-compiler", "/policy", "/python", "/reload_skills", "/rerun",
+                 "/resume", "/skill", "/skills", "/trust", "/workspace-files"],
      0),
     ("/skill g", None, ["greeter"], 7),
-    ("/help ", None, ["echo", "greeter", "hostile", "plan_compiler", "workspace_files"], 6),
+    ("/help ", None, ["echo", "greeter", "hostile", "plan-compiler", "workspace-files"], 6),
     ("/agent c", None, ["critic"], 7),
     ("/agent ", None, ["critic", "default"], 7),
     ("/policy a", None, ["ask", "auto"], 8),  # Tab completed nothing here

@@ -169,7 +169,7 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
         return str(outputs[source][0].data["text/plain"])
 
     commands = {"/help", "/skills", "/help haiku", "/peek lily.yaml", "/ls skills",
-                "/skill workspace_files persona", "/agent", "/agent reviewer",
+                "/skill workspace-files persona", "/agent", "/agent reviewer",
                 "/agent default", "/reload_skills", "/python"}
     assert commands <= set(outputs), "the tour covers every command"
     assert re.search(r"^haiku +Answer in a single haiku\. +workspace +prompt_rewrite +/haiku$",
@@ -177,7 +177,7 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     assert "/peek [request]" in plain("/help")
     assert "agent: default" in plain("/peek lily.yaml")
     assert "haiku/" in plain("/ls skills") and "peek/" in plain("/ls skills")
-    assert "reviewer/" in plain("/skill workspace_files persona")
+    assert "reviewer/" in plain("/skill workspace-files persona")
     assert plain("/agent reviewer").startswith("Switched to agent reviewer")
     assert "No changes." in plain("/reload_skills")
     # The person's own Python, in the sandboxed kernel: the code, then its value.
