@@ -7,8 +7,11 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.support import layers
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -63,6 +66,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "embedded: the test may use the embedded local model (and the sentence "
         "encoder of the `local` extra) when installed")
+    layers.watch_kernel_starts()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`slow` on every test that starts a real kernel, subkernel, browser, gateway or
+    benchmark (tests/support/layers.py says how they are found)."""
+    for item in items:
+        if layers.is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    layers.now_running(item)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    layers.summarise(terminalreporter, config)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if layers.unmarked_starts() and session.exitstatus == 0:
+        session.exitstatus = 1  # a fast run that starts kernels is a failure of the layers
 
 
 @pytest.fixture(autouse=True)

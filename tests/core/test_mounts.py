@@ -19,6 +19,7 @@ from lily_kernel.execution.protected import mount_points
 from lily_kernel.execution.runner import run_process
 from lily_kernel.execution.sandbox import sandboxed
 from tests.core.test_scripts import sandbox_or_skip
+from tests.support.waiting import wait_until
 
 
 def _home(tmp_path: Path) -> Path:
@@ -166,10 +167,8 @@ def _start_sandbox(plan: MountPlan, workspace: Path) -> subprocess.Popen[bytes]:
     bwrap = sandbox_or_skip().bwrap
     assert bwrap is not None
     process = subprocess.Popen(sandboxed(bwrap, ["sleep", "60"], workspace, plan))
-    deadline = time.monotonic() + 10
-    while (len(psutil.Process(process.pid).children(recursive=True)) < 2
-           and time.monotonic() < deadline):
-        time.sleep(0.05)
+    wait_until(lambda: len(psutil.Process(process.pid).children(recursive=True)) >= 2,
+               "the sandbox's command runs")
     assert mount_points(process.pid) is not None
     return process
 

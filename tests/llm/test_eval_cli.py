@@ -100,6 +100,7 @@ def test_under_min_accuracy_the_exit_status_is_1(skills: Path) -> None:
     assert done.stderr.strip() == "lily: accuracy 0.0% is under --min-accuracy 90.0%"
 
 
+@pytest.mark.slow  # the real embedded model, over every query
 @pytest.mark.skipif(find_embedded_model() is None, reason="the embedded model is not installed")
 def test_the_embedded_model_and_a_skills_own_trigger_evals(skills: Path) -> None:
     evals = skills / "skills" / "haiku" / "evals"

@@ -130,7 +130,8 @@ def test_interrupting_a_slow_stream(chat_kernel: LilyProcess, server: OpenAIServ
     reply = chat_kernel.kc.get_shell_msg(timeout=30)
     assert reply["parent_header"]["msg_id"] == msg_id
     assert reply["content"]["ename"] == "KeyboardInterrupt"
-    assert time.monotonic() - began < 3
+    # At once, not after the ~11 s of stream left (8 s: a bound a loaded machine keeps).
+    assert time.monotonic() - began < 8
     assert chat_kernel.km.is_alive()
     chat_kernel.drain_iopub()
     after = chat_kernel.execute("Are you still there?")

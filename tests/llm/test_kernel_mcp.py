@@ -20,6 +20,7 @@ import pytest
 from tests.kernel.conftest import lily_kernel
 from tests.llm.test_kernel_skills import execute_answering, log_events, running_with
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
+from tests.support.waiting import wait_until
 
 FIXTURE = Path(__file__).resolve().parents[1] / "support" / "mcp_fixture_server.py"
 SECRET = "sk-kernel-mcp-SECRET-1234567890"
@@ -67,9 +68,11 @@ def offered(server: OpenAIServer, index: int = -1) -> dict[str, Any]:
     return {t["function"]["name"]: t["function"] for t in server.requests[index].get("tools", [])}
 
 
-def starts(root: Path) -> int:
+def starts(root: Path, what: str = "started") -> int:
+    """How many times the fixture server started (or, `what="hanging"`, began `hang`)."""
     marker = root / "marker.txt"
-    return len(marker.read_text().splitlines()) if marker.exists() else 0
+    lines = marker.read_text().splitlines() if marker.exists() else []
+    return sum(line.startswith(what + " ") for line in lines)
 
 
 def test_an_allowed_tool_runs_with_its_schema_and_is_logged(server: OpenAIServer,
@@ -271,17 +274,14 @@ def test_the_stop_button_cancels_a_hanging_call(server: OpenAIServer, tmp_path: 
     with start(server, tmp_path) as kernel:
         script(server, ("mcp__fx__hang", {}), final="never")
         msg_id = kernel.kc.execute("Hang")
-        deadline = time.monotonic() + 30
-        while len(server.requests) < 1 or starts(tmp_path) < 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        time.sleep(3)  # the server started and the call is in flight
+        wait_until(lambda: starts(tmp_path, "hanging"), "the hanging call is in flight",
+                   timeout=120)  # a kernel, then the server, started on a loaded machine
         began = time.monotonic()
         kernel.km.interrupt_kernel()
-        reply = kernel.kc.get_shell_msg(timeout=30)
-        assert reply["parent_header"]["msg_id"] == msg_id
+        reply = kernel.reply_to(msg_id)  # (a kernel_info reply left from the start: skipped)
         assert reply["content"]["ename"] == "KeyboardInterrupt"
-        assert time.monotonic() - began < 5
+        # Well before the call's own 20 s timeout (15 s: a bound a loaded machine keeps).
+        assert time.monotonic() - began < 15
         kernel.drain_iopub()
         script(server, ("mcp__fx__echo", {"text": "still here"}))
         run = kernel.execute("Echo")
@@ -321,7 +321,7 @@ def test_no_server_outlives_the_kernel(server: OpenAIServer, tmp_path: Path, end
         assert kernel.execute("/mcp").status == "ok"  # starts the server
         first = folders()
         assert len(first) == 1, first
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while len(running_with(token)) < 3:  # the reaper, the server, its child
             assert time.monotonic() < deadline, running_with(token)
             time.sleep(0.1)
@@ -330,10 +330,11 @@ def test_no_server_outlives_the_kernel(server: OpenAIServer, tmp_path: Path, end
             os.kill(pid, signal.SIGKILL)
         else:
             kernel.km.shutdown_kernel(now=False)
-        deadline = time.monotonic() + 3
+        # Gone with the kernel: at once on a quiet machine; 30 s bounds a loaded one.
+        deadline = time.monotonic() + 30
         while running_with(token) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert running_with(token) == [], f"alive 3 s after {end}"
+        assert running_with(token) == [], f"alive 30 s after {end}"
     if end == "shutdown":
         assert folders() == []
     else:  # nothing could remove it then: the next Lily that starts a server does

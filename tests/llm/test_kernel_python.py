@@ -17,6 +17,7 @@ import pytest
 from lily_kernel.execution.sandbox import find_sandbox
 from tests.kernel.conftest import Execution, LilyProcess, lily_kernel
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
+from tests.support.waiting import wait_until
 
 SECRET = "sk-python-test-SECRET-0987654321"
 # A 1x1 PNG.
@@ -154,22 +155,21 @@ def test_the_stop_button_ends_the_cell_and_keeps_the_namespace(
         py_kernel: LilyProcess, server: OpenAIServer) -> None:
     assert py_kernel.execute("/python kept = 'still here'").status == "ok"
     server.replies.clear()
-    server.script(Reply(tool_calls=[tool_call("python", {"code": "while True: pass"})]),
+    spinning = py_kernel.workspace / "spinning"
+    spinning.unlink(missing_ok=True)
+    code = "open('spinning', 'w').close()\nwhile True: pass"
+    server.script(Reply(tool_calls=[tool_call("python", {"code": code})]),
                   Reply(text="unused"))
     msg_id = py_kernel.kc.execute("Spin forever")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the code is shown: it runs now
-        msg = py_kernel.kc.get_iopub_msg(timeout=30)
-        if "while True" in str(msg["content"].get("data", {}).get("text/markdown", "")):
-            break
-    time.sleep(0.5)
+    wait_until(spinning.exists, "the code runs in the kernel")  # by its own sign, no sleep
     began = time.monotonic()
     py_kernel.km.interrupt_kernel()
-    reply = py_kernel.kc.get_shell_msg(timeout=30)
+    reply = py_kernel.reply_to(msg_id)
     stopped_in = time.monotonic() - began
-    assert reply["parent_header"]["msg_id"] == msg_id
     assert reply["content"]["ename"] == "KeyboardInterrupt"
-    assert stopped_in < 1.5, stopped_in
+    # At once, by interrupting the code (a kill would lose `kept`, checked below); 10 s
+    # is a bound a loaded machine keeps (a quiet one takes a fraction of a second).
+    assert stopped_in < 10, stopped_in
     py_kernel.drain_iopub()
     after = py_kernel.execute("/python print(kept)")
     assert after.status == "ok", after.reply
@@ -213,9 +213,8 @@ def test_nothing_outlives_a_killed_kernel(server: OpenAIServer, tmp_path: Path) 
         started = _processes_in(workspace)  # the Lily kernel, its subkernel, the sleeper
         assert len(started) >= 3 and _processes_with("sleep 3141")
         os.kill(kernel.km.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
-        time.sleep(2)
-        assert _processes_in(workspace) == []
-        assert _processes_with("sleep 3141") == []
+        wait_until(lambda: not _processes_in(workspace) and not _processes_with("sleep 3141"),
+                   "the subkernel and what it started ended with the killed Lily", timeout=30)
 
 
 def test_the_model_may_not_run_python_unless_the_policy_lets_it(

@@ -184,8 +184,9 @@ def test_the_stop_button_ends_the_command_and_all_it_started(server: OpenAIServe
         reply = kernel.kc.get_shell_msg(timeout=30)
         assert reply["parent_header"]["msg_id"] == msg_id
         assert reply["content"]["ename"] == "KeyboardInterrupt"
-        assert time.monotonic() - began < 5
-        assert gone_within(token, 2) == []
+        # At once, not after the command's 300 s (a quiet machine: well under a second).
+        assert time.monotonic() - began < 15
+        assert gone_within(token, 30) == []
         kernel.drain_iopub()
         assert [r["status"] for r in log_events(kernel, "code_run")] == ["interrupted"]
         server.replies.clear()

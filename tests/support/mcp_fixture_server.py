@@ -5,10 +5,11 @@ stdio server the Lily kernel starts.
                                                [--garbage] [--child TOKEN]
 
 `--marker FILE`: a line is appended to FILE when it starts (the tests check that an
-untrusted workspace's server never ran). `--crash-on-start`: exits at once, before the
-protocol. `--garbage`: writes a line that is not JSON-RPC to stdout first. `--child
-TOKEN`: starts a detached `sleep` whose command line holds TOKEN (nothing may outlive
-the kernel). Tools: `echo`, `add`, `hang` (never returns), `crash` (the process exits).
+untrusted workspace's server never ran), and one when `hang` is called.
+`--crash-on-start`: exits at once, before the protocol. `--garbage`: writes a line that
+is not JSON-RPC to stdout first. `--child TOKEN`: starts a detached `sleep` whose
+command line holds TOKEN (nothing may outlive the kernel). Tools: `echo`, `add`,
+`hang` (never returns), `crash` (the process exits).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def main() -> None:
     @app.tool()
     def hang() -> str:
         """Never return."""
+        if args.marker:  # the call is in flight: the tests wait for this, not a while
+            with open(args.marker, "a") as out:
+                out.write(f"hanging {os.getpid()}\n")
         while True:
             time.sleep(1)
 
