@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from typing import TYPE_CHECKING
 
 from lily_kernel.commands.registry import CommandContext, CommandOutcome, CommandSpec
-from lily_kernel.commands.results import CommandResult
+from lily_kernel.commands.results import CommandResult, RestartPython, RunPython
 from lily_kernel.display import Fields, Text
 from lily_kernel.errors import CommandError, LilyError
+from lily_kernel.tools.python import python_reply
 
-__all__ = ["looks_like_python", "python_command"]
+if TYPE_CHECKING:
+    from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.tools import ToolOutcome
+
+__all__ = ["looks_like_python", "python_command", "python_ran"]
 
 RESTART = "restart"
 PYTHON_KERNEL = "python_kernel"  # the configuration key that chooses the kernel
@@ -52,10 +58,14 @@ def _code(raw: str) -> str:
     return textwrap.dedent(rest).strip("\n").rstrip()
 
 
-async def _status(ctx: CommandContext) -> CommandResult:
-    host = ctx.python
-    if host is None:
+def _host(ctx: CommandContext) -> PythonHost:
+    if ctx.python is None:
         raise CommandError("/python: Python cannot run here.")
+    return ctx.python()
+
+
+async def _status(ctx: CommandContext) -> CommandResult:
+    host = _host(ctx)
     try:
         kernel = host.choice().described()
     except LilyError as exc:
@@ -69,7 +79,8 @@ async def _status(ctx: CommandContext) -> CommandResult:
                              if running.started_ms is not None else "")
     # A python_kernel the workspace's lily.yaml names waits for the folder's trust
     # (trust/settings.py writes each held setting's line from its key).
-    held = [line for line in ctx.held_settings if line.startswith(f"{PYTHON_KERNEL}: ")]
+    held = [line for line in ctx.workspace.held_settings
+            if line.startswith(f"{PYTHON_KERNEL}: ")]
     box = host.sandbox()
     items = [("Kernel", kernel),
              *(("Held", f"lily.yaml's {line}, until you trust this folder: `/trust`")
@@ -93,26 +104,30 @@ async def _python(ctx: CommandContext, raw: str) -> CommandOutcome:
     code = _code(raw)
     if not code:
         return CommandOutcome(await _status(ctx))
-    if code == RESTART:
-        if ctx.python is None:
-            raise CommandError("/python: Python cannot run here.")
-        was = ctx.python.running is not None
-        ctx.python.close()
+    if code == RESTART:  # the runtime ends the kernel (the intent)
+        was = _host(ctx).running is not None
         return CommandOutcome(CommandResult("python", "Python", (Text(
             "The Python kernel ended; the next run starts a new one." if was else
-            "No Python kernel was running; the next run starts one."),)))
-    if ctx.run_tool is None:
+            "No Python kernel was running; the next run starts one."),),
+            intent=RestartPython()))
+    if not ctx.in_cell:
         raise CommandError("/python runs code in a notebook cell only.")
-    outcome = await ctx.run_tool("python", {"code": code})
-    if outcome.status == "ran" and not outcome.text.startswith("[stopped"):
-        return CommandOutcome(CommandResult("python"))  # its outputs are in the cell
-    if outcome.status == "ran":  # stopped early: the run says why, and what became of it
-        stopped = outcome.text.partition("\n")[0].strip("[]")
-        raise CommandError(f"/python: {stopped}.")
-    if outcome.status == "failed" and outcome.text.startswith("[error: "):
-        raised = outcome.text.partition("\n")[0].removeprefix("[error: ").removesuffix("]")
-        raise CommandError(f"/python: the code raised {raised}.")
-    raise CommandError(f"/python: {outcome.detail}")
+    return CommandOutcome(CommandResult("python", intent=RunPython(code)))
+
+
+def python_ran(outcome: ToolOutcome) -> CommandResult:
+    """`/python <code>`'s result once the runtime ran it through the gate (the `RunPython`
+    intent); CommandError when the code raised, was stopped or did not run."""
+    reply = python_reply(outcome)  # how the run ended (None: no code ran)
+    if reply is None:
+        raise CommandError(f"/python: {outcome.detail}")
+    if reply.status == "error":
+        raise CommandError(f"/python: the code raised {reply.error}.")
+    from lily_kernel.prompting.runs import kernel_status, stopped_reason
+
+    if stopped_reason(reply):  # stopped early: why, and what became of the kernel
+        raise CommandError(f"/python: {kernel_status(reply)}.")
+    return CommandResult("python")  # its outputs are in the cell
 
 
 def python_command() -> CommandSpec:

@@ -22,11 +22,10 @@ from typing import Any
 from lily_kernel.display.markup import clean_html
 from lily_kernel.visible import program_output
 
-__all__ = ["Code", "RunOutput", "code_bundle", "error_text", "output_message"]
+__all__ = ["Code", "RunOutput", "code_bundle", "output_message"]
 
 # Images shown as they are: the bytes are base64 (checked), never markup.
 _IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-TRACEBACK_ENTRIES = 3  # the last entries of a traceback: where it failed, and why
 
 
 @dataclass(frozen=True)
@@ -88,14 +87,6 @@ def _safe_data(data: Mapping[str, Any]) -> dict[str, str]:
     return safe
 
 
-def error_text(output: Mapping[str, Any]) -> str:
-    """An error's short traceback, as plain text: its last entries (where and why)."""
-    entries = [program_output(str(e)) for e in output.get("traceback", []) if str(e).strip()]
-    summary = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
-    shown = entries[-TRACEBACK_ENTRIES:] or [program_output(summary)]
-    return "\n".join(shown)
-
-
 def output_message(item: RunOutput) -> tuple[str, dict[str, Any]]:
     """The Jupyter message (type, content) that shows one output: a stream as a stream,
     an error as a short traceback on stderr (the cell itself goes on), anything else as
@@ -105,8 +96,10 @@ def output_message(item: RunOutput) -> tuple[str, dict[str, Any]]:
     if kind == "stream":
         name = "stderr" if output.get("name") == "stderr" else "stdout"
         return "stream", {"name": name, "text": program_output(_text(output.get("text", "")))}
-    if kind == "error":
-        return "stream", {"name": "stderr", "text": error_text(output) + "\n"}
+    if kind == "error":  # the short traceback the model reads too
+        from lily_kernel.prompting.runs import traceback_summary
+
+        return "stream", {"name": "stderr", "text": traceback_summary(output) + "\n"}
     metadata = output.get("metadata") or {}
     kept = {m: {k: v for k, v in size.items() if k in ("width", "height")
                 and isinstance(v, int)}

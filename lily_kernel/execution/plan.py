@@ -58,8 +58,9 @@ def plan_process(command: Sequence[str], workspace: Path, protected: Sequence[Pa
     if workspace == Path(workspace.anchor):
         # Bound writable, the root would show the host's /tmp, /run, /proc and /dev
         # again and leave /usr writable: there is no sandbox to offer.
-        raise ToolError("the workspace is the root folder (/): nothing run there can be "
-                        "confined to it; open the notebook from a project folder.")
+        from lily_kernel.prompting.runs import root_workspace_reason
+
+        raise ToolError(root_workspace_reason("code"))
     mounts = sandbox_mounts(workspace, protected, environ, visible)
     argv = sandboxed(sandbox.bwrap, limited(command, limits), workspace, mounts)
     return ProcessPlan(argv=tuple(argv), cwd=workspace, env=env, sandboxed=True,

@@ -22,7 +22,13 @@ from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.cgroups import RunGroup, open_run_group
 from lily_kernel.execution.folders import make_private_folder
 from lily_kernel.execution.kernelspec import KernelChoice, choose_kernel
-from lily_kernel.execution.limits import Limits, limited
+from lily_kernel.execution.limits import (
+    Limits,
+    RunSettings,
+    SettingsSource,
+    limited,
+    settings_now,
+)
 from lily_kernel.execution.mounts import MountPlan, remove_placeholders
 from lily_kernel.execution.plan import sandbox_mounts
 from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment
@@ -50,21 +56,32 @@ def _notice(text: str) -> dict[str, Any]:
 class PythonHost:
     """How this session runs Python: the host's environment and bubblewrap (the script
     host's, found once), the workspace and Lily's own paths, the kernel to start, the
-    time limit of a run, and the resource limits of the kernel's processes."""
+    settings of a run (its time limit, the variables passed, the resource limits of the
+    kernel's processes; a session's are read from its workspace at each use)."""
 
     environ: Mapping[str, str]
     workspace: Path
     protected: Sequence[Path]
     sandbox: Callable[[], Sandbox]
     kernel_name: str | None = None
-    timeout: float = 600.0
-    allowed_env: tuple[str, ...] = ()
-    limits: Limits = field(default_factory=Limits)
+    settings: SettingsSource = field(default_factory=lambda: RunSettings(600.0))
     _kernel: Subkernel | None = field(default=None, repr=False)
     _choice: KernelChoice | None = field(default=None, repr=False)
     _mounts: MountPlan | None = field(default=None, repr=False)  # the kernel's sandbox
     _group: RunGroup | None = field(default=None, repr=False)  # the kernel's control group
     _lock: asyncio.Lock | None = field(default=None, repr=False)
+
+    @property
+    def timeout(self) -> float:
+        return settings_now(self.settings).timeout
+
+    @property
+    def allowed_env(self) -> tuple[str, ...]:
+        return settings_now(self.settings).allowed_env
+
+    @property
+    def limits(self) -> Limits:
+        return settings_now(self.settings).limits
 
     @property
     def running(self) -> Subkernel | None:
@@ -81,19 +98,20 @@ class PythonHost:
     def check(self) -> KernelChoice:
         """Whether Python can run here at all, before anyone is asked: a sandbox, a
         workspace it can confine, a kernel to start. The kernel it would use."""
+        from lily_kernel.prompting.runs import no_sandbox_reason, root_workspace_reason
+
         box = self.sandbox()
         if box.bwrap is None:
-            raise ToolRefusedError(
-                f"Python runs only in the sandbox, and there is none here ({box.reason}); "
-                "install bubblewrap (apt-get install bubblewrap) and restart the kernel")
+            raise ToolRefusedError(no_sandbox_reason("Python", box.reason))
         workspace = self.workspace.resolve()
         if workspace == Path(workspace.anchor):
-            raise ToolError("the workspace is the root folder (/): Python cannot be "
-                            "confined to it; open the notebook from a project folder.")
+            raise ToolError(root_workspace_reason("Python"))
         return self.choice()
 
     async def run(self, code: str, on_output: Callable[[dict[str, Any]], None]) -> RunReply:
         """Run `code` in the session's kernel, starting it first if it is not running."""
+        from lily_kernel.prompting.runs import removed_note, restarted_note
+
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -103,9 +121,7 @@ class PythonHost:
             if changed:  # its mounts no longer protect what the rules protect now
                 self.close()
                 kernel = None
-                on_output(_notice(f"[the Python kernel was started again: {', '.join(changed)} "
-                                  "changed in the workspace since it started, and its sandbox "
-                                  "no longer protected it; its variables are gone]"))
+                on_output(_notice(restarted_note(changed)))
             kernel = kernel or await self._start()
             try:
                 return await kernel.execute(code, on_output, self.timeout, MAX_KEPT_BYTES,
@@ -115,9 +131,7 @@ class PythonHost:
                 undone = (await asyncio.shield(asyncio.to_thread(mounts.remove_made))
                           if mounts is not None else ())
                 if undone:
-                    on_output(_notice(f"[removed after the run: {', '.join(undone)} (the "
-                                      "sandbox keeps no new dot-entry at the workspace's top; "
-                                      "set aside in .lily/removed/)]"))
+                    on_output(_notice(removed_note(undone, links=False)))
 
     async def _start(self) -> Subkernel:
         choice = self.check()

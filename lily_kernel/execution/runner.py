@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from lily_kernel.errors import ToolError
 from lily_kernel.execution.cgroups import open_run_group
-from lily_kernel.execution.limits import Limits
+from lily_kernel.execution.limits import Limits, SettingsSource, settings_now
 from lily_kernel.execution.mounts import MountPlan
 from lily_kernel.execution.sandbox import Sandbox, find_sandbox
 
@@ -70,21 +70,22 @@ class ScriptPlan(ProcessPlan):
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a run ended and what it printed (stdout and stderr together, capped)."""
+    """How a run ended and what it printed (stdout and stderr together, capped; what the
+    cap cut and what was set aside after it said at its end, as the log keeps it), the
+    time limit it ran under (None: not known, a recorded run)."""
 
     exit_code: int | None  # None when it was killed for the time limit
     duration_ms: float
     output: str
     output_bytes: int  # everything it printed, including what the cap cut
     timed_out: bool = False
+    timeout: float | None = None
 
     def for_model(self, limit_seconds: float) -> str:
-        if self.timed_out:
-            status = f"stopped: it ran longer than the time limit ({limit_seconds:g} s)"
-        else:
-            status = f"exit code {self.exit_code}"
-        body = self.output if self.output.strip() else "(no output)"
-        return f"[{status}]\n{body}"
+        """The run as the model reads it (prompting/runs.py words it)."""
+        from lily_kernel.prompting.runs import process_text
+
+        return process_text(self, limit_seconds)
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -221,16 +222,16 @@ async def run_process(plan: ProcessPlan, timeout: float,
         # Once nothing of the run is left: its placeholders, what it may not keep.
         undone = (await asyncio.shield(asyncio.to_thread(plan.mounts.tidy))
                   if plan.mounts is not None else ())
+    from lily_kernel.prompting.runs import cut_process_output, removed_note
+
     data, total = bytes(output.kept), output.total
     text = data.decode("utf-8", "replace")
     if len(text) > max_chars or total > len(data):
-        text = text[:max_chars] + f"\n[... output truncated: {total:,} bytes in all]"
+        text = cut_process_output(text, max_chars, total)
     if undone:
-        text += (f"\n[removed after the run: {', '.join(undone)} (the sandbox keeps no new "
-                 "dot-entry at the workspace's top, and its links as they were; set aside "
-                 "in .lily/removed/)]")
+        text += "\n" + removed_note(undone, links=True)
     return RunResult(code, round((time.perf_counter() - started) * 1000, 1), text, total,
-                     timed_out)
+                     timed_out, timeout)
 
 
 # The name skill scripts' callers know the runner by.
@@ -240,16 +241,28 @@ run_script = run_process
 @dataclass
 class ScriptHost:
     """How this session runs skill scripts and shell commands: the host's environment,
-    bubblewrap (looked for once, on first use), the time limit in seconds, the limits of
-    a sandboxed run, and the skill scripts' runner (the runtime's collaborators give it:
-    replay's gives the recorded results; a shell command always runs)."""
+    bubblewrap (looked for once, on first use), the settings of a run (time limit in
+    seconds, variables passed, limits of a sandboxed run; a session's are read from its
+    workspace at each use), and the skill scripts' runner (the runtime's collaborators
+    give it: replay's gives the recorded results; a shell command always runs)."""
 
     environ: Mapping[str, str]
-    timeout: float
+    settings: SettingsSource
     run: Callable[[ScriptPlan, float], Awaitable[RunResult]] = run_process
-    allowed_env: tuple[str, ...] = ()  # lily.yaml's `script_env`: passed to scripts
-    limits: Limits = field(default_factory=Limits)
     _sandbox: Sandbox | None = field(default=None, repr=False)
+
+    @property
+    def timeout(self) -> float:
+        return settings_now(self.settings).timeout
+
+    @property
+    def allowed_env(self) -> tuple[str, ...]:
+        """lily.yaml's `script_env`: passed to scripts."""
+        return settings_now(self.settings).allowed_env
+
+    @property
+    def limits(self) -> Limits:
+        return settings_now(self.settings).limits
 
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:

@@ -65,8 +65,9 @@ Reply = asyncio.Future[dict[str, Any]]
 class RunReply:
     """How one execution ended: its status, its outputs as nbformat writes them (kept up
     to the host's cap), the error's name and value, how long it took, the digest of what
-    was kept and the size of everything it output; and whether the kernel was ended (it
-    did not stop when interrupted: its variables are gone)."""
+    was kept and the size of everything it output; whether the kernel was ended (it did
+    not stop when interrupted: its variables are gone); the limits it ran under. Facts
+    only: prompting/runs.py words them for the model."""
 
     status: Status
     outputs: tuple[dict[str, Any], ...]
@@ -76,20 +77,8 @@ class RunReply:
     output_bytes: int
     dropped: int = 0  # outputs past the cap: counted, not kept or passed on
     kernel_ended: bool = False
-    stopped: str = ""  # why it was stopped early, and what became of the kernel
-
-
-def _stopped(status: Status, timeout: float, limit_bytes: int, ended: bool) -> str:
-    """Why a run was stopped early and what became of the kernel ("" when it was not)."""
-    why = {"timeout": f"it ran longer than the time limit ({timeout:g} s)",
-           "output_limit": f"its output passed the limit of a run ({limit_bytes:,} bytes)",
-           }.get(status)
-    if why is None:
-        return ""
-    if ended:
-        return (f"{why} and it did not stop when interrupted: the kernel was ended, its "
-                "variables are gone; the next run starts a new one")
-    return f"{why}; it was interrupted, the kernel and its variables are kept"
+    timeout: float = 0.0  # the time limit it ran under, in seconds
+    limit_bytes: int = 0  # the output it was allowed at most (past it: `output_limit`)
 
 
 class Subkernel:
@@ -234,7 +223,7 @@ class Subkernel:
         return RunReply(status, tuple(outputs.kept), error,
                         round((time.perf_counter() - began) * 1000, 1), outputs.sha256,
                         outputs.total, outputs.dropped, ended,
-                        _stopped(status, timeout, limit_bytes, ended))
+                        timeout, limit_bytes)
 
     async def _collect(self, client: AsyncKernelClient, msg_id: str, outputs: RunOutputs,
                        deadline: float, limit_bytes: int) -> Status:

@@ -52,9 +52,9 @@ def result_text(result: CallToolResult) -> str:
     text = "\n".join(_block_text(b) for b in result.content)
     if not text and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
-    if len(text) > MAX_OUTPUT_CHARS:
-        text = text[:MAX_OUTPUT_CHARS] + f"\n[... output truncated: {len(text):,} characters]"
-    return text or "(no output)"
+    from lily_kernel.prompting.runs import cut_output
+
+    return cut_output(text, MAX_OUTPUT_CHARS) or "(no output)"
 
 
 def _schema(tool: McpTool) -> dict[str, Any]:

@@ -150,7 +150,9 @@ def _read(args: ReadArgs, ctx: ToolContext) -> str:
     except OSError as exc:
         raise ToolError(f"cannot read '{args.path}': {_swapped(exc)}.") from None
     if len(text) > MAX_READ_CHARS:
-        return text[:MAX_READ_CHARS] + f"\n[... truncated at {MAX_READ_CHARS:,} characters]"
+        from lily_kernel.prompting.runs import cut_read
+
+        return cut_read(text, MAX_READ_CHARS)
     return text
 
 

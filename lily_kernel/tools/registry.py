@@ -4,8 +4,10 @@ A tool's arguments are described once, as a frozen dataclass whose attribute doc
 are the descriptions the model reads. Every call is validated against it with plain
 code (`validation.build`); the JSON schema offered to the model is made from it by
 pydantic, imported only then (the conversation path), never at kernel start. A handler
-is `async def handler(args, ctx) -> str` (tools/context.py says what `ctx` holds); it
-raises ToolError when it fails on its input and ToolRefusedError when the call may not run.
+is `async def handler(args, ctx) -> str` (tools/context.py says what `ctx` holds), or
+a `ToolResult` when its text is made from a run's typed result (whoever needs to know how
+the run ended reads that, never the text); it raises ToolError when it fails on its
+input and ToolRefusedError when the call may not run.
 """
 
 from __future__ import annotations
@@ -15,20 +17,30 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.validation import build
 
+if TYPE_CHECKING:  # the facts of a run load with the first run, not `lily skills`
+    from lily_kernel.execution.runner import RunResult
+    from lily_kernel.execution.subkernel import RunReply
+
+    # A run's typed result: a process's (a skill script, a shell command), the Python
+    # kernel's.
+    RunFact = RunResult | RunReply
+
 __all__ = ["ARGS_CONFIG", "Handler", "Offered", "Tool", "ToolOutcome", "ToolRegistry",
-           "blocking"]
+           "ToolResult", "blocking"]
 
 # Set as `__pydantic_config__` on an argument dataclass: attribute docstrings become the
 # descriptions in its JSON schema. A plain dict, so defining one imports nothing.
 ARGS_CONFIG = {"use_attribute_docstrings": True}
 
 
-Handler = Callable[[Any, ToolContext], Awaitable[str]]
+# Returns the text the model reads (a str), or a ToolResult: the text beside the run's
+# typed result (checked when it returns: ToolOutcome.returned).
+Handler = Callable[[Any, ToolContext], Awaitable[Any]]
 # When the model is offered the tool: always; only while a skill is active (the skill's
 # own tools); only while it may still choose the request's skill (not when the person
 # forced one).
@@ -127,14 +139,36 @@ class Tool:
 
 
 @dataclass(frozen=True)
+class ToolResult:
+    """What a handler returns when its text is made from a run: the text, beside the
+    run's typed result; `failed`: the run failed in its own way (the code raised)."""
+
+    text: str
+    result: RunFact
+    failed: bool = False
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
     """What became of one attempted call: it ran (`text` is what it returned), was
-    refused (`text` says why; it never ran) or failed (`text` says how). Facts only:
-    prompting/ words them for the model, the runtime for the person."""
+    refused (`text` says why; it never ran) or failed (`text` says how); `result`: the
+    typed result of the run behind the text (None: no run). Facts only: prompting/ words
+    them for the model, the runtime for the person."""
 
     name: str
     status: Literal["ran", "refused", "failed"]
     text: str
+    result: RunFact | None = None
+
+    @classmethod
+    def returned(cls, name: str, value: object) -> ToolOutcome:
+        """The outcome of a handler that returned `value` (a str or a ToolResult)."""
+        if isinstance(value, ToolResult):
+            return cls(name, "failed" if value.failed else "ran", value.text, value.result)
+        if not isinstance(value, str):
+            raise TypeError(f"the handler of {name} returned {type(value).__name__}, "
+                            "not its text (a str or a ToolResult)")
+        return cls(name, "ran", value)
 
     @property
     def allowed(self) -> bool:

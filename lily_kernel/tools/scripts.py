@@ -26,7 +26,7 @@ from lily_kernel.execution.sandbox import Sandbox, search_path
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
 from lily_kernel.tools.files import short_path
 from lily_kernel.tools.questions import script_question
-from lily_kernel.tools.registry import ARGS_CONFIG, Tool
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolResult
 from lily_kernel.tools.skill_files import active_skill, resolve_in_skill
 
 __all__ = ["RUN_SKILL_SCRIPT", "plan_script", "run_skill_script_tool"]
@@ -146,10 +146,11 @@ async def _prepare(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:
                     subject=plan)
 
 
-async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> str:
+async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> ToolResult:
     import asyncio  # on the conversation path only (`lily skills` builds this tool too)
 
     from lily_kernel.events import SkillScriptRun
+    from lily_kernel.prompting.runs import process_text
 
     host = ctx.host()
     # The plan made before the call (its script's sha256 included), which the person
@@ -169,7 +170,7 @@ async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> str:
         stopped, outcome="timeout" if result.timed_out else "ran", exit_code=result.exit_code,
         duration_ms=result.duration_ms, output_bytes=result.output_bytes, output=result.output)
     ctx.emit(ran)
-    return result.for_model(host.timeout)
+    return ToolResult(process_text(result, host.timeout), result)
 
 
 def run_skill_script_tool() -> Tool:

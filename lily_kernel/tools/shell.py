@@ -22,26 +22,18 @@ from lily_kernel.execution.runner import ProcessPlan, RunResult, ScriptHost
 from lily_kernel.tools.command_rules import command_refusal
 from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.tools.questions import shell_question
-from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolOutcome
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolOutcome, ToolResult
 from lily_kernel.visible import shown
 
 if TYPE_CHECKING:
     from lily_kernel.events import RunStatus
 
-__all__ = ["MAX_COMMAND_CHARS", "SHELL", "ShellPlan", "no_sandbox_reason", "plan_shell",
-           "shell_tool"]
+__all__ = ["MAX_COMMAND_CHARS", "SHELL", "ShellPlan", "plan_shell", "shell_tool"]
 
 SHELL = "/bin/sh"
 # The question shows a command whole: a longer one is refused (a script belongs in a
 # file the person can read, written with `write`).
 MAX_COMMAND_CHARS = 10_000
-
-
-def no_sandbox_reason(why: str) -> str:
-    """Why a run that needs the sandbox is refused here, and what to do."""
-    return (f"code runs only in the sandbox, and there is none here ({why}); install "
-            "bubblewrap (the `bubblewrap` package, e.g. `apt install bubblewrap`) and "
-            "restart the kernel")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +61,9 @@ def plan_shell(command: str, ctx: ToolContext, host: ScriptHost) -> ShellPlan:
             raise ToolRefusedError(why)
     sandbox = host.sandbox()
     if not sandbox.available:
-        raise ToolRefusedError(no_sandbox_reason(sandbox.reason))
+        from lily_kernel.prompting.runs import no_sandbox_reason
+
+        raise ToolRefusedError(no_sandbox_reason("code", sandbox.reason))
     process = plan_process([SHELL, "-c", command], ctx.workspace, ctx.protected,
                            host.environ, sandbox, limits=host.limits,
                            allowed_env=host.allowed_env)
@@ -118,11 +112,12 @@ def output_record(result: RunResult, plan: ShellPlan) -> tuple[str, int]:
     return hashlib.sha256(text.encode()).hexdigest(), size
 
 
-async def _run(args: ShellArgs, ctx: ToolContext) -> str:
+async def _run(args: ShellArgs, ctx: ToolContext) -> ToolResult:
     import asyncio
 
     from lily_kernel.events import CodeRun
     from lily_kernel.execution.runner import run_process
+    from lily_kernel.prompting.runs import process_text
 
     host = ctx.host()
     prepared = ctx.prepared.subject if ctx.prepared is not None else None
@@ -139,14 +134,16 @@ async def _run(args: ShellArgs, ctx: ToolContext) -> str:
     ctx.emit(CodeRun(tool="shell", caller=ctx.caller, code=plan.command, sha256=plan.sha256,
                      status=_status(result), exit_code=result.exit_code,
                      duration_ms=result.duration_ms, output_sha256=digest, output_bytes=size))
-    return result.for_model(host.timeout)
+    return ToolResult(process_text(result, host.timeout), result)
 
 
 def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str:
+    from lily_kernel.prompting.runs import process_status
+
     command = shown(arguments.get("command", ""), 100)
-    if outcome.status != "ran":
+    if not isinstance(outcome.result, RunResult):  # it did not run
         return f"Shell {command}: {outcome.detail.rstrip('.')}"
-    return f"Shell {command}: {outcome.text.split(chr(10), 1)[0].strip('[]')} (sandboxed)"
+    return f"Shell {command}: {process_status(outcome.result)} (sandboxed)"
 
 
 def shell_tool() -> Tool:

@@ -109,7 +109,9 @@ def read_skill_file(skill: ActiveSkill, path: str) -> SkillFile:
             raise ToolError(f"'{short_path(path)}' is not a UTF-8 text file.") from None
         text = data[: exc.start].decode("utf-8")
     if len(text) > MAX_READ_CHARS or len(data) > MAX_READ_CHARS * 4:
-        text = text[:MAX_READ_CHARS] + f"\n[... truncated at {MAX_READ_CHARS:,} characters]"
+        from lily_kernel.prompting.runs import cut_read
+
+        text = cut_read(text, MAX_READ_CHARS)
     return SkillFile(skill.name, relative, digest.hexdigest(), size, text)
 
 

@@ -1,0 +1,200 @@
+"""What the model reads about a run: how it ended, what was cut, why it could not run.
+
+execution/ returns facts (a process's `RunResult`, the Python kernel's `RunReply`); their
+words are written here once: the status line (`[ran]`, `[error: …]`, `[stopped: …]`,
+`[exit code N]`), the notes of what was cut or set aside, an error's short traceback (the
+person's stderr shows the same), and the refusals of a machine without a sandbox or of a
+workspace at `/`. Whoever needs to know how a run ended reads its facts, never these
+words. Pure: values in, text out (the facts are described by shape, not imported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+from lily_kernel.visible import program_output
+
+__all__ = [
+    "TRACEBACK_ENTRIES",
+    "KernelEnd",
+    "ProcessEnd",
+    "cut_output",
+    "cut_process_output",
+    "cut_read",
+    "kernel_status",
+    "kernel_text",
+    "no_sandbox_reason",
+    "process_status",
+    "process_text",
+    "removed_note",
+    "restarted_note",
+    "root_workspace_reason",
+    "stopped_reason",
+    "traceback_summary",
+]
+
+TRACEBACK_ENTRIES = 3  # the last entries of a traceback: where it failed, and why
+# Who runs only in the sandbox, and how its refusal says to get one.
+Runner = Literal["code", "Python"]
+_INSTALL = {"code": "the `bubblewrap` package, e.g. `apt install bubblewrap`",
+            "Python": "apt-get install bubblewrap"}
+_CONFINED = {"code": "nothing run there can", "Python": "Python cannot"}
+
+
+class ProcessEnd(Protocol):
+    """How a process ended (execution/runner.py's RunResult)."""
+
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def timed_out(self) -> bool: ...
+    @property
+    def output(self) -> str: ...
+    @property
+    def timeout(self) -> float | None: ...
+
+
+class KernelEnd(Protocol):
+    """How a run in the Python kernel ended (execution/subkernel.py's RunReply)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def outputs(self) -> Sequence[Mapping[str, Any]]: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def output_bytes(self) -> int: ...
+    @property
+    def dropped(self) -> int: ...
+    @property
+    def kernel_ended(self) -> bool: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def limit_bytes(self) -> int: ...
+
+
+def no_sandbox_reason(runner: Runner, why: str) -> str:
+    """Why a run that needs the sandbox is refused here (`why`: the sandbox's reason),
+    and what to do."""
+    return (f"{runner} runs only in the sandbox, and there is none here ({why}); install "
+            f"bubblewrap ({_INSTALL[runner]}) and restart the kernel")
+
+
+def root_workspace_reason(runner: Runner) -> str:
+    """Why nothing runs sandboxed in a workspace that is the root folder."""
+    return (f"the workspace is the root folder (/): {_CONFINED[runner]} be confined to it; "
+            "open the notebook from a project folder.")
+
+
+def _over_time(limit_seconds: float) -> str:
+    return f"it ran longer than the time limit ({limit_seconds:g} s)"
+
+
+def cut_output(text: str, max_chars: int) -> str:
+    """Output the model reads, cut at `max_chars` with a note of its whole length."""
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars] + f"\n[... output truncated: {len(text):,} characters]"
+
+
+def cut_read(text: str, max_chars: int) -> str:
+    """A file's text as a read returns it past `max_chars`: cut, and said so."""
+    return text[:max_chars] + f"\n[... truncated at {max_chars:,} characters]"
+
+
+def cut_process_output(text: str, max_chars: int, total_bytes: int) -> str:
+    """What a process printed, cut at `max_chars`, with the size of all it printed."""
+    return text[:max_chars] + f"\n[... output truncated: {total_bytes:,} bytes in all]"
+
+
+def removed_note(names: Sequence[str], *, links: bool) -> str:
+    """What a run made that the sandbox does not keep (`links`: its links restored too)."""
+    kept = "and its links as they were; " if links else ""
+    return (f"[removed after the run: {', '.join(names)} (the sandbox keeps no new "
+            f"dot-entry at the workspace's top{', ' if links else '; '}{kept}set aside in "
+            ".lily/removed/)]")
+
+
+def restarted_note(changed: Sequence[str]) -> str:
+    """The Python kernel started again before a run: what changed, what was lost."""
+    return (f"[the Python kernel was started again: {', '.join(changed)} changed in the "
+            "workspace since it started, and its sandbox no longer protected it; its "
+            "variables are gone]")
+
+
+def process_status(end: ProcessEnd, limit_seconds: float | None = None) -> str:
+    """How a process ended, in a few words (`limit_seconds`: its time limit, when the
+    result does not hold it)."""
+    if end.timed_out:
+        limit = limit_seconds if limit_seconds is not None else end.timeout
+        return f"stopped: {_over_time(limit or 0)}"
+    return f"exit code {end.exit_code}"
+
+
+def process_text(end: ProcessEnd, limit_seconds: float | None = None) -> str:
+    """A process's run as the model reads it: how it ended, then what it printed."""
+    body = end.output if end.output.strip() else "(no output)"
+    return f"[{process_status(end, limit_seconds)}]\n{body}"
+
+
+def stopped_reason(reply: KernelEnd) -> str:
+    """Why a kernel's run was stopped early and what became of the kernel ("" when it
+    was not)."""
+    why = {"timeout": _over_time(reply.timeout),
+           "output_limit": f"its output passed the limit of a run ({reply.limit_bytes:,} bytes)",
+           }.get(reply.status)
+    if why is None:
+        return ""
+    if reply.kernel_ended:
+        return (f"{why} and it did not stop when interrupted: the kernel was ended, its "
+                "variables are gone; the next run starts a new one")
+    return f"{why}; it was interrupted, the kernel and its variables are kept"
+
+
+def kernel_status(reply: KernelEnd) -> str:
+    """How a kernel's run ended, in a few words."""
+    stopped = stopped_reason(reply)
+    if stopped:
+        return f"stopped: {stopped}"
+    return f"error: {reply.error}" if reply.status == "error" else "ran"
+
+
+def traceback_summary(output: Mapping[str, Any]) -> str:
+    """An error output's short traceback, as plain text: its last entries (where and why)."""
+    entries = [program_output(str(e)) for e in output.get("traceback", []) if str(e).strip()]
+    summary = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
+    shown = entries[-TRACEBACK_ENTRIES:] or [program_output(summary)]
+    return "\n".join(shown)
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _said(output: Mapping[str, Any]) -> str:
+    """What the model reads of one output: a stream's text, an error's short traceback,
+    a display's plain text and a line naming what only the person sees."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _text(output.get("text", ""))
+    if kind == "error":
+        return traceback_summary(output) + "\n"
+    data = output.get("data") or {}
+    shown = [m for m in data if m != "text/plain"]
+    lines = [_text(data["text/plain"])] if "text/plain" in data else []
+    if shown:
+        lines.append(f"[shown to the person: {', '.join(sorted(shown))}]")
+    return "\n".join(lines) + "\n"
+
+
+def kernel_text(reply: KernelEnd, max_chars: int) -> str:
+    """A kernel's run as the model reads it: how it ended, then its outputs, capped."""
+    body = "".join(_said(o) for o in reply.outputs).rstrip("\n") or "(no output)"
+    body = cut_output(body, max_chars)
+    if reply.dropped:
+        body += (f"\n[... {reply.dropped:,} more outputs not kept "
+                 f"({reply.output_bytes:,} bytes in all)]")
+    return f"[{kernel_status(reply)}]\n{body}"
