@@ -45,6 +45,7 @@ from lily_kernel.llm import ChatResponse, ScriptedModel, Usage  # noqa: E402
 from lily_kernel.record.answers import NotebookRecord  # noqa: E402
 from lily_kernel.record.index import RecordIndex  # noqa: E402
 from lily_kernel.runtime.collaborators import Collaborators, TurnFacts  # noqa: E402
+from lily_kernel.runtime.conversation import turn_inputs  # noqa: E402
 from lily_kernel.runtime.runtime import LilyRuntime  # noqa: E402
 from lily_kernel.runtime.sink import SilentSink  # noqa: E402
 from tests.support.openai_server import OpenAIServer, Reply, fresh_tokens  # noqa: E402
@@ -173,7 +174,7 @@ def _lookups(workspace: Path, environ: dict[str, str], session: int) -> list[flo
     for n in [*range(20), -1]:
         code = f"Session {session} question {n}" if n >= 0 else "A new question"
         began = time.perf_counter()
-        decision = record.decide(TurnFacts(code, None, code, None))
+        decision = record.decide(turn_inputs(runtime, TurnFacts(code, None, code, None)))
         times.append(1000 * (time.perf_counter() - began))
         assert (decision.found is not None) == (n >= 0), f"cell {n}"
         if n >= 0:  # the turn itself, answered from the record: the next cell's history
@@ -195,7 +196,7 @@ def lookup_part(root: Path, recorded: int) -> None:
     size = sum(p.stat().st_size for p in logs) / 1e6
     last = recorded // 20 - 1
     times = _lookups(workspace, environ, last)
-    (workspace / ".lily" / "index.jsonl").unlink()
+    (workspace / ".lily" / "index.sqlite").unlink()
     rebuilt = _lookups(workspace, environ, last - 1)
     print(f"\n{recorded} recorded turns in {len(logs)} logs ({size:.1f} MB; made in "
           f"{made:.0f} s). The record's decision per cell, ms:\n")

@@ -10,8 +10,9 @@ variables is converted first by `parse_text`.
 Supported field types: str, int, float (an int is accepted), bool, Path (from a string),
 None, Literal[...], an Enum of strings (a StrEnum, from its value), tuple[str, ...] and
 list[str] (from a list), list[dict[str, Any]], dict[str, Any] (string keys),
-dict[str, str], Any, a nested dataclass (from a mapping), a mapping of names to one
-dataclass (`dict[str, Server]`), and unions of these. The
+dict[str, str], Any, a nested dataclass (from a mapping), a list of one dataclass
+(`list[Step]`), a mapping of names to one dataclass (`dict[str, Server]`), and unions of
+these. The
 event log's kinds (events.py) are read back with it too, by replay.
 """
 
@@ -205,6 +206,8 @@ def _describe(hint: Any) -> str:
         return "one of " + ", ".join(repr(v) for v in choices)
     if dataclasses.is_dataclass(hint):
         return "a mapping"
+    if typing.get_origin(hint) is list:
+        return "a list of mappings"
     return str(hint)
 
 
@@ -249,6 +252,14 @@ def _check_for(hint: Any) -> Check:
             return {name: item(entry, f"{key}.{name}")
                     for name, entry in _mapping(value, key).items()}
         return by_name
+    if origin is list and dataclasses.is_dataclass(typing.get_args(hint)[0]):
+        each = _check_for(typing.get_args(hint)[0])
+
+        def items(value: Any, key: str) -> Any:
+            if type(value) is not list:
+                raise ShapeError(key, "a list of mappings", value)
+            return [each(entry, f"{key}.{index}") for index, entry in enumerate(value)]
+        return items
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         cls = hint
 

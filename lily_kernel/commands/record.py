@@ -1,6 +1,6 @@
 """What the commands see of the session's record (docs/sessions.md): the workspace's
 recorded conversations, one taken up, the change a conversation command asks for. The
-record itself is the runtime's (replay/answers.py); commands only read it."""
+record itself is the runtime's (record/answers.py); commands only read it."""
 
 from __future__ import annotations
 

@@ -128,7 +128,7 @@ def left_out_notice(texts: list[str], why: str = "their cells are no longer in t
     return f"Left out of the conversation, {why}: {shown}{more}."
 
 
-# What each part of a turn's key is, as the person reads it (replay/key.py KEY_PARTS).
+# What each part of a turn's key is, as the person reads it (record/key.py KEY_PARTS).
 KEY_PART_NAMES = {"history": "the conversation so far", "request": "the request",
                   "model": "the model or its settings", "skills": "the skills",
                   "persona": "the persona", "tools": "the tools the model may use"}

@@ -200,9 +200,10 @@ class LilyKernel(Kernel):
 def _recorded_session(workspace: Path) -> LilyRuntime:
     """The notebook's session, its turns recorded and answered from the record (Run
     All after a restart, docs/sessions.md); imported in the session's start thread."""
-    from lily_kernel.record.answers import start_recorded_session
+    from lily_kernel.runtime.collaborators import RECORDED
+    from lily_kernel.runtime.runtime import LilyRuntime
 
-    return start_recorded_session(workspace)
+    return LilyRuntime.start(workspace, collaborators=RECORDED)
 
 
 def _clamped(code: str, cursor_pos: int | None) -> int:

@@ -3,7 +3,8 @@
 Plain JSON, the same whichever ChatModel answered (litellm, the local model, a
 scripted one): the text, the tool calls as the model sent them, the finish reason and
 the token counts; or the fault's kind and message. The turn writes it (runtime/turn.py);
-replay reads it to answer as the model did (replay/recorded.py).
+the record reads it to answer as the model did (record/turn_model.py), once checked
+against its description (record/shapes.py).
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ from typing import Any
 from lily_kernel.errors import ModelError, ModelFault
 from lily_kernel.llm.base import ChatResponse, ToolCall, Usage
 
-_CALL_KEYS = ("id", "name", "arguments")  # a tool call as response_record writes it
-
-__all__ = ["error_from_record", "error_record", "messages_problem", "response_from_record",
-           "response_problem", "response_record"]
+__all__ = ["error_from_record", "error_record", "response_from_record", "response_record"]
 
 
 def response_record(response: ChatResponse) -> dict[str, Any]:
@@ -34,44 +32,6 @@ def response_record(response: ChatResponse) -> dict[str, Any]:
         "finish_reason": response.finish_reason,
         "cost": response.cost,
     }
-
-
-def response_problem(record: dict[str, Any]) -> str | None:
-    """What keeps a recorded `response` from being read back (None: nothing): replay
-    checks it before it feeds the answer to the session."""
-    text, calls = record.get("text"), record.get("tool_calls")
-    if text is not None and not isinstance(text, str):
-        return "response.text is not a string"
-    if calls is not None and not (isinstance(calls, list) and all(
-            isinstance(c, dict) and all(isinstance(c.get(k), str) for k in _CALL_KEYS)
-            for c in calls)):
-        return "response.tool_calls is not a list of calls with id, name and arguments"
-    return None
-
-
-def messages_problem(messages: Any) -> str | None:
-    """What keeps recorded conversation messages (the turn engine's: user, assistant with
-    its tool calls, tool results) from being read back; None: nothing."""
-    if not isinstance(messages, list):
-        return "not a list of messages"
-    for message in messages:
-        if not isinstance(message, dict) or message.get("role") not in _ROLES:
-            return "a message that is not a user's, an assistant's or a tool's"
-        content, calls = message.get("content"), message.get("tool_calls")
-        if content is not None and not isinstance(content, str):
-            return "a message whose content is not text"
-        if calls is not None and not (isinstance(calls, list) and all(
-                isinstance(c, dict) and isinstance(c.get("id"), str)
-                and isinstance(c.get("function"), dict)
-                and all(isinstance(c["function"].get(k), str) for k in ("name", "arguments"))
-                for c in calls)):
-            return "a message whose tool calls are not calls"
-        if message["role"] == "tool" and not isinstance(message.get("tool_call_id"), str):
-            return "a tool result that names no call"
-    return None
-
-
-_ROLES = ("user", "assistant", "tool")
 
 
 def response_from_record(fields: Mapping[str, Any]) -> ChatResponse:

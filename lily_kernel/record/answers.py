@@ -2,18 +2,19 @@
 reopened notebook continued, `/resume` (docs/sessions.md).
 
 A chat turn whose key is recorded in the workspace (`index.py`: the session logs' `turn`
-events) is answered from the record (keeper.py, turn_model.py); the recorded turns of a
+events) is answered from the record (keeper.py, turn_model.py); when several recorded
+turns have its key, the one whose answer the saved notebook shows in that cell (the
+notebook wins), else the newest. The recorded turns of a
 conversation are read back for the notebook's first new chat cell (continued, the
 turns whose cells are no longer in the saved notebook left out and named) and for
 `/resume`. A record is data: what it holds is shown and read, checked as it is read
-(`build` against its kind, the steps' answers as replay checks them); the tools it
-called run again through the gate, under today's policy.
+(`build` against its kind, its steps and messages against their shapes: shapes.py); the
+tools it called run again through the gate, under today's policy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lily_kernel.commands import Conversation, ConversationChange
@@ -26,7 +27,6 @@ from lily_kernel.display.messages import (
 from lily_kernel.errors import CommandError
 from lily_kernel.events import Event
 from lily_kernel.events.turns import TurnRecorded
-from lily_kernel.llm.records import messages_problem, response_problem
 from lily_kernel.record.index import Entry, RecordIndex, near_of
 from lily_kernel.record.keeper import Decision, Recorded, RecordKeeper
 from lily_kernel.record.key import KEY_PARTS
@@ -36,13 +36,14 @@ from lily_kernel.record.notebook import (
     notebook_from_cell,
     notebook_of,
     read_saved_cells,
+    saved_cell,
     shown_path,
 )
-from lily_kernel.runtime.collaborators import Collaborators, TurnFacts
-from lily_kernel.runtime.runtime import LilyRuntime
+from lily_kernel.record.seam import Emit, RecordOpening, TurnFacts, TurnInputs
+from lily_kernel.record.shapes import TakenTurn, read_messages, read_steps
 from lily_kernel.validation import ShapeError, build
 
-__all__ = ["NotebookRecord", "TurnRef", "start_recorded_session"]
+__all__ = ["NotebookRecord", "TurnRef"]
 
 LISTED = 20  # conversations /resume lists
 UNREADABLE = "their record cannot be read"
@@ -64,63 +65,69 @@ class TurnRef:
                 "messages": self.messages}
 
 
-def start_recorded_session(workspace: Path) -> LilyRuntime:
-    """The kernel's session: its turns recorded, and answered from the record."""
-    return LilyRuntime.start(workspace, collaborators=Collaborators(record=NotebookRecord))
-
-
 class NotebookRecord(RecordKeeper):
     """The workspace's record, as the notebook's kernel reads and writes it."""
 
-    def __init__(self, runtime: LilyRuntime) -> None:
-        super().__init__(runtime)
-        env = runtime.env
-        self.index = RecordIndex(env.workspace, writable=runtime.log.enabled)
-        self.path = notebook_of(env.host.environ, env.workspace)
+    def __init__(self, opening: RecordOpening, emit: Emit) -> None:
+        super().__init__(opening, emit)
+        self.index = RecordIndex(opening.workspace, writable=opening.log is not None)
+        self.path = notebook_of(opening.environ, opening.workspace)
+        self._told = False  # a damaged index is said once a session
         # Read as the session starts (the kernel starts it in the background, while the
         # front end connects): a cell then only looks its turn up.
         self._problem = self.index.refresh()
 
     def notebook(self) -> str | None:
-        return shown_path(self.path, self.runtime.env.workspace) if self.path else None
+        return shown_path(self.path, self.opening.workspace) if self.path else None
 
     # --- a turn --------------------------------------------------------------------
 
-    def decide(self, facts: TurnFacts) -> Decision:
+    def decide(self, inputs: TurnInputs) -> Decision:
+        facts = inputs.facts
         problem, self._problem = self.index.refresh() or self._problem, None
-        notices = [problem] if problem and self.runtime.told.first("record index") else []
+        notices = [problem] if problem and not self._told else []
+        self._told = self._told or bool(problem)
         self.path = notebook_from_cell(facts.cell_id) or self.path
         first, self.considered = not self.considered, True
-        history = self.runtime.session.conversation_state.messages
-        parts, key = self.key(facts, history)
-        fresh = facts.fresh or self.runtime.env.config.answers == "fresh"
-        found = None if fresh else self._found(key)
+        history = list(inputs.history)
+        parts, key = self.key(inputs, history)
+        fresh = facts.fresh or inputs.answers == "fresh"
+        found = None if fresh else self._found(key, facts)
         decision = Decision(parts, key, found, notices=notices)
         if found is None and not fresh:
             decision.notices.extend(self._not_replayed(parts))
         if found is not None or fresh or not first or history or self.path is None:
             return self._matching(decision)
-        return self._matching(self._continued(facts, decision))
+        return self._matching(self._continued(inputs, decision))
 
     def _matching(self, decision: Decision) -> Decision:
         found = decision.found
         if found is not None:
-            requests = [s["request"] for s in found.steps]
+            requests = [s.request for s in found.steps]
             decision.matches = lambda step, digest: step < len(requests) and \
                 requests[step] == digest
         return decision
 
-    def _found(self, key: str) -> Recorded | None:
-        """The recorded turn of `key` a model answered, read and checked."""
-        entry = self.index.answer(key)
-        if entry is None:
-            return None
-        turn = self._turn(entry)
-        if turn is None or turn[0].key != key or turn[0].source not in ("model", "diverged") \
-                or not _replayable(turn[0].steps):
-            self.index.forget(entry)
-            return None
-        return Recorded(turn[0].model, turn[0].steps, turn[1], turn[2])
+    def _found(self, key: str, facts: TurnFacts) -> Recorded | None:
+        """The recorded turn of `key` a model answered, read and checked: of several,
+        the one whose answer the saved notebook shows in this cell (the notebook wins),
+        else the newest."""
+        entries = self.index.answers(key)
+        cell = saved_cell(self.path, facts.cell_id, facts.code) \
+            if len(entries) > 1 and self.path is not None else None
+        newest: Recorded | None = None
+        for entry in entries:
+            turn = self._turn(entry)
+            steps = read_steps(turn[0].steps) if turn is not None else None
+            if turn is None or turn[0].key != key or steps is None \
+                    or turn[0].source not in ("model", "diverged"):
+                self.index.forget(entry)
+                continue
+            recorded = Recorded(turn[0].model, steps, turn[1], turn[2])
+            if cell is None or _answer_shown(turn[0].messages, cell.shown):
+                return recorded
+            newest = newest or recorded
+        return newest
 
     def _not_replayed(self, parts: dict[str, str]) -> list[str]:
         """Why a turn recorded with this conversation and request is not answered from
@@ -142,7 +149,7 @@ class NotebookRecord(RecordKeeper):
         except ShapeError:
             return None
 
-    def _continued(self, facts: TurnFacts, decision: Decision) -> Decision:
+    def _continued(self, inputs: TurnInputs, decision: Decision) -> Decision:
         """The notebook's recorded conversation continued by its first new chat cell:
         the turns still in the saved notebook, above this cell; those no longer in it
         named. Then the key again: a recorded turn re-run after a reopen is replayed."""
@@ -157,6 +164,7 @@ class NotebookRecord(RecordKeeper):
                 f"This notebook's recorded conversation ({len(turns)} turn(s) of "
                 f"{recorded_time(turns[-1].ts)}) is not continued: {cells}.")
             return decision
+        facts = inputs.facts
         kept, left = earlier_turns([TurnCell(t.cell_id, t.code) for t in turns], cells,
                                    facts.cell_id, facts.code)
         if not kept and not left:
@@ -174,24 +182,22 @@ class NotebookRecord(RecordKeeper):
             "continued", source, [t.item() for t in chosen], gone)
         history = [m for t in chosen for m in self.restored(t.messages)]
         decision.history = history
-        decision.parts, decision.key = self.key(facts, history)
-        decision.found = self._found(decision.key)
+        decision.parts, decision.key = self.key(inputs, history)
+        decision.found = self._found(decision.key, facts)
         return decision
 
     def _latest(self, notebook: str | None) -> str | None:
         """The notebook's newest recorded conversation (of another session)."""
-        mine = self.runtime.session.session_id[:8]
-        turns = [e for e in self.index.entries if e.kind == "turn" and
-                 e.notebook == notebook and not e.conversation.startswith(f"{mine}-")]
-        return max(turns, key=lambda e: e.ts).conversation if turns else None
+        mine = self.opening.session_id[:8]
+        turns = [e for e in self.index.turns(notebook)
+                 if not e.conversation.startswith(f"{mine}-")]
+        return turns[0].conversation if turns else None
 
     def conversation_turns(self, conversation: str) -> list[TurnRef]:
         """A recorded conversation's turns, in order: those it took up, then its own
         (a /rerun's in place of the turn before it)."""
         found: list[TurnRef] = []
-        entries = sorted((e for e in self.index.entries if e.conversation == conversation),
-                         key=lambda e: (e.ts, e.at))
-        for entry in entries:
+        for entry in self.index.conversation(conversation):
             if entry.kind == "conversation":
                 event = self.index.read(entry)
                 items = (event["data"].get("turns") if event is not None else None) or []
@@ -206,28 +212,21 @@ class NotebookRecord(RecordKeeper):
                 found.pop()
             found.append(TurnRef(turn[0].code, turn[0].text, turn[0].cell_id,
                                  turn[0].messages, turn[1],
-                                 messages_problem(turn[0].messages) is None))
+                                 read_messages(turn[0].messages) is not None))
         return found
 
     def kept(self, event: Event, kind: str, text: str) -> None:
-        written, path = self.runtime.log.written, self.runtime.log.path
-        if written is None or path is None:
-            return
-        data = event.data
-        self.index.add(Entry(
-            kind="turn" if kind == "turn" else "conversation", log=path.name, at=written[0],
-            size=written[1], ts=event.ts, conversation=self.conversation,
-            notebook=data.get("notebook"), key=data.get("key"), source=data.get("source"),
-            text=text[:80], near=near_of(data.get("parts"))), written[0] + written[1])
+        """Indexed from this session's log, as it was written."""
+        if self.opening.log is not None:
+            self.index.catch_up(self.opening.log.name)
 
     # --- /resume --------------------------------------------------------------------
 
     def conversations(self) -> list[Conversation]:
         self.index.refresh()
         by: dict[str, list[Entry]] = {}
-        for entry in self.index.entries:
-            if entry.kind == "turn":
-                by.setdefault(entry.conversation, []).append(entry)
+        for entry in self.index.turns():
+            by.setdefault(entry.conversation, []).append(entry)
         newest = sorted(by.values(), key=lambda es: max(e.ts for e in es), reverse=True)
         return [Conversation(es[0].conversation, es[0].notebook,
                              recorded_time(max(e.ts for e in es)), len(es),
@@ -236,8 +235,9 @@ class NotebookRecord(RecordKeeper):
 
     def resume(self, wanted: str) -> ConversationChange:
         self.index.refresh()
-        ids = sorted({e.conversation for e in self.index.entries if e.kind == "turn"
-                      and e.conversation.startswith(wanted)})
+        turns_of = {e.conversation: e for e in self.index.turns()
+                    if e.conversation.startswith(wanted)}
+        ids = sorted(turns_of)
         if len(ids) != 1:
             raise CommandError(f"/resume: no recorded conversation '{wanted}' in this "
                                "workspace; /resume lists them." if not ids else
@@ -245,8 +245,7 @@ class NotebookRecord(RecordKeeper):
                                f"{', '.join(ids[:5])}.")
         turns = self.conversation_turns(ids[0])
         left: list[int] = []
-        notebook = next(e.notebook for e in self.index.entries if e.conversation == ids[0]
-                        and e.kind == "turn")
+        notebook = turns_of[ids[0]].notebook
         if self.path is not None and notebook == self.notebook():
             cells = read_saved_cells(self.path)
             if not isinstance(cells, str):
@@ -260,22 +259,20 @@ class NotebookRecord(RecordKeeper):
             tuple(t.item() for t in chosen), tuple(gone))
 
 
-def _replayable(steps: list[dict[str, Any]]) -> bool:
-    """Whether a record's steps can be given again (each a request digest and an
-    answer replay can read: a crafted record is refused here, not half-replayed)."""
-    return bool(steps) and all(
-        isinstance(s, dict) and isinstance(s.get("request"), str)
-        and isinstance(s.get("response"), dict) and response_problem(s["response"]) is None
-        and isinstance(s.get("model"), str) for s in steps)
+def _answer_shown(messages: list[dict[str, Any]], shown: str) -> bool:
+    """Whether a cell's saved outputs show a recorded turn's answer (its last text)."""
+    texts = [str(m["content"]) for m in messages if isinstance(m, dict)
+             and m.get("role") == "assistant" and isinstance(m.get("content"), str)]
+    return bool(texts) and texts[-1].strip() in shown
 
 
 def _taken_up(item: Any, ts: str) -> TurnRef | None:
     """A turn a conversation took up, as its `conversation` event lists it."""
-    if not isinstance(item, dict):
+    try:
+        taken = build(TakenTurn, item) if isinstance(item, dict) else None
+    except ShapeError:
         return None
-    code, text, cell, messages = (item.get(k) for k in ("code", "text", "cell_id", "messages"))
-    if not (isinstance(code, str) and isinstance(text, str) and
-            (cell is None or isinstance(cell, str)) and isinstance(messages, list)
-            and all(isinstance(m, dict) for m in messages)):
+    if taken is None:
         return None
-    return TurnRef(code, text, cell, messages, ts, messages_problem(messages) is None)
+    return TurnRef(taken.code, taken.text, taken.cell_id, taken.messages, ts,
+                   read_messages(taken.messages) is not None)

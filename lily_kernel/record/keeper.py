@@ -28,11 +28,9 @@ from lily_kernel.events.turns import (
 )
 from lily_kernel.llm.base import ChatModel, ChatRequest
 from lily_kernel.record.key import PathTokens, request_digest, turn_key, turn_parts
-from lily_kernel.replay.recorded import ReplayModel
-from lily_kernel.record.turn_model import Replay, TurnModel, recorded_calls
-from lily_kernel.runtime.collaborators import TurnFacts
-from lily_kernel.runtime.runtime import LilyRuntime
-from lily_kernel.runtime.sink import CellSink
+from lily_kernel.record.seam import Emit, RecordOpening, Tell, TurnInputs
+from lily_kernel.record.shapes import Step
+from lily_kernel.record.turn_model import Replay, ReplayModel, TurnModel, recorded_calls
 
 __all__ = ["Decision", "Planned", "RecordKeeper", "Recorded"]
 
@@ -43,7 +41,7 @@ class Recorded:
     request's digest and the answer), when and in which session it was recorded."""
 
     model: str | None
-    steps: list[dict[str, Any]]
+    steps: list[Step]
     ts: str
     session: str
 
@@ -66,9 +64,11 @@ class Decision:
 class Planned:
     """One turn's plan (runtime TurnPlan): the history it continues, its model."""
 
-    def __init__(self, keeper: RecordKeeper, facts: TurnFacts, sink: CellSink,
+    def __init__(self, keeper: RecordKeeper, inputs: TurnInputs, notice: Tell,
                  decision: Decision) -> None:
-        self.keeper, self.facts, self.sink, self.decision = keeper, facts, sink, decision
+        self.keeper, self.inputs, self.notice = keeper, inputs, notice
+        self.decision = decision
+        self.tokens = keeper.tokens(inputs.roots)
         self.history = decision.history
         self.turn_model: TurnModel | None = None
 
@@ -76,19 +76,23 @@ class Planned:
         found, decision = self.decision.found, self.decision
         if found is None or decision.matches is None:
             answering = await live()
-            self.turn_model = TurnModel(self.keeper.digest, live, answering)
+            self.turn_model = TurnModel(self.digest, live, answering)
             return self.turn_model
         answering = await self.keeper.recorded_answers(found, live)
         replay = Replay(answering, decision.matches,
-                        on_replayed=lambda: self.sink.notice(
+                        on_replayed=lambda: self.notice(
                             replayed_notice(found.model, found.ts)),
                         on_diverged=self._diverged)
-        self.turn_model = TurnModel(self.keeper.digest, live, answering, replay)
+        self.turn_model = TurnModel(self.digest, live, answering, replay)
         return self.turn_model
 
+    def digest(self, request: ChatRequest) -> str:
+        return request_digest(request.messages, request.json_schema, self.tokens,
+                              self.keeper.redact)
+
     def _diverged(self, step: int) -> None:
-        self.keeper.runtime.log.emit(TurnDiverged(step=step))
-        self.sink.notice(diverged_notice(step))
+        self.keeper.emit(TurnDiverged(step=step))
+        self.notice(diverged_notice(step))
 
     def finished(self, messages: list[dict[str, Any]], stopped: bool) -> None:
         self.keeper.write_turn(self, messages, stopped)
@@ -97,8 +101,9 @@ class Planned:
 class RecordKeeper:
     """The record's work common to the kernel and `lily replay` (see the module)."""
 
-    def __init__(self, runtime: LilyRuntime) -> None:
-        self.runtime = runtime
+    def __init__(self, opening: RecordOpening, emit: Emit) -> None:
+        self.opening, self.emit = opening, emit
+        self.roots = opening.roots  # the skills roots of the last turn (paths' tokens)
         self.considered = False  # the first chat turn was planned: no continuation after
         self.conversation = ""
         self._count = 0
@@ -106,7 +111,7 @@ class RecordKeeper:
 
     # --- what subclasses decide -----------------------------------------------------
 
-    def decide(self, facts: TurnFacts) -> Decision:
+    def decide(self, inputs: TurnInputs) -> Decision:
         """How this turn goes (in a worker thread: it may read files)."""
         raise NotImplementedError
 
@@ -128,19 +133,20 @@ class RecordKeeper:
     def resume(self, wanted: str) -> ConversationChange:
         raise CommandError(f"/resume: no recorded conversation '{wanted}' here.")
 
-    # --- the runtime's record (runtime/collaborators.py SessionRecord) --------------
+    # --- the session's record (record/seam.py SessionRecord) -------------------------
 
-    async def plan(self, facts: TurnFacts, sink: CellSink) -> Planned:
-        decision = await asyncio.to_thread(self.decide, facts)
-        for notice in decision.notices:
-            sink.notice(notice)
+    async def plan(self, inputs: TurnInputs, notice: Tell) -> Planned:
+        self.roots = inputs.roots
+        decision = await asyncio.to_thread(self.decide, inputs)
+        for said in decision.notices:
+            notice(said)
         if decision.conversation is not None:
             self._write_conversation(decision.conversation)
         found = decision.found
         if found is not None:
-            self.runtime.log.emit(TurnReplay(key=decision.key, session=found.session,
-                                             recorded_at=found.ts, model=found.model))
-        return Planned(self, facts, sink, decision)
+            self.emit(TurnReplay(key=decision.key, session=found.session,
+                                 recorded_at=found.ts, model=found.model))
+        return Planned(self, inputs, notice, decision)
 
     def started(self, change: ConversationChange) -> None:
         """/new or /resume: a conversation begins here."""
@@ -152,34 +158,29 @@ class RecordKeeper:
 
     # --- keys, digests, the record's own events ----------------------------------------
 
-    def tokens(self) -> PathTokens:
-        env = self.runtime.env
-        roots = [(r.source, r.path) for r in self.runtime.session.skill_snapshot.roots]
-        return PathTokens.of(env.workspace, roots, env.host.environ.get("HOME"))
+    def tokens(self, roots: tuple[tuple[str, str], ...] | None = None) -> PathTokens:
+        """The paths written as tokens: the workspace, the skills roots (the last turn's
+        unless given), the home folder."""
+        opening = self.opening
+        return PathTokens.of(opening.workspace, self.roots if roots is None else roots,
+                             opening.environ.get("HOME"))
 
-    def key(self, facts: TurnFacts, history: list[dict[str, Any]]) -> tuple[dict[str, str],
-                                                                            str]:
-        runtime = self.runtime
-        session = runtime.session
+    def key(self, inputs: TurnInputs,
+            history: list[dict[str, Any]]) -> tuple[dict[str, str], str]:
+        facts = inputs.facts
         parts = turn_parts(history=history, text=facts.text, forced=facts.forced,
-                           model=session.model_config,
-                           snapshot_digest=session.skill_snapshot.digest,
-                           persona=session.persona, policy=runtime.env.policy,
-                           registry=runtime.env.registry, tokens=self.tokens(),
-                           redact=self._redact)
+                           model=inputs.model, snapshot_digest=inputs.skills,
+                           persona=inputs.persona, tools=inputs.tools,
+                           tokens=self.tokens(inputs.roots), redact=self.redact)
         return parts, turn_key(parts)
 
-    def digest(self, request: ChatRequest) -> str:
-        return request_digest(request.messages, request.json_schema, self.tokens(),
-                              self._redact)
-
-    def _redact(self, value: Any) -> Any:
-        redact = self.runtime.log.redact
+    def redact(self, value: Any) -> Any:
+        redact = self.opening.redact
         return redact(value) if redact is not None else value
 
     def recorded(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Messages as the record keeps them: redacted, paths as tokens."""
-        kept: list[dict[str, Any]] = self.tokens().tokens(self._redact(messages))
+        kept: list[dict[str, Any]] = self.tokens().tokens(self.redact(messages))
         return kept
 
     def restored(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -189,7 +190,7 @@ class RecordKeeper:
 
     def _begin(self) -> None:
         self._count += 1
-        self.conversation = f"{self.runtime.session.session_id[:8]}-{self._count}"
+        self.conversation = f"{self.opening.session_id[:8]}-{self._count}"
 
     def conversation_event(self, how: ConversationHow, source: str | None,
                            turns: list[dict[str, Any]],
@@ -198,15 +199,15 @@ class RecordKeeper:
                                    left_out=left_out)
 
     def _write_conversation(self, event: ConversationStarted) -> None:
-        self.kept(self.runtime.log.emit(event), "conversation", "")
+        self.kept(self.emit(event), "conversation", "")
 
     def write_turn(self, planned: Planned, messages: list[dict[str, Any]],
                    stopped: bool) -> None:
-        facts, decision, model = planned.facts, planned.decision, planned.turn_model
+        facts, decision, model = planned.inputs.facts, planned.decision, planned.turn_model
         found = decision.found
         source = "stopped" if stopped else model.source if model is not None else "model"
         replayed = source in ("record", "diverged") and found is not None
-        event = self.runtime.log.emit(TurnRecorded(
+        event = self.emit(TurnRecorded(
             key=decision.key, parts=decision.parts, conversation=self.conversation,
             notebook=self.notebook(), cell_id=facts.cell_id, code=facts.code,
             text=facts.text, source=source, rerun=facts.rerun,

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lily_kernel.config import ModelConfig
-from lily_kernel.persona import Persona
-from lily_kernel.tools import ToolPolicy, ToolRegistry
 
-__all__ = ["KEY_PARTS", "PathTokens", "canonical", "request_digest", "turn_key", "turn_parts"]
+__all__ = ["KEY_PARTS", "PathTokens", "canonical", "offered_tools", "persona_digest",
+           "request_digest", "turn_key", "turn_parts"]
 
 Value = TypeVar("Value")
 # The parts of a turn's key, in the order a miss names them.
@@ -92,23 +91,34 @@ def _mapped(value: Any, pairs: tuple[tuple[str, str], ...]) -> Any:
     return value
 
 
+def persona_digest(agent: str, files: Iterable[tuple[str, str]]) -> str:
+    """The persona's part of a key: its agent, and each file's name and content."""
+    return _digest({"agent": agent, "files": [[name, content] for name, content in files]})
+
+
+def offered_tools(decisions: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """The tools' part of a key, from each tool's name and the policy's decision: those
+    the model may call, in order. Whether one is asked first does not change what the
+    model may call (and a recorded call runs again under the policy of the day, asked
+    where it asks)."""
+    return tuple(sorted(name for name, decision in decisions if decision != "deny"))
+
+
 def turn_parts(*, history: list[dict[str, Any]], text: str, forced: str | None,
-               model: ModelConfig, snapshot_digest: str, persona: Persona,
-               policy: ToolPolicy, registry: ToolRegistry, tokens: PathTokens,
+               model: ModelConfig, snapshot_digest: str, persona: str,
+               tools: Iterable[str], tokens: PathTokens,
                redact: Callable[[Any], Any]) -> dict[str, str]:
     """The digest of each part of a turn's key. The history and the request as the
-    record keeps them (redacted, paths as tokens); the tools as the model is offered
-    them: whether one is asked first does not change what the model may call (and a
-    recorded call runs again under the policy of the day, asked where it asks)."""
+    record keeps them (redacted, paths as tokens); `persona` digested (persona_digest);
+    `tools` those the model may call (offered_tools)."""
     kept = tokens.tokens(redact({"history": history, "text": text.strip()}))
     return {
         "history": _digest(kept["history"]),
         "request": _digest({"text": kept["text"], "skill": forced}),
         "model": _digest({k: getattr(model, k) for k in _MODEL_KEYS}),
         "skills": snapshot_digest,
-        "persona": _digest({"agent": persona.agent,
-                            "files": [[f.name, f.content] for f in persona.files]}),
-        "tools": _digest(sorted(t.name for t in registry if policy.decision_for(t) != "deny")),
+        "persona": persona,
+        "tools": _digest(sorted(tools)),
     }
 
 

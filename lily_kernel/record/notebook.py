@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = ["MAX_NOTEBOOK_BYTES", "SavedCell", "TurnCell", "earlier_turns",
-           "notebook_from_cell", "notebook_of", "read_saved_cells", "shown_path"]
+           "notebook_from_cell", "notebook_of", "read_saved_cells", "saved_cell", "shown_path"]
 
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # outputs included; a notebook is rarely 10 MiB
 VSCODE_CELL = "vscode-notebook-cell"
@@ -63,8 +63,11 @@ def shown_path(notebook: Path, workspace: Path) -> str:
 
 @dataclass(frozen=True)
 class SavedCell:
+    """A saved code cell: its id, its code, and the text its saved outputs show."""
+
     id: str | None
     source: str
+    shown: str = ""
 
 
 def read_saved_cells(path: Path) -> list[SavedCell] | str:
@@ -95,14 +98,32 @@ def read_saved_cells(path: Path) -> list[SavedCell] | str:
     if not isinstance(cells, list):
         return f"{path} is not a notebook (no cells)"
     return [SavedCell(c.get("id") if isinstance(c.get("id"), str) else None,
-                      _source(c.get("source")))
+                      _source(c.get("source")), _shown(c.get("outputs")))
             for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+
+
+def saved_cell(path: Path, cell_id: str | None, code: str) -> SavedCell | None:
+    """The saved cell running now: by its id, else the first with its code."""
+    cells = read_saved_cells(path)
+    if isinstance(cells, str):
+        return None
+    by_id = next((c for c in cells if cell_id and c.id == cell_id), None)
+    return by_id or next((c for c in cells if code.strip() and
+                          c.source.strip() == code.strip()), None)
 
 
 def _source(value: Any) -> str:
     if isinstance(value, list):
         return "".join(v for v in value if isinstance(v, str))
     return value if isinstance(value, str) else ""
+
+
+def _shown(outputs: Any) -> str:
+    """The plain text of a cell's saved outputs (what a console would show)."""
+    if not isinstance(outputs, list):
+        return ""
+    return "\n".join(_source(o.get("data", {}).get("text/plain"))
+                     for o in outputs if isinstance(o, dict) and isinstance(o.get("data"), dict))
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,20 @@ The same engine replays a turn for the kernel (Run All, the record's steps) and 
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from lily_kernel.errors import ReplayError
 from lily_kernel.events import ModelCall
 from lily_kernel.events.turns import TurnSource
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
-from lily_kernel.llm.records import response_record
+from lily_kernel.llm.records import error_from_record, response_from_record, response_record
+from lily_kernel.record.shapes import Step
 
-__all__ = ["Replay", "TurnModel", "recorded_calls"]
+__all__ = ["Replay", "ReplayModel", "TurnModel", "recorded_calls"]
 
 
 @dataclass
@@ -39,15 +43,50 @@ class Replay:
     on_diverged: Callable[[int], None]
 
 
-def recorded_calls(steps: list[dict[str, Any]]) -> list[ModelCall]:
+def recorded_calls(steps: list[Step]) -> list[ModelCall]:
     """A turn record's steps as the `model_call`s replay's model answers with."""
-    return [ModelCall(model=str(s.get("model") or ""), step=n, outcome="ok", latency_ms=0.0,
-                      context_window=s.get("context_window"),
-                      supports_tools=bool(s.get("supports_tools", True)),
-                      response=s.get("response"), prompt_tokens=s.get("prompt_tokens"),
-                      completion_tokens=s.get("completion_tokens"),
-                      finish_reason=s.get("finish_reason"), cost=s.get("cost"))
+    return [ModelCall(model=s.model, step=n, outcome="ok", latency_ms=0.0,
+                      context_window=s.context_window, supports_tools=s.supports_tools,
+                      response=asdict(s.response), prompt_tokens=s.prompt_tokens,
+                      completion_tokens=s.completion_tokens,
+                      finish_reason=s.finish_reason, cost=s.cost)
             for n, s in enumerate(steps, 1)]
+
+
+class ReplayModel:
+    """A ChatModel that answers with the recorded model calls, in order (a turn's steps
+    from the record; `lily replay`'s log)."""
+
+    def __init__(self, calls: list[ModelCall]) -> None:
+        self.calls = deque(calls)
+        self.name = calls[0].model if calls else "replay"
+        # As the recorded model: whether it called tools (else a selection step runs),
+        # and its context window (the catalog budget and history trimming follow it).
+        self.supports_tools = calls[0].supports_tools if calls else True
+        windows = [c.context_window for c in calls if c.context_window]
+        self._context_window: int | None = int(windows[0]) if windows else None
+
+    @property
+    def context_window(self) -> int | None:
+        return self._context_window
+
+    async def complete(self, request: ChatRequest,
+                       on_text: Callable[[str], None]) -> ChatResponse:
+        if not self.calls:
+            raise ReplayError("the replay asked the model for more answers than were recorded.")
+        call = self.calls.popleft()
+        self.name = call.model
+        self.supports_tools = call.supports_tools
+        if call.response is not None:
+            response = response_from_record(call.as_data())
+            if response.text:
+                on_text(response.text)
+            return response
+        if call.error is not None:
+            raise error_from_record(call.error)
+        if call.outcome == "cancelled":
+            raise asyncio.CancelledError  # the recorded call was interrupted
+        raise ReplayError(f"the recorded model call ended with '{call.outcome}'.")
 
 
 class TurnModel:

@@ -19,8 +19,8 @@ from typing import Any
 
 from lily_kernel.errors import ReplayError
 from lily_kernel.events import KINDS
-from lily_kernel.llm.records import response_problem
-from lily_kernel.validation import ShapeError, check_fields
+from lily_kernel.record.shapes import RecordedResponse
+from lily_kernel.validation import ShapeError, build, check_fields
 
 __all__ = ["MAX_LINE_BYTES", "MAX_LOG_BYTES", "MAX_NESTING", "printable", "read_session_log"]
 
@@ -137,10 +137,10 @@ def _problem(kind: str, data: dict[str, Any]) -> str | None:
         return None  # a kind this Lily does not know: compared, never read
     try:
         check_fields(KINDS[kind], data)
+        if kind == "model_call" and isinstance(data.get("response"), dict):
+            build(RecordedResponse, data["response"], prefix="response.")
     except ShapeError as exc:
         return f"{printable(_cut(exc.key, 80))} is {_kind_of(exc.value)}, not {exc.expected}"
-    if kind == "model_call" and isinstance(data.get("response"), dict):
-        return response_problem(data["response"])
     return None
 
 

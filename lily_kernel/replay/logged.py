@@ -21,8 +21,7 @@ from lily_kernel.events import EventData
 from lily_kernel.events.turns import ConversationStarted, TurnDiverged, TurnReplay
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.record.keeper import Decision, Recorded, RecordKeeper
-from lily_kernel.runtime.collaborators import TurnFacts
-from lily_kernel.runtime.runtime import LilyRuntime
+from lily_kernel.record.seam import Emit, RecordOpening, TurnInputs
 from lily_kernel.validation import ShapeError, build
 
 __all__ = ["RECORD_KINDS", "CellRecord", "LoggedRecord", "cell_records"]
@@ -72,8 +71,8 @@ class LoggedRecord(RecordKeeper):
     """The record of a replayed session: each cell's decisions as the log has them
     (`cell`: the cell running now, set by replay/run.py)."""
 
-    def __init__(self, runtime: LilyRuntime, cells: list[CellRecord]) -> None:
-        super().__init__(runtime)
+    def __init__(self, opening: RecordOpening, emit: Emit, cells: list[CellRecord]) -> None:
+        super().__init__(opening, emit)
         self.cells = cells
         self.cell = -1
 
@@ -83,16 +82,16 @@ class LoggedRecord(RecordKeeper):
     def notebook(self) -> str | None:
         return self._now().notebook
 
-    def decide(self, facts: TurnFacts) -> Decision:
+    def decide(self, inputs: TurnInputs) -> Decision:
         self.considered = True
         now = self._now()
-        parts, key = self.key(facts, self.runtime.session.conversation_state.messages)
+        parts, key = self.key(inputs, list(inputs.history))
         decision = Decision(parts, key)
         taken = now.conversation
         if taken is not None and taken.how == "continued":
             decision.conversation = taken
             decision.history = [m for t in taken.turns for m in self._messages(t)]
-            decision.parts, decision.key = self.key(facts, decision.history)
+            decision.parts, decision.key = self.key(inputs, decision.history)
         replay = now.replay
         if replay is not None and replay.key == decision.key:
             diverged = now.diverged

@@ -6,53 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 
 from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ReplayError
-from lily_kernel.events import Approval, ModelCall, ModelLoad, SkillScriptRun
+from lily_kernel.events import Approval, ModelLoad, SkillScriptRun
 from lily_kernel.execution.runner import ScriptPlan, ScriptResult
-from lily_kernel.llm.base import ChatRequest, ChatResponse
-from lily_kernel.llm.records import error_from_record, response_from_record
+from lily_kernel.llm.records import error_from_record
+from lily_kernel.record.turn_model import ReplayModel
 from lily_kernel.replay.scratch import PathMap
 
 __all__ = ["RecordedLoads", "RecordedScripts", "ReplayModel", "ReplaySink"]
-
-
-class ReplayModel:
-    """A ChatModel that answers with the recorded model calls, in order."""
-
-    def __init__(self, calls: list[ModelCall]) -> None:
-        self.calls = deque(calls)
-        self.name = calls[0].model if calls else "replay"
-        # As the recorded model: whether it called tools (else a selection step runs),
-        # and its context window (the catalog budget and history trimming follow it).
-        self.supports_tools = calls[0].supports_tools if calls else True
-        windows = [c.context_window for c in calls if c.context_window]
-        self._context_window: int | None = int(windows[0]) if windows else None
-
-    @property
-    def context_window(self) -> int | None:
-        return self._context_window
-
-    async def complete(self, request: ChatRequest,
-                       on_text: Callable[[str], None]) -> ChatResponse:
-        if not self.calls:
-            raise ReplayError("the replay asked the model for more answers than were recorded.")
-        call = self.calls.popleft()
-        self.name = call.model
-        self.supports_tools = call.supports_tools
-        if call.response is not None:
-            response = response_from_record(call.as_data())
-            if response.text:
-                on_text(response.text)
-            return response
-        if call.error is not None:
-            raise error_from_record(call.error)
-        if call.outcome == "cancelled":
-            raise asyncio.CancelledError  # the recorded call was interrupted
-        raise ReplayError(f"the recorded model call ended with '{call.outcome}'.")
 
 
 class RecordedLoads:
@@ -79,17 +43,11 @@ class ReplaySink:
     def __init__(self, approvals: list[Approval]) -> None:
         self.approvals = deque(approvals)
 
-    def show(self, result: object) -> None: ...
+    def show(self, value: object) -> None: ...
 
     def stream(self, markdown: str) -> None: ...
 
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def notice(self, text: str) -> None: ...
-
-    def output(self, item: object) -> None: ...
-
-    async def ask(self, prompt: str) -> str | None:
+    async def ask(self, question: str) -> str | None:
         if not self.approvals:
             raise asyncio.CancelledError  # the recording was interrupted at this question
         outcome = self.approvals.popleft().outcome

@@ -154,7 +154,8 @@ def replay_session(path: Path, before_cell: Callable[[int, Path], None] | None =
         recording = Collaborators(make_model=RecordedLoads(loads, ReplayModel(calls)),
                                   run_script=RecordedScripts(scripts, paths),
                                   shown=_shown_as_recorded(paths),
-                                  record=(lambda runtime: LoggedRecord(runtime, decided))
+                                  record=(lambda opening, emit:
+                                          LoggedRecord(opening, emit, decided))
                                   if kept else None)
         runtime = _start(scratch, dict(os.environ if environ is None else environ),
                          str(recorded[0].get("session_id") or "replay"), comparison,

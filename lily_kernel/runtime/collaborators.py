@@ -1,61 +1,33 @@
-"""Who does for the runtime what it does not do itself: one value, given at start; and
-the seam of the session's record (the turns answered again from it, replay/)."""
+"""Who does for the runtime what it does not do itself: one value, given at start; the
+session's record among them (its seam: record/seam.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 from lily_kernel.commands import CommandResult
-from lily_kernel.commands.record import ConversationBook, ConversationChange
 from lily_kernel.config import ModelConfig
 from lily_kernel.display import render_plain
 from lily_kernel.execution.runner import ScriptPlan, ScriptResult, run_script
 from lily_kernel.llm.base import ChatModel
-from lily_kernel.runtime.sink import CellSink
+from lily_kernel.record.seam import (
+    Emit,
+    MakeRecord,
+    RecordOpening,
+    SessionRecord,
+    TurnFacts,
+    TurnPlan,
+)
 
-__all__ = ["Collaborators", "SessionRecord", "TurnFacts", "TurnPlan"]
+__all__ = ["RECORDED", "Collaborators", "SessionRecord", "TurnFacts", "TurnPlan"]
 
 
 def _create_model(settings: ModelConfig, cache: Path) -> ChatModel:
     from lily_kernel.llm import create_model  # litellm or llama.cpp: with the first chat cell
 
     return create_model(settings, cache)
-
-
-@dataclass(frozen=True)
-class TurnFacts:
-    """A chat turn before it runs, as the runtime knows it: the request (and the skill
-    the person forced), the cell, and whether the model must answer it (/rerun)."""
-
-    text: str
-    forced: str | None
-    code: str
-    cell_id: str | None
-    fresh: bool = False  # /rerun: never from the record
-    rerun: bool = False  # /rerun without a message: it replaces the last turn
-
-
-class TurnPlan(Protocol):
-    """One turn as the record plans it: the history it continues (None: the session's),
-    its model (the record's answers, then the live one), what is kept once it ran."""
-
-    history: list[dict[str, Any]] | None
-
-    async def model(self, live: Callable[[], Awaitable[ChatModel]]) -> ChatModel: ...
-
-    def finished(self, messages: list[dict[str, Any]], stopped: bool) -> None: ...
-
-
-class SessionRecord(ConversationBook, Protocol):
-    """The session's record (replay/answers.py): plans each chat turn, and writes down
-    where a conversation begins (/new, /resume)."""
-
-    async def plan(self, facts: TurnFacts, sink: CellSink) -> TurnPlan: ...
-
-    def started(self, change: ConversationChange) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -68,5 +40,15 @@ class Collaborators:
     make_model: Callable[[ModelConfig, Path], ChatModel] = _create_model
     run_script: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] = run_script
     shown: Callable[[CommandResult], str] = render_plain
-    # Made with the runtime once it has started (a LilyRuntime: runtime.py imports this).
-    record: Callable[[Any], SessionRecord] | None = None
+    # Made once the session has started, from its opening and its log's emit.
+    record: MakeRecord | None = None
+
+
+def _notebook_record(opening: RecordOpening, emit: Emit) -> SessionRecord:
+    from lily_kernel.record.answers import NotebookRecord  # in the session's start thread
+
+    return NotebookRecord(opening, emit)
+
+
+# The kernel's: its turns recorded, and answered from the record (docs/sessions.md).
+RECORDED = Collaborators(record=_notebook_record)

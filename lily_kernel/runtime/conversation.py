@@ -8,62 +8,39 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from lily_kernel.commands import AskAgain
 from lily_kernel.commands.python import looks_like_python
-from lily_kernel.display import Told
+from lily_kernel.display import Notice
 from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE, PYTHON_CELL_HINT
-from lily_kernel.environment import LilyEnvironment
+from lily_kernel.display.notices import forced_skill_cut
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
-from lily_kernel.events import EventLog
 from lily_kernel.llm.base import ChatModel
-from lily_kernel.runtime.collaborators import SessionRecord, TurnFacts
+from lily_kernel.record.key import offered_tools, persona_digest
+from lily_kernel.record.seam import RecordOpening, TurnFacts, TurnInputs
+from lily_kernel.runtime.core import RuntimeCore
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
-from lily_kernel.session import Session
 from lily_kernel.skills import Skill
 
-if TYPE_CHECKING:  # (these import nothing of this module: no cycle)
-    from lily_kernel.mcp_tools.session import McpServers
-    from lily_kernel.runtime.tool_gate import ToolGate
+if TYPE_CHECKING:  # (it imports nothing of this module: no cycle)
     from lily_kernel.runtime.turn import Turn
-    from lily_kernel.tools import PolicyState
 
-__all__ = ["RuntimeView", "ask_again", "build_turn", "converse"]
+__all__ = ["ask_again", "build_turn", "converse", "record_opening",
+           "turn_inputs"]
 
 ModelSource = Callable[[Callable[[], Awaitable[ChatModel]]], Awaitable[ChatModel]]
 
 
-class RuntimeView(Protocol):
-    """What a turn uses of the runtime (LilyRuntime, which imports this module)."""
-
-    env: LilyEnvironment
-    session: Session
-    log: EventLog
-    told: Told
-    record: SessionRecord | None
-    last_turn: tuple[TurnFacts, int] | None  # the last chat turn, where it begins (/rerun)
-
-    policy_state: PolicyState
-
-    @property
-    def gate(self) -> ToolGate: ...
-
-    @property
-    def mcp(self) -> McpServers: ...
-
-    async def get_model(self) -> ChatModel: ...
-
-    def use_environment(self, env: LilyEnvironment) -> None: ...
-
-
-async def converse(runtime: RuntimeView, facts: TurnFacts, forced: Skill | None,
+async def converse(runtime: RuntimeCore, facts: TurnFacts, forced: Skill | None,
                    sink: CellSink, stop: threading.Event) -> None:
     """Run one turn; append it to the history once it has completed, or, stopped by the
     person, what they saw of it (marked as stopped). A turn that failed leaves the
     history as it was (a recorded conversation it continues stays taken up)."""
-    plan = await runtime.record.plan(facts, sink) if runtime.record is not None else None
+    plan = await runtime.record.plan(turn_inputs(runtime, facts),
+                                     lambda said: sink.show(Notice(said))) \
+        if runtime.record is not None else None
     state = runtime.session.conversation_state
     if plan is not None and plan.history is not None:
         state.messages[:] = plan.history
@@ -84,7 +61,30 @@ async def converse(runtime: RuntimeView, facts: TurnFacts, forced: Skill | None,
         plan.finished(messages, stopped=False)
 
 
-async def ask_again(runtime: RuntimeView, again: AskAgain, code: str, cell_id: str | None,
+def record_opening(runtime: RuntimeCore) -> RecordOpening:
+    """What the session's record is made from (record/seam.py), as the session starts."""
+    env, log = runtime.env, runtime.log
+    return RecordOpening(
+        workspace=env.workspace, session_id=runtime.session.session_id,
+        environ=dict(env.host.environ), log=log.path if log.enabled else None,
+        redact=log.redact,
+        roots=tuple((r.source, r.path) for r in runtime.session.skill_snapshot.roots))
+
+
+def turn_inputs(runtime: RuntimeCore, facts: TurnFacts) -> TurnInputs:
+    """What determines this turn's answer now, as one frozen value for the record."""
+    session, env = runtime.session, runtime.env
+    snapshot, persona = session.skill_snapshot, session.persona
+    return TurnInputs(
+        facts=facts, history=tuple(session.conversation_state.messages),
+        model=session.model_config, skills=snapshot.digest,
+        roots=tuple((r.source, r.path) for r in snapshot.roots),
+        persona=persona_digest(persona.agent, [(f.name, f.content) for f in persona.files]),
+        tools=offered_tools((t.name, env.policy.decision_for(t)) for t in env.registry),
+        answers=env.config.answers)
+
+
+async def ask_again(runtime: RuntimeCore, again: AskAgain, code: str, cell_id: str | None,
                     sink: CellSink, stop: threading.Event) -> None:
     """`/rerun`: `again.request` answered by the model, or the session's last turn asked
     again in its place (the history as before it; restored if the new answer fails)."""
@@ -107,7 +107,7 @@ async def ask_again(runtime: RuntimeView, again: AskAgain, code: str, cell_id: s
         raise
 
 
-async def build_turn(runtime: RuntimeView, text: str, forced: Skill | None, sink: CellSink,
+async def build_turn(runtime: RuntimeCore, text: str, forced: Skill | None, sink: CellSink,
                      stop: threading.Event | None = None,
                      model_source: ModelSource | None = None) -> Turn:
     """A turn for `text`, not yet run: its model (the session's, or `model_source`'s),
@@ -122,30 +122,28 @@ async def build_turn(runtime: RuntimeView, text: str, forced: Skill | None, sink
 
     session = runtime.session
     if looks_like_python(text):  # said even when no model can answer it
-        sink.notice(PYTHON_CELL_HINT)
+        sink.show(Notice(PYTHON_CELL_HINT))
     if session.model_config.model is None:
         raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
     model = await (model_source(runtime.get_model) if model_source is not None
                    else runtime.get_model())
     if session.embedded_default and runtime.told.first("embedded model"):
-        sink.notice(EMBEDDED_NOTICE)  # once per session, in its first chat cell
+        sink.show(Notice(EMBEDDED_NOTICE))  # once per session, in its first chat cell
     draft = await asyncio.to_thread(draft_turn_request, session,
                                     runtime.env.config.catalog_max_chars, model, text, forced)
     if draft.ranks:  # a catalog over its budget lists the request's best matches
         await announce_encoding(session.ranker(), sink)
     request, catalog_notice = await asyncio.to_thread(draft.finish, stop)
     if catalog_notice is not None:
-        sink.notice(catalog_notice)
+        sink.show(Notice(catalog_notice))
     if forced is not None and request.forced_left:
-        sink.notice(f"Skill: {forced.name}: its SKILL.md less its last "
-                    f"{request.forced_left:,} characters, to fit the model's context "
-                    "window.")
+        sink.show(Notice(forced_skill_cut(forced.name, request.forced_left)))
     if runtime.told.first(("persona", session.persona)):  # once per persona read
         for notice in session.persona.notices:
-            sink.notice(notice)
+            sink.show(Notice(notice))
     request, trim_notice = fit_request(session, model, request)
     if trim_notice is not None:
-        sink.notice(trim_notice)
+        sink.show(Notice(trim_notice))
     await start_mcp_servers(runtime, sink)  # their tools join the registry and policy
     choice = SkillChoice(session.skill_snapshot, runtime.log, sink, forced=forced,
                          digests=runtime.env.trust.digests,

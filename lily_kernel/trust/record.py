@@ -1,10 +1,10 @@
 """A folder's record, as trust sees it: content that arrived with the folder.
 
 Run All answers a chat cell from the record of its turns (`.lily/sessions/*.jsonl`, found
-through `.lily/index.jsonl`; docs/sessions.md), and the recorded answers' tool calls
+through `.lily/index.sqlite`; docs/sessions.md), and the recorded answers' tool calls
 run again, under full auto without asking once the folder is trusted. So a folder that
 ships a record asks the trust question, which names it. Counted as the record's reader
-(replay/index.py) finds turns: the `turn` lines of the logs, as the event log writes
+(record/index.py) finds turns: the `turn` lines of the logs, as the event log writes
 them, and the turn entries of the index (which may point anywhere in a log). Only when
 `.lily` and `.lily/sessions` are real folders (not links): otherwise the reader reads
 nothing of them. Bounded: past MAX_SCANNED bytes of logs, the count is a lower bound.
@@ -12,22 +12,23 @@ nothing of them. Bounded: past MAX_SCANNED bytes of logs, the count is a lower b
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import re
+import sqlite3
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["RecordFacts", "is_record_line", "read_record"]
 
-# As events/log.py (LILY_FOLDER) and replay/index.py lay the record out; the trust layer
+# As events/log.py (LILY_FOLDER) and record/index.py lay the record out; the trust layer
 # sits below both.
-FOLDER, SESSIONS, INDEX = ".lily", "sessions", "index.jsonl"
+FOLDER, SESSIONS, INDEX = ".lily", "sessions", "index.sqlite"
 _LOG_NAME = re.compile(r"[A-Za-z0-9_.-]{1,200}\.jsonl")
-_TURN = b'"event": "turn"'  # a turn line as the event log writes it (replay/index.py)
+_TURN = b'"event": "turn"'  # a turn line as the event log writes it (record/index.py)
 MAX_SCANNED = 64 * 1024 * 1024  # bytes of logs read to count turns
-MAX_INDEX = 16 * 1024 * 1024
+MAX_INDEXED = 100_000  # index entries read
 MAX_LOGS = 10_000
 
 
@@ -91,22 +92,16 @@ def _turn_lines(path: Path, budget: int) -> tuple[set[int], int, bool]:
 
 
 def _indexed_turns(path: Path, logs: set[str]) -> set[tuple[str, int]]:
-    """The turn entries of the index that name a log of the folder."""
-    fd = _open(path)
-    if fd is None:
+    """The turn entries of the index (SQLite, read only) that name a log of the folder."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return set()
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT log, at FROM entries WHERE kind = 'turn' LIMIT ?",
+                              (MAX_INDEXED,)).fetchall()
+    except (OSError, sqlite3.Error):
         return set()
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_INDEX)
-    found: set[tuple[str, int]] = set()
-    for line in data.splitlines():
-        try:
-            entry = json.loads(line).get("entry")
-        except (ValueError, RecursionError, AttributeError):
-            continue
-        if isinstance(entry, dict) and entry.get("kind") == "turn" \
-                and entry.get("log") in logs and isinstance(entry.get("at"), int):
-            found.add((entry["log"], entry["at"]))
-    return found
+    return {(log, at) for log, at in rows if log in logs and isinstance(at, int)}
 
 
 def read_record(workspace: Path) -> RecordFacts | None:

@@ -1,6 +1,6 @@
 """The record's pure parts: a turn's key and its parts, the paths written as tokens, the
 notebook a front end names, the saved notebook's cells and which recorded turns are
-still in it (replay/key.py, replay/notebook.py)."""
+still in it (record/key.py, record/notebook.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from typing import Any
 
 from lily_kernel.config import ModelConfig
 from lily_kernel.persona import Persona, PersonaFile
-from lily_kernel.record.key import PathTokens, request_digest, turn_key, turn_parts
+from lily_kernel.record.key import (
+    PathTokens,
+    offered_tools,
+    persona_digest,
+    request_digest,
+    turn_key,
+    turn_parts,
+)
 from lily_kernel.record.notebook import (
     SavedCell,
     TurnCell,
@@ -36,7 +43,10 @@ def parts(**changed: Any) -> dict[str, str]:
         "snapshot_digest": "d" * 64, "persona": PERSONA, "policy": ToolPolicy(),
         "registry": default_registry(), "tokens": TOKENS, "redact": lambda v: v}
     given.update(changed)
-    return turn_parts(**given)
+    persona, policy, registry = given.pop("persona"), given.pop("policy"), given.pop("registry")
+    return turn_parts(**given, persona=persona_digest(persona.agent, [(f.name, f.content)
+                                                                     for f in persona.files]),
+                      tools=offered_tools((t.name, policy.decision_for(t)) for t in registry))
 
 
 def test_each_part_of_a_turn_changes_its_key_and_only_its_part() -> None:

@@ -3,13 +3,14 @@ the folder, which the trust question names, counted as the record's reader finds
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from lily_kernel.environment import LilyEnvironment
+from lily_kernel.environment import Workspace
 from lily_kernel.trust import record as trust_record
 from lily_kernel.trust.record import RecordFacts, read_record
 from tests.core.test_trust import lily
@@ -39,12 +40,11 @@ def test_a_record_is_its_turns_in_logs_and_index(workspace: Path) -> None:
     logs(workspace, a=OTHER + TURN + TURN, b=TURN)
     assert read_record(workspace) == RecordFacts(logs=2, turns=3)
     # An index entry may point at any line: a turn the logs' scan would not see counts.
-    index = [{"index": "lily-record", "version": 1},
-             {"entry": {"kind": "turn", "log": "own.jsonl", "at": 0}},
-             {"entry": {"kind": "turn", "log": "a.jsonl", "at": len(OTHER)}},  # seen
-             {"entry": {"kind": "turn", "log": "gone.jsonl", "at": 0}}]  # no such log
-    (workspace / ".lily" / "index.jsonl").write_text(
-        "".join(json.dumps(i) + "\n" for i in index) + "not json\n")
+    with contextlib.closing(sqlite3.connect(workspace / ".lily" / "index.sqlite")) as db, db:
+        db.execute("CREATE TABLE entries (kind TEXT, log TEXT, at INTEGER)")
+        db.executemany("INSERT INTO entries VALUES (?, ?, ?)", [
+            ("turn", "own.jsonl", 0), ("turn", "a.jsonl", len(OTHER)),  # the second: seen
+            ("turn", "gone.jsonl", 0), ("conversation", "b.jsonl", 0)])  # no such log
     assert read_record(workspace) == RecordFacts(logs=3, turns=4)
     os.mkfifo(sessions / "fifo.jsonl")  # never opened
     (sessions / "link.jsonl").symlink_to(sessions / "a.jsonl")  # never read
@@ -78,7 +78,7 @@ def test_a_record_past_the_bound_is_counted_as_at_least(workspace: Path,
 def test_a_folder_that_ships_only_a_record_asks_and_says_so(workspace: Path,
                                                              person: dict[str, str]) -> None:
     logs(workspace, shipped=TURN * 2)
-    env = LilyEnvironment.load(workspace, person)
+    env = Workspace.load(workspace, person)
     _, skills, settings = env.pending_trust()
     line = ("record .lily/sessions/ (2 turns in 1 session log): Run All replays its answers, "
             "and under full auto runs their code (python, shell, MCP tools) unasked")
@@ -88,4 +88,4 @@ def test_a_folder_that_ships_only_a_record_asks_and_says_so(workspace: Path,
     assert "Trusting it lets what came with the folder take effect:" in done.stdout
     assert lily("trust", str(workspace), "--yes", env=person).returncode == 0
     # Trusted, its record is the sessions Lily keeps there: nothing more to ask.
-    assert LilyEnvironment.load(workspace, person).pending_trust()[2] == []
+    assert Workspace.load(workspace, person).pending_trust()[2] == []

@@ -146,7 +146,8 @@ def execute_in_cell(kernel: LilyProcess, code: str, cell_id: str) -> Execution:
     kernel.kc.shell_channel.send(msg)
     msg_id = msg["header"]["msg_id"]
     reply = kernel.kc.get_shell_msg(timeout=60)
-    assert reply["parent_header"]["msg_id"] == msg_id
+    while reply["parent_header"].get("msg_id") != msg_id:  # a kernel_info of the start
+        reply = kernel.kc.get_shell_msg(timeout=60)  # (sent again while it was slow)
     run = Execution(reply["content"])
     while True:
         out = kernel.kc.get_iopub_msg(timeout=60)
@@ -221,3 +222,32 @@ def test_a_replayed_tool_call_is_asked_again_under_ask(server: OpenAIServer,
     assert len(server.requests) == asked + 1  # the live model reads the refusal
     assert str(server.requests[-1]["messages"][-1]["content"]).startswith("Refused:")
     assert "A tool's result differs from the record (step 2)" in declined.plain
+
+
+def test_the_saved_notebook_wins_over_a_newer_unsaved_record(server: OpenAIServer,
+                                                             tmp_path: Path) -> None:
+    """Three cells answered and saved, then run again with LILY_ANSWERS=fresh and not
+    saved: the record holds two answers of each first turn, the newer unsaved. Run All on
+    the saved notebook replays the answers it shows, not the newest."""
+    workspace = workspace_for(tmp_path)
+    path = workspace / "talk.ipynb"
+    save(path, CELLS)
+    env = env_for(tmp_path, server, JPY_SESSION_NAME=str(path))
+    plain = [(cell_id, text) for cell_id, text in CELLS if "notes" not in text]
+    save(path, tuple(plain))
+    saved = run_all(path, env)
+    answers = [shown(c) for c in saved.cells[1:]]
+    assert all(a[0].startswith("Answer ") for a in answers)
+    nbformat.write(saved, path)
+
+    unsaved = run_all(path, {**env, "LILY_ANSWERS": "fresh"})  # not written to the file
+    newer = [shown(c) for c in unsaved.cells[1:]]
+    assert all(a != b for a, b in zip(answers, newer, strict=True))
+    asked = len(server.requests)
+
+    again = run_all(path, env)
+    assert len(server.requests) == asked  # no model call
+    replayed = [shown(c) for c in again.cells[1:]]
+    for before, after in zip(answers, replayed, strict=True):
+        assert after[0].startswith(REPLAYED)
+        assert after[1:] == before  # the answers the saved notebook shows

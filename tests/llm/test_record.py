@@ -14,11 +14,12 @@ import pytest
 
 from lily_kernel.errors import CommandError, ModelError, ModelFault
 from lily_kernel.llm import ChatResponse, ScriptedModel
-from lily_kernel.replay import replay_session
 from lily_kernel.record.answers import NotebookRecord
+from lily_kernel.replay import replay_session
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.runtime.collaborators import Collaborators
-from tests.llm.test_skill_tools import Sink, call, reply
+from tests.llm.test_skill_tools import call, reply
+from tests.support.sink import RecordingSink
 
 SECRET = "sk-record-SECRET-1234567890abcdef"
 
@@ -30,10 +31,10 @@ def start(workspace: Path, environ: dict[str, str], **settings: str) -> LilyRunt
 
 
 def run(runtime: LilyRuntime, code: str, *replies: ChatResponse | BaseException,
-        sink: Sink | None = None, cell_id: str | None = None) -> tuple[ScriptedModel, Sink]:
+        sink: RecordingSink | None = None, cell_id: str | None = None) -> tuple[ScriptedModel, RecordingSink]:
     model = ScriptedModel(*replies)
     runtime.model = model
-    sink = sink or Sink()
+    sink = sink or RecordingSink()
     asyncio.run(runtime.run_cell(code, sink, cell_id))
     return model, sink
 
@@ -50,7 +51,7 @@ def record_three(workspace: Path, environ: dict[str, str], **settings: str) -> L
     runtime = start(workspace, environ, **settings)
     run(runtime, "What is 2+2?", reply("Four."))
     run(runtime, "Read my notes", reply("", call("read", "r1", path="notes.md")),
-        reply("Friday."), sink=Sink("y"))
+        reply("Friday."), sink=RecordingSink("y"))
     run(runtime, "Which was my first question?", reply("2+2."))
     runtime.close()
     return runtime
@@ -104,13 +105,13 @@ def test_a_recorded_tool_call_is_asked_again_where_the_policy_asks(workspace,
     record_three(workspace, environ, LILY_TOOLS_ASK="read")
     again = start(workspace, environ, LILY_TOOLS_ASK="read")
     run(again, CELLS[0])
-    yes = Sink("y")
+    yes = RecordingSink("y")
     run(again, CELLS[1], sink=yes)
     assert len(yes.questions) == 1 and yes.replies == ["Friday."]
     again.close()
     third = start(workspace, environ, LILY_TOOLS_ASK="read")
     run(third, CELLS[0])
-    no = Sink("n")
+    no = RecordingSink("n")
     model, _ = run(third, CELLS[1], reply("You said no."), sink=no)
     assert len(no.questions) == 1 and no.replies == ["You said no."]
     assert model.requests[0].messages[-1]["content"].startswith("Refused:")
@@ -150,7 +151,7 @@ def test_a_crafted_record_runs_no_tool_the_policy_refuses(workspace, environ) ->
             event["data"]["steps"].append(dict(event["data"]["steps"][0], request="x"))
         crafted.append(json.dumps(event))
     log.write_text("\n".join(crafted) + "\n")
-    (workspace / ".lily" / "index.jsonl").unlink()  # rebuilt from the crafted log
+    (workspace / ".lily" / "index.sqlite").unlink()  # rebuilt from the crafted log
     again = start(workspace, environ, LILY_TOOLS_DENY="write")
     model, sink = run(again, "Plan my week", reply("I could not write."))
     assert not (workspace / "conftest.py").exists()

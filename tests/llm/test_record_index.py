@@ -1,11 +1,13 @@
-"""The record's index (`.lily/index.jsonl`): a cache of where the turns are in the
-session logs. Lost: rebuilt from the logs; damaged: said once and rebuilt; bounded;
-never pointing out of the workspace's own logs; not written without a log."""
+"""The record's index (`.lily/index.sqlite`): a cache of where the turns are in the
+session logs. Lost: rebuilt from the logs; damaged: said once and rebuilt, the logs kept;
+bounded; appended to by sessions side by side; never pointing out of the workspace's own
+logs; not written without a log."""
 
 from __future__ import annotations
 
-import json
 import os
+import sqlite3
+import threading
 from pathlib import Path
 
 from lily_kernel.record import index as index_module
@@ -29,33 +31,57 @@ def replayed(workspace: Path, environ: dict[str, str]) -> list[list[str]]:
         again.close()
 
 
+def indexed(index: Path) -> list[tuple[str, str, str]]:
+    """The index's entries as SQLite holds them: kind, log, request."""
+    with sqlite3.connect(index) as db:
+        return db.execute("SELECT kind, log, text FROM entries ORDER BY ts").fetchall()
+
+
+def logs_of(workspace: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in (workspace / ".lily" / "sessions").glob("*.jsonl")}
+
+
 def test_a_lost_index_is_rebuilt_from_the_logs(workspace, environ) -> None:
     record_three(workspace, environ)
-    index = workspace / ".lily" / "index.jsonl"
+    index = workspace / ".lily" / "index.sqlite"
     index.unlink()
     assert replayed(workspace, environ) == [["Four."], ["Friday."], ["2+2."]]
     assert index.is_file()
-    lines = [json.loads(line) for line in index.read_text().splitlines()]
-    assert lines[0] == {"index": "lily-record", "version": 1}
-    assert sum(1 for line in lines if "entry" in line) >= 3
+    turns = [e for e in indexed(index) if e[0] == "turn"]
+    assert [t[2] for t in turns][:3] == list(CELLS)
 
 
 def test_a_damaged_index_is_said_once_and_rebuilt(workspace, environ) -> None:
     record_three(workspace, environ)
-    index = workspace / ".lily" / "index.jsonl"
-    index.write_text(index.read_text() + '{"entry": {"kind": "turn", "log": "../../x.jsonl", '
-                     '"at": 0, "size": 10, "ts": "t", "conversation": "c"}}\n')
+    index = workspace / ".lily" / "index.sqlite"
+    logs = logs_of(workspace)
+    index.write_bytes(b"not a database at all\n" * 100)
     again = start(workspace, environ)
     _, sink = run(again, CELLS[0])
-    assert sink.notices[0] == (f"The record's index {index} was damaged (line 9: an entry "
-                               "that points nowhere); it is rebuilt from the session logs.")
+    assert sink.notices[0] == (f"The record's index {index} was damaged (file is not a "
+                               "database); it is rebuilt from the session logs.")
     assert sink.replies == ["Four."]
-    index.write_text("not json at all\n")
+    index.write_bytes(b"\0" * 4096)  # damaged again, under the open session
     _, second = run(again, CELLS[1])
     assert second.replies == ["Friday."]
     assert not any("damaged" in n for n in second.notices)  # once a session
     again.close()
-    assert "../../x.jsonl" not in index.read_text()
+    assert len([e for e in indexed(index) if e[0] == "turn"]) >= 3
+    kept = logs_of(workspace)
+    assert {name: kept[name] for name in logs} == logs  # the record itself untouched
+
+
+def test_an_entry_pointing_out_of_the_logs_is_never_read(workspace, environ) -> None:
+    """An index row naming a log outside `.lily/sessions` (a crafted index), the newest
+    of its key, is dropped; the turn is answered from the log it was recorded in."""
+    record_three(workspace, environ)
+    index = workspace / ".lily" / "index.sqlite"
+    with sqlite3.connect(index) as db:
+        db.execute("INSERT INTO entries SELECT kind, '../../x.jsonl', at, size, '9999', "
+                   "conversation, notebook, key, source, text, near FROM entries "
+                   "WHERE text = ?", (CELLS[0],))
+    assert replayed(workspace, environ)[0] == ["Four."]
+    assert "../../x.jsonl" not in {e[1] for e in indexed(index)}
 
 
 def test_the_index_is_bounded(workspace, environ, monkeypatch) -> None:
@@ -66,9 +92,33 @@ def test_the_index_is_bounded(workspace, environ, monkeypatch) -> None:
     runtime.close()
     index = RecordIndex(workspace, writable=False)
     index.refresh()
-    assert len(index.entries) <= 4
-    kept = {e.text for e in index.entries}
+    kept = [e.text for e in index.turns()]
+    assert len(kept) <= 4
     assert "Question 5" in kept and "Question 0" not in kept  # the newest are kept
+    assert len(indexed(workspace / ".lily" / "index.sqlite")) <= 4
+
+
+def test_sessions_side_by_side_index_each_line_once(workspace, environ) -> None:
+    """Two kernels' indexes scanning the same logs at once: every turn indexed once."""
+    record_three(workspace, environ)
+    (workspace / ".lily" / "index.sqlite").unlink()
+    indexes = [RecordIndex(workspace, writable=True) for _ in range(4)]
+    failures: list[BaseException] = []
+
+    def scan(index: RecordIndex) -> None:
+        try:
+            assert index.refresh() is None
+        except (AssertionError, sqlite3.Error) as exc:  # reported below, in this thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=scan, args=(i,)) for i in indexes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    turns = [e for e in indexed(workspace / ".lily" / "index.sqlite") if e[0] == "turn"]
+    assert sorted(t[2] for t in turns) == sorted(CELLS)
 
 
 def test_another_folders_records_are_never_read(workspace, environ, tmp_path) -> None:
@@ -98,7 +148,7 @@ def test_a_log_linked_into_the_sessions_folder_is_not_read(workspace, environ,
 def test_without_a_log_nothing_is_written_but_the_record_is_read(workspace,
                                                                  environ) -> None:
     record_three(workspace, environ)
-    index = workspace / ".lily" / "index.jsonl"
+    index = workspace / ".lily" / "index.sqlite"
     index.unlink()
     again = start(workspace, environ, LILY_EVENT_LOG="0")
     assert run(again, CELLS[0])[1].replies == ["Four."]

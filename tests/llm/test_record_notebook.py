@@ -13,7 +13,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from lily_kernel.replay import replay_session
 from tests.llm.test_record import events, run, start
-from tests.llm.test_skill_tools import Sink, reply
+from tests.llm.test_skill_tools import reply
+from tests.support.sink import RecordingSink
 
 CELLS = (("c-one", "What is 2+2?"), ("c-two", "Name a colour"), ("c-three", "And a fruit?"))
 ANSWERS = ("Four.", "Blue.", "Apple.")
@@ -166,7 +167,7 @@ def test_resume_of_this_notebooks_conversation_leaves_deleted_cells_out(workspac
     book = again.record
     assert book is not None
     [recorded] = [c for c in book.conversations() if c.turns == 3]
-    run(again, f"/resume {recorded.id[:6]}", sink=Sink())
+    run(again, f"/resume {recorded.id[:6]}", sink=RecordingSink())
     assert users(again.session.conversation_state.messages) == [CELLS[1][1]]
     assert events(again, "conversation")[-1]["left_out"] == [CELLS[0][1], CELLS[2][1]]
     again.close()
@@ -185,7 +186,7 @@ def test_a_crafted_turn_is_left_out_of_the_conversation_not_a_crash(workspace,
             event["data"]["messages"] = [{"role": "system", "content": 5}]
         lines.append(json.dumps(event))
     log.write_text("\n".join(lines) + "\n")
-    (workspace / ".lily" / "index.jsonl").unlink()
+    (workspace / ".lily" / "index.sqlite").unlink()
     again = start(workspace, environ, LILY_NOTEBOOK=str(notebook))
     model, sink = run(again, "Go on", reply("Gone on."), cell_id="c-new")
     assert users(model.requests[0].messages) == [CELLS[0][1], CELLS[2][1], "Go on"]

@@ -18,16 +18,17 @@ import pytest
 
 from lily_kernel.cli.main import main
 from lily_kernel.llm import ChatResponse, ScriptedModel
+from lily_kernel.record.answers import NotebookRecord
 from lily_kernel.replay import ReplayError, replay_session
 from lily_kernel.replay import log as replay_log
 from lily_kernel.replay import scratch as replay_workspace
-from lily_kernel.record.answers import NotebookRecord
 from lily_kernel.replay.scratch import scratch_copy
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.tools import files as files_module
 from tests.conftest import write_skill
-from tests.llm.test_skill_tools import Sink, call, reply
+from tests.llm.test_skill_tools import call, reply
+from tests.support.sink import RecordingSink
 
 
 def session(workspace: Path, environ: dict[str, str],
@@ -38,7 +39,7 @@ def session(workspace: Path, environ: dict[str, str],
     runtime = LilyRuntime.start(workspace, env, session_id="s1")
     for code, answers in cells:
         runtime.model = ScriptedModel(*answers)
-        asyncio.run(runtime.run_cell(code, Sink()))
+        asyncio.run(runtime.run_cell(code, RecordingSink()))
     runtime.close()
     assert runtime.log.path is not None
     return runtime.log.path, dict(runtime.env.host.environ)
@@ -228,13 +229,13 @@ def test_a_question_that_named_the_folders_record_replays_as_asked(workspace, en
     earlier = LilyRuntime.start(workspace, settings, session_id="s0",
                                 collaborators=Collaborators(record=NotebookRecord))
     earlier.model = ScriptedModel(reply("Four."))
-    asyncio.run(earlier.run_cell("What is 2+2?", Sink()))
+    asyncio.run(earlier.run_cell("What is 2+2?", RecordingSink()))
     earlier.close()
     monkeypatch.delenv("LILY_TRUST", raising=False)
     untrusting = {k: v for k, v in settings.items() if k != "LILY_TRUST"}
     runtime = LilyRuntime.start(workspace, untrusting, session_id="s1")
     runtime.model = ScriptedModel(reply("Hi."))
-    sink = Sink("n")
+    sink = RecordingSink("n")
     asyncio.run(runtime.run_cell("Hello", sink))
     runtime.close()
     assert "record .lily/sessions/ (1 turn in 1 session log)" in sink.questions[0]
@@ -293,7 +294,7 @@ CRAFTED = [
     ("model_call", lambda d: d.update(supports_tools="yes"),
      'supports_tools is a string ("yes"), not true or false.'),
     ("model_call", lambda d: d["response"].update(tool_calls="read"),
-     "response.tool_calls is not a list of calls with id, name and arguments."),
+     'response.tool_calls is a string ("read"), not a list of mappings.'),
     ("cell", lambda d: d.update(code=5), "(cell): code is a number (5), not a string."),
     ("trust_checked", lambda d: d.update(trusted_skills=[]),
      "trusted_skills is a list, not a mapping of strings."),
