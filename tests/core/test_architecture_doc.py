@@ -75,7 +75,7 @@ def test_layers_put_each_part_above_what_it_may_import() -> None:
 
 
 def test_a_new_part_is_described_by_its_docstring_until_the_doc_says_more() -> None:
-    allowed = {"visible": set()}
+    allowed: dict[str, set[str]] = {"visible": set()}
     rows = GENERATOR.render_table(allowed, {}).splitlines()
     [visible] = [row for row in rows if row.startswith("| `visible.py` |")]
     assert visible == ("| `visible.py` | Text from files, folders and models as a person may "
