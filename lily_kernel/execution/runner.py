@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lily_kernel.errors import ToolError
-from lily_kernel.execution.cgroups import open_run_group
 from lily_kernel.execution.limits import Limits, SettingsSource, settings_now
-from lily_kernel.execution.mounts import MountPlan
-from lily_kernel.execution.sandbox import Sandbox, find_sandbox
 
-if TYPE_CHECKING:  # asyncio comes with the first run: `lily skills` builds no run
-    import asyncio
+if TYPE_CHECKING:  # asyncio, the sandbox and control groups come with the first run:
+    import asyncio  # `lily skills` and the kernel's start build no run
+
+    from lily_kernel.execution.mounts import MountPlan
+    from lily_kernel.execution.sandbox import Sandbox
 
 __all__ = ["MAX_OUTPUT_CHARS", "ProcessPlan", "RunResult", "ScriptHost", "ScriptPlan",
            "ScriptResult", "run_process", "run_script"]
@@ -166,9 +166,11 @@ async def run_process(plan: ProcessPlan, timeout: float,
     # The workspace looked at again (off the event loop): a run waits for no plan the
     # workspace has outgrown (a .env made while the person was asked is not hidden).
     if plan.mounts is not None and (changed := await asyncio.to_thread(plan.mounts.changes)):
-        raise ToolError(f"nothing ran: {', '.join(changed)} changed in the workspace after "
-                        "the command was planned, and the sandbox protects what was there; "
-                        "run it again.")
+        from lily_kernel.prompting.runs import outgrown_reason
+
+        raise ToolError(outgrown_reason(changed))
+    from lily_kernel.execution.cgroups import open_run_group
+
     group = open_run_group(plan.limits) if plan.sandboxed and plan.limits else None
     argv = group.argv(plan.argv) if group is not None else plan.argv
     started = time.perf_counter()
@@ -182,7 +184,9 @@ async def run_process(plan: ProcessPlan, timeout: float,
         os.close(read_end)
         if group is not None:
             await group.close()
-        raise ToolError(f"cannot start {plan.label}: {exc.strerror or exc}.") from None
+        from lily_kernel.prompting.runs import not_started_reason
+
+        raise ToolError(not_started_reason(plan.label, exc.strerror or str(exc))) from None
     finally:
         os.close(write_end)
     loop = asyncio.get_running_loop()
@@ -266,5 +270,7 @@ class ScriptHost:
 
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
+            from lily_kernel.execution.sandbox import find_sandbox
+
             self._sandbox = find_sandbox(self.environ)
         return self._sandbox

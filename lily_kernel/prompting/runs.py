@@ -25,6 +25,8 @@ __all__ = [
     "kernel_status",
     "kernel_text",
     "no_sandbox_reason",
+    "not_started_reason",
+    "outgrown_reason",
     "process_status",
     "process_text",
     "removed_note",
@@ -87,6 +89,18 @@ def root_workspace_reason(runner: Runner) -> str:
     """Why nothing runs sandboxed in a workspace that is the root folder."""
     return (f"the workspace is the root folder (/): {_CONFINED[runner]} be confined to it; "
             "open the notebook from a project folder.")
+
+
+def outgrown_reason(changed: Sequence[str]) -> str:
+    """Why a planned run did not start: the workspace changed where the sandbox protects
+    it since the plan (the person was shown)."""
+    return (f"nothing ran: {', '.join(changed)} changed in the workspace after the command "
+            "was planned, and the sandbox protects what was there; run it again.")
+
+
+def not_started_reason(label: str, why: str) -> str:
+    """A run whose process could not be started (`label`: what it runs)."""
+    return f"cannot start {label}: {why}."
 
 
 def _over_time(limit_seconds: float) -> str:

@@ -19,6 +19,8 @@ from lily_kernel.prompting.runs import (
     kernel_status,
     kernel_text,
     no_sandbox_reason,
+    not_started_reason,
+    outgrown_reason,
     process_status,
     process_text,
     removed_note,
@@ -153,6 +155,14 @@ def test_the_refusals_say_what_cannot_run_and_what_to_do() -> None:
     assert root_workspace_reason("Python") == (
         "the workspace is the root folder (/): Python cannot be confined to it; open the "
         "notebook from a project folder.")
+
+
+def test_a_run_that_did_not_start_says_why() -> None:
+    assert outgrown_reason([".env", ".git"]) == (
+        "nothing ran: .env, .git changed in the workspace after the command was planned, "
+        "and the sandbox protects what was there; run it again.")
+    assert not_started_reason("'scripts/fill.py'", "Permission denied") == (
+        "cannot start 'scripts/fill.py': Permission denied.")
 
 
 def test_an_outcome_carries_the_runs_typed_result_beside_its_text() -> None:
