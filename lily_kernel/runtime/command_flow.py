@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass
+from typing import assert_never
 
 from lily_kernel.commands import (
     AskAgain,
@@ -16,6 +17,7 @@ from lily_kernel.commands import (
     CommandResult,
     ParsedCommand,
     RestartPython,
+    RunPython,
     ShowMcp,
     SkillInvocation,
     ToolDispatch,
@@ -83,12 +85,14 @@ async def carry_out(runtime: RuntimeCore, parsed: ParsedCommand, outcome: Comman
             outcome = CommandOutcome(await ask_trust(runtime, sink))
         elif isinstance(intent, ShowMcp):
             outcome = CommandOutcome(mcp_result(await mcp_overview(runtime, sink)))
-        else:
+        elif isinstance(intent, RunPython):
             ran = await gate.run(sink, "python", {"code": intent.code}, "owner")
             try:
                 outcome = CommandOutcome(python_ran(ran))
             except CommandError as exc:
                 outcome = CommandOutcome(CommandResult(parsed.name, error=str(exc)))
+        else:  # a new intent is carried out here (mypy: every kind of Intent is)
+            assert_never(intent)
     return finish_command(runtime, parsed, outcome)
 
 
