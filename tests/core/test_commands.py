@@ -283,7 +283,7 @@ def test_help_on_an_alias_bomb_is_bounded(workspace: Path, environ: dict[str, st
     started = time.perf_counter()
     result = run(runtime, "/help bomb").shown[0]
     html = render_html(result)
-    assert time.perf_counter() - started < 2  # 9**10 strings if expanded
+    assert time.perf_counter() - started < 10  # 9**10 strings if expanded (never ending)
     assert len(html) < 100_000 and "(truncated)" in html
 
 

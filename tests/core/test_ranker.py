@@ -149,6 +149,7 @@ def test_the_whole_corpus_is_ranked(tmp_path: Path) -> None:
     assert ranker.rank("make a scatter plot with matplotlib") == ranked
 
 
+@pytest.mark.slow  # a benchmark's smoke run
 @pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")
 def test_the_ranker_benchmark_prints_both_parts_beside_its_baseline() -> None:
     import subprocess
@@ -164,6 +165,7 @@ def test_the_ranker_benchmark_prints_both_parts_beside_its_baseline() -> None:
         assert line in done.stdout, done.stdout
 
 
+@pytest.mark.slow  # a benchmark's smoke run
 @pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")
 @pytest.mark.skipif(find_encoder_files() is None,
                     reason="the `local` extra's encoder is not installed")

@@ -18,6 +18,7 @@ from lily_kernel.execution.sandbox import REAPER, Sandbox, find_sandbox, script_
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
 from lily_kernel.tools.scripts import plan_script
 from tests.conftest import FIXTURES
+from tests.support.waiting import until
 
 NO_SANDBOX = Sandbox(None, "bubblewrap (bwrap) is not installed")
 SECRET = "sk-script-test-SECRET-1234567890"
@@ -128,7 +129,7 @@ def _alive(pid: int) -> bool:
 
 
 def _wait_dead(pid: int) -> bool:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a bound for a failure: a passing test returns at once
     while time.monotonic() < deadline:
         if not _alive(pid):
             return True
@@ -155,10 +156,8 @@ def test_cancelling_kills_the_process_group(setup) -> None:
     async def cancel_soon() -> None:
         task = asyncio.ensure_future(run_script(plan, 60))
         pid_file = ctx.workspace / "slow.pid"
-        for _ in range(200):
-            if pid_file.exists() and pid_file.read_text().strip():
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: pid_file.exists() and pid_file.read_text().strip(),
+                    "the script started")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -497,7 +496,7 @@ def test_a_process_left_holding_the_output_does_not_keep_the_cell_waiting(setup)
     plan = plan_script(skill, "scripts/detach.py", [], ctx, ENVIRON, NO_SANDBOX)
     began = time.monotonic()
     result = run(plan, timeout=20)
-    assert time.monotonic() - began < 8
+    assert time.monotonic() - began < 15  # well before the 20 s limit, even under load
     assert result.exit_code == 0 and "parent done" in result.output and not result.timed_out
     child = int(result.output.split()[-1])
     assert _wait_dead(child)  # outside the script's group, but holding its output: killed

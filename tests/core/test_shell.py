@@ -19,6 +19,7 @@ from lily_kernel.tools.command_rules import command_refusal
 from lily_kernel.tools.shell import MAX_COMMAND_CHARS
 from tests.core.test_scripts import sandbox_or_skip
 from tests.support.shell_gate import run_shell, shell_policy
+from tests.support.waiting import until
 
 ENVIRON = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
            "OPENAI_API_KEY": "sk-shell-test-SECRET-1234567890"}
@@ -121,9 +122,8 @@ def test_the_stop_button_ends_the_command(workspace: Path) -> None:
     async def stop_soon() -> None:
         call = asyncio.ensure_future(gate.run(Sink(), "shell", {
             "command": f"echo started > started.txt; sh -c 'sleep 60; : {token}'"}, "model"))
-        while not (workspace / "started.txt").exists():
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.2)
+        await until(lambda: (workspace / "started.txt").exists() and _running(token),
+                    "the command and the process it started are running")
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call

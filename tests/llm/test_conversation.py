@@ -17,6 +17,7 @@ from lily_kernel.prompting import SKILL_FILES_NOTE
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.tools import Tool, ToolContext, blocking, default_registry
 from tests.conftest import skill_text, write_skill
+from tests.support.waiting import until
 
 
 class Sink:
@@ -200,17 +201,20 @@ def test_a_stopped_turn_stays_in_the_history_as_far_as_it_was_seen(
         runtime: LilyRuntime) -> None:
     """After stopping an essay, "make it shorter" shortened the answer before it: what
     the person saw of a stopped answer is kept, marked as stopped."""
+    streamed: list[bool] = []
+
     class Slow(ScriptedModel):
         async def complete(self, request, on_text):  # type: ignore[no-untyped-def]
             on_text("An essay that ")
             on_text("goes on")
-            await asyncio.sleep(10)
+            streamed.append(True)
+            await asyncio.sleep(3600)  # an answer that never ends: only the stop ends it
             raise AssertionError("not reached")
 
     async def interrupt(text: str) -> None:
-        runtime.model = Slow()
+        runtime.model, streamed[:] = Slow(), []
         task = asyncio.ensure_future(runtime.run_cell(text, Sink()))
-        await asyncio.sleep(0.05)
+        await until(lambda: streamed, "the model was streaming")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -16,6 +16,7 @@ from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
 from tests.llm.test_conversation import Sink
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
+from tests.support.waiting import until
 
 # Not `sk-`-shaped, so only redaction by the environment's values can hide it (the
 # kernel test uses an `sk-` key, which the key-shape rule covers).
@@ -240,15 +241,16 @@ def test_slow_stream_is_cancelled_and_the_session_goes_on(make_runtime, server: 
 
     async def interrupt() -> float:
         task = asyncio.ensure_future(runtime.run_cell("tell me a long story", sink))
-        while not sink.streamed:
-            await asyncio.sleep(0.02)
+        await until(lambda: sink.streamed, "the answer was streaming")
         started = time.perf_counter()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         return time.perf_counter() - started
 
-    assert asyncio.run(interrupt()) < 1.0  # the in-flight request is abandoned at once
+    # The in-flight request is abandoned at once, not after the 9 s of stream left (5 s:
+    # a bound a loaded machine keeps; a quiet one takes milliseconds).
+    assert asyncio.run(interrupt()) < 5.0
     assert sink.replies == [] and sink.streamed[0].startswith("word")
     # What the person saw stays, marked as stopped (a follow-up means that answer).
     [asked, seen] = runtime.session.conversation_state.messages

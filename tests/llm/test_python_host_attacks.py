@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from lily_kernel.execution.sandbox import find_sandbox
 from tests.kernel.conftest import LilyProcess, lily_kernel
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 from tests.support.shell_gate import ShellCall, run_python
+from tests.support.waiting import wait_until
 
 MARKER = "MARKER-host-notes-0123456789"
 GROWTH_MB = 400  # what an endless output may add to the Lily kernel's memory, at most
@@ -108,8 +108,9 @@ def test_a_killed_lily_leaves_no_folder_of_its_python_kernel(
             as kernel:
         assert kernel.execute("/python import os", timeout=60).status == "ok"
         os.kill(kernel.km.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
-        time.sleep(2)
-    assert [p.name for p in temporary.iterdir() if p.name.startswith("lily-")] == []
+        wait_until(lambda: not kernel.km.is_alive(), "the Lily kernel died")
+    wait_until(lambda: not [p for p in temporary.iterdir() if p.name.startswith("lily-")],
+               f"no lily- folder left in {temporary}", timeout=30)
 
 
 ENDLESS = {
@@ -191,6 +192,7 @@ def test_code_that_ignores_the_interrupt_is_said_to_have_lost_its_variables(
         assert gone in cell.reply["evalue"] and "kept" not in cell.reply["evalue"]
 
 
+@pytest.mark.slow  # the runtime's Python kernel, started twice
 def test_what_appears_after_the_kernel_started_is_protected_at_the_next_run(
         workspace: Path, environ: dict[str, str]) -> None:
     """A kernel lives for the session, and its sandbox was laid when it started: a `.env`

@@ -16,9 +16,10 @@ from lily_kernel.runtime import LilyRuntime
 from tests.llm.test_conversation import Sink
 from tests.llm.test_skill_tools import call, events, reply, run
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     not find_sandbox(os.environ).available and os.environ.get("CI") != "true",
-    reason=f"no working bubblewrap here ({find_sandbox(os.environ).reason})")
+    reason=f"no working bubblewrap here ({find_sandbox(os.environ).reason})"),
+    pytest.mark.slow]  # the model's `python` tool starts the sandboxed kernel
 
 
 def settings(environ: dict[str, str]) -> dict[str, str]:

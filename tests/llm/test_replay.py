@@ -19,6 +19,7 @@ from lily_kernel.replay import ReplayError, replay_session
 from lily_kernel.runtime.collaborators import Collaborators
 from tests.conftest import write_skill
 from tests.llm.test_skill_tools import LOAD, SCRIPT_CALL, Sink, call, reply, run, start
+from tests.support.waiting import until
 
 
 def record(workspace: Path, environ: dict[str, str]) -> tuple[Path, dict[str, str]]:
@@ -163,10 +164,7 @@ def test_a_question_interrupted_replays_as_interrupted(workspace, environ) -> No
 
     async def interrupted() -> None:
         task = asyncio.ensure_future(runtime.run_cell("fill it", waiting))
-        for _ in range(200):
-            if waiting.questions:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: waiting.questions, "the question was asked")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -229,8 +227,7 @@ def test_a_cell_stopped_while_the_model_loads_replays_as_stopped(workspace, envi
 
     async def stopped_then_answered() -> None:
         task = asyncio.ensure_future(runtime.run_cell("hello", Sink()))
-        while not loading.is_set():
-            await asyncio.sleep(0.01)
+        await until(loading.is_set, "the model was loading")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -20,6 +20,7 @@ from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.turn import STOPPED_BEFORE
 from tests.conftest import FIXTURES
+from tests.support.waiting import until
 
 SECRET = "sk-skill-tools-SECRET-1234567890"
 FORMFILL = FIXTURES / "skill_files" / "formfill"
@@ -227,10 +228,7 @@ def test_an_interrupt_kills_the_script_and_keeps_the_history(workspace, environ)
 
     async def interrupt() -> None:
         task = asyncio.ensure_future(runtime.run_cell("be slow", Sink()))
-        for _ in range(400):
-            if (workspace / "slow.pid").exists():
-                break
-            await asyncio.sleep(0.05)
+        await until((workspace / "slow.pid").exists, "the script started")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
