@@ -51,6 +51,7 @@ ROUTING = [{"query": "a haiku about the moon please", "skill": "haiku"},
            {"query": "what is 17 times 23", "skill": None}]
 
 
+@pytest.mark.slow  # `lily eval` in a process of its own: the sentence encoder, for real
 def test_a_model_that_calls_tools_is_measured_through_load_skill(skills: Path) -> None:
     routing = write_json(skills / "routing.json", ROUTING)
     with OpenAIServer(default=Reply(text="no skill")) as server:
@@ -89,6 +90,7 @@ def test_a_model_that_calls_tools_is_measured_through_load_skill(skills: Path) -
     assert "<h1>Trigger evals: openai/eval-model</h1>" in html and "a haiku about the moon" in html
 
 
+@pytest.mark.slow  # `lily eval` in a process of its own: the sentence encoder, for real
 def test_under_min_accuracy_the_exit_status_is_1(skills: Path) -> None:
     routing = write_json(skills / "routing.json", ROUTING[:1])
     with OpenAIServer(default=Reply(text="no skill")) as server:
