@@ -19,15 +19,17 @@ import contextlib
 import json
 import os
 import re
-import sqlite3
 import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lily_kernel.events import LILY_FOLDER
+
+if TYPE_CHECKING:  # sqlite3 (~1.5 MiB) loads with a record to read, not at the kernel's start
+    import sqlite3
 
 __all__ = ["INDEX_FILE", "MAX_ENTRIES", "Entry", "RecordIndex", "near_of"]
 
@@ -101,6 +103,8 @@ class RecordIndex:
         if not self._safe_folders():
             self.close()
             return None
+        import sqlite3
+
         try:
             with self._lock:  # the file may have changed under an open connection
                 self._connection().execute("SELECT name FROM logs LIMIT 1").fetchall()
@@ -126,6 +130,8 @@ class RecordIndex:
 
     def _open(self) -> sqlite3.Connection:
         """The index on disk (made when missing), or an in-memory copy of it."""
+        import sqlite3
+
         try:
             found = os.lstat(self.path)
         except FileNotFoundError:
@@ -201,6 +207,8 @@ class RecordIndex:
         """Index what one log (this session's own) holds past what was scanned."""
         if not self._safe_folders():
             return
+        import sqlite3
+
         with contextlib.suppress(sqlite3.DatabaseError):
             with self._lock:
                 row = self._connection().execute("SELECT size FROM logs WHERE name = ?",
@@ -252,6 +260,8 @@ class RecordIndex:
                  order: str = "ts DESC, at DESC", limit: int = -1) -> list[Entry]:
         if not self._safe_folders():  # another folder's index is never read
             return []
+        import sqlite3
+
         try:
             with self._lock:
                 rows = self._connection().execute(
@@ -283,6 +293,8 @@ class RecordIndex:
     def forget(self, entry: Entry) -> None:
         """An entry whose line is not what it said (a log changed since): the log is
         scanned anew at the next look."""
+        import sqlite3
+
         with contextlib.suppress(sqlite3.DatabaseError), self._lock, self._writing() as db:
             db.execute("DELETE FROM entries WHERE log = ? AND at = ?", (entry.log, entry.at))
             db.execute("DELETE FROM logs WHERE name = ?", (entry.log,))

@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 from lily_kernel.errors import ToolRefusedError
 from lily_kernel.events import Answer, Approval, EventLog
-from lily_kernel.prompting import unanswerable_reason
 from lily_kernel.runtime.sink import CellSink, SilentSink
 from lily_kernel.tools import AskReason, Question
 from lily_kernel.tools.context import Ask
@@ -53,6 +52,8 @@ def asker(sink: CellSink, log: EventLog, tool: str, why: AskReason | None = None
         outcome = answer_of(answer, always=on_always is not None)
         log.emit(Approval(tool=tool, question=question.text, outcome=outcome))
         if answer is None:
+            from lily_kernel.prompting import unanswerable_reason  # (not at the start)
+
             nobody = sink.nobody if isinstance(sink, SilentSink) else None
             raise ToolRefusedError(unanswerable_reason(question.action, tool, why, nobody))
         if outcome == "always" and on_always is not None:

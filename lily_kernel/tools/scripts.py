@@ -17,17 +17,19 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.limits import Limits
-from lily_kernel.execution.plan import plan_process
 from lily_kernel.execution.runner import ScriptPlan
-from lily_kernel.execution.sandbox import Sandbox, search_path
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
 from lily_kernel.tools.files import short_path
 from lily_kernel.tools.questions import script_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolResult
 from lily_kernel.tools.skill_files import active_skill, resolve_in_skill
+
+if TYPE_CHECKING:  # the sandbox's machinery loads with the first run, not at the start
+    from lily_kernel.execution.sandbox import Sandbox
 
 __all__ = ["RUN_SKILL_SCRIPT", "plan_script", "run_skill_script_tool"]
 
@@ -40,6 +42,8 @@ _NODE = (".js", ".mjs", ".cjs")
 
 def _interpreter(path: Path, relative: str, environ: Mapping[str, str]) -> list[str]:
     """The command that runs `path`: by extension, else by its `#!` line."""
+    from lily_kernel.execution.sandbox import search_path
+
     search = search_path(environ)
     suffix = path.suffix.lower()
     if suffix == ".py":
@@ -97,6 +101,8 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
     except OSError as exc:
         raise ToolError(f"cannot read '{relative}': {exc.strerror}.") from None
     command = [*_interpreter(target, relative, environ), str(target), *arguments]
+    from lily_kernel.execution.plan import plan_process
+
     process = plan_process(command, ctx.workspace, ctx.protected, environ, sandbox,
                            limits=limits or Limits(), allowed_env=allowed_env,
                            visible=[skill.folder.resolve(),

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import ToolError, ToolRefusedError
-from lily_kernel.execution.plan import plan_process
 from lily_kernel.execution.runner import ProcessPlan, RunResult, ScriptHost
 from lily_kernel.tools.command_rules import command_refusal
 from lily_kernel.tools.context import Question, ToolContext
@@ -64,6 +63,8 @@ def plan_shell(command: str, ctx: ToolContext, host: ScriptHost) -> ShellPlan:
         from lily_kernel.prompting.runs import no_sandbox_reason
 
         raise ToolRefusedError(no_sandbox_reason("code", sandbox.reason))
+    from lily_kernel.execution.plan import plan_process  # (with the first run)
+
     process = plan_process([SHELL, "-c", command], ctx.workspace, ctx.protected,
                            host.environ, sandbox, limits=host.limits,
                            allowed_env=host.allowed_env)

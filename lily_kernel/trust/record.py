@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sqlite3
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +92,8 @@ def _turn_lines(path: Path, budget: int) -> tuple[set[int], int, bool]:
 
 def _indexed_turns(path: Path, logs: set[str]) -> set[tuple[str, int]]:
     """The turn entries of the index (SQLite, read only) that name a log of the folder."""
+    import sqlite3  # with the first index read, not at the kernel's start
+
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return set()
