@@ -215,6 +215,13 @@ def main() -> None:
         return
     DOC.write_text(new)
     print("docs/architecture.md regenerated")
+    before, after = described(old), described(new)
+    for name in sorted(after.keys() - before.keys()):
+        print(f"  new part {name}: described by its docstring; say more in its row")
+    for name in sorted(before.keys() & after.keys()):
+        added = re.findall(r"; `([a-z_]+\.py)`: ", after[name][len(before[name]):])
+        if added:
+            print(f"  {name} {', '.join(added)}: described by the docstring; say more in the row")
 
 
 if __name__ == "__main__":
