@@ -47,7 +47,9 @@ def visible(text: str, lines: bool = False) -> str:
 # format characters (direction marks, zero-width spaces) but the joiners written
 # languages and emoji need; letters with combining marks, no-break spaces stay as they are.
 _PROSE_KEPT = frozenset("\n\t\u200c\u200d")
-_MAYBE_ACTING = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\uffff]")
+# \x00-\x08, \x0b-\x1f and \x7f-\uffff, written as what it is not: the same set, compiled
+# in 0.1 ms instead of ~13 (a range to \uffff makes re build a 64K-character charset).
+_MAYBE_ACTING = re.compile(r"[^\t\n\x20-\x7e\U00010000-\U0010ffff]")
 
 
 def visible_prose(text: str) -> str:
