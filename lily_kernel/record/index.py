@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import re
 import stat
 import threading
 from collections.abc import Iterator
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -78,7 +79,18 @@ class Entry:
     near: str | None = None
 
 
+@dataclass(frozen=True)
+class Scanned:
+    """What one log holds from byte `start` to `end` (its last whole line read)."""
+
+    log: str
+    start: int
+    end: int
+    entries: list[Entry]
+
+
 _COLUMNS = ", ".join(f.name for f in fields(Entry))
+_ROW = operator.attrgetter(*(f.name for f in fields(Entry)))  # an entry as its row
 _ANSWERED = "kind = 'turn' AND source IN ('model', 'diverged')"
 
 
@@ -110,6 +122,10 @@ class RecordIndex:
                 self._connection().execute("SELECT name FROM logs LIMIT 1").fetchall()
             self._scan_logs()
             return None
+        except sqlite3.OperationalError as exc:
+            if "no such" not in str(exc):  # busy past the timeout, a full disk: next time
+                return None
+            problem = str(exc)
         except sqlite3.DatabaseError as exc:  # not a database, malformed, another version
             problem = str(exc)
         self._recreate()
@@ -149,6 +165,7 @@ class RecordIndex:
             # be deleted at any time; another kernel's write is waited for.
             db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None,
                                  check_same_thread=False)
+            db.execute("PRAGMA synchronous = OFF")  # a cache: a damaged one is rebuilt
             if found is None:
                 with contextlib.suppress(OSError):
                     os.unlink(self.folder / OLD_INDEX)
@@ -197,10 +214,10 @@ class RecordIndex:
         with self._lock:
             db = self._connection()
             scanned = dict(db.execute("SELECT name, size FROM logs").fetchall())
-        for name, log in sorted(logs, key=lambda n: n[1].st_mtime_ns):
-            done = scanned.get(name, 0)
-            if log.st_size != done:
-                self.scan(name, 0 if log.st_size < done else done)
+        changed = [(name, 0 if log.st_size < scanned.get(name, 0) else scanned.get(name, 0))
+                   for name, log in sorted(logs, key=lambda n: n[1].st_mtime_ns)
+                   if log.st_size != scanned.get(name, 0)]
+        self._write([self._read_log(name, start) for name, start in changed])
         self._seen_folder = seen
 
     def catch_up(self, name: str) -> None:
@@ -217,7 +234,10 @@ class RecordIndex:
 
     def scan(self, name: str, start: int) -> None:
         """Index the turns and conversations of one log from byte `start` (a log being
-        written: up to its last whole line), in one transaction."""
+        written: up to its last whole line)."""
+        self._write([self._read_log(name, start)])
+
+    def _read_log(self, name: str, start: int) -> Scanned:
         found, offset = [], start
         with contextlib.suppress(OSError), self._open_log(name) as handle:
             handle.seek(start)
@@ -229,14 +249,22 @@ class RecordIndex:
                     if entry is not None:
                         found.append(entry)
                 offset += len(line)
+        return Scanned(name, start, offset, found)
+
+    def _write(self, scans: list[Scanned]) -> None:
+        """What was read of the logs, in one transaction; the oldest entries past
+        MAX_ENTRIES dropped."""
+        if not scans:
+            return
         with self._lock, self._writing() as db:
-            if start == 0:
-                db.execute("DELETE FROM entries WHERE log = ?", (name,))
-            db.executemany(f"INSERT OR IGNORE INTO entries ({_COLUMNS}) VALUES "
-                           f"({', '.join('?' * len(fields(Entry)))})",
-                           [astuple(e) for e in found])
-            db.execute("INSERT INTO logs (name, size) VALUES (?, ?) ON CONFLICT (name) "
-                       "DO UPDATE SET size = excluded.size", (name, offset))
+            for scan in scans:
+                if scan.start == 0:
+                    db.execute("DELETE FROM entries WHERE log = ?", (scan.log,))
+                db.executemany(f"INSERT OR IGNORE INTO entries ({_COLUMNS}) VALUES "
+                               f"({', '.join('?' * len(fields(Entry)))})",
+                               [_ROW(e) for e in scan.entries])
+                db.execute("INSERT INTO logs (name, size) VALUES (?, ?) ON CONFLICT (name) "
+                           "DO UPDATE SET size = excluded.size", (scan.log, scan.end))
             over = db.execute("SELECT count(*) FROM entries").fetchone()[0] - MAX_ENTRIES
             if over > 0:  # the oldest go
                 db.execute("DELETE FROM entries WHERE rowid IN (SELECT rowid FROM entries "

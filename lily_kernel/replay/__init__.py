@@ -1,16 +1,14 @@
 """Replay: a recorded session's cells run again against the current files, with the
-recorded answers of the model, the person and skill scripts (docs/replay.md); and the
-session's record, a notebook's turns answered again from it (docs/sessions.md).
+recorded answers of the model, the person and skill scripts (`lily replay`,
+docs/replay.md).
 
 `run.py` runs the cells in a scratch copy of the workspace (`scratch.py`), from the log
 read and checked (`log.py`), with the recording's stand-ins (`recorded.py`), comparing
-each event as it comes (`comparison.py`). The record: a turn's key (`key.py`), the
-index of the workspace's recorded turns (`index.py`), the notebook and its saved cells
-(`notebook.py`), the one engine replaying a turn (`turn_model.py`), what every record
-does (`keeper.py`), the kernel's record (`answers.py`) and `lily replay`'s (`logged.py`).
+each event as it comes (`comparison.py`); what the session's record decided is fed back
+from the log (`logged.py`, on the record's keeper: record/). The session's record
+itself, which every chat turn uses, is record/.
 
-Names are loaded on first use (PEP 562): the kernel's session imports the record
-(answers.py) as it starts, not the rest of replay.
+Names are loaded on first use (PEP 562): importing the package loads none of it.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def golden_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("golden-replay") / "golden"
     # As committed: a golden's record (.lily/sessions) with it, no cache.
     shutil.copytree(GOLDEN, folder,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "index.jsonl"))
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "index.sqlite*"))
     return folder
 
 

@@ -28,7 +28,7 @@ RECORDED = "lily_recorded_with"  # a replayed golden cell's answers, for record.
 
 
 # The goldens as committed: a golden's record (`.lily/sessions`) with it, not the caches.
-WITH_RECORDS = shutil.ignore_patterns(".ipynb_checkpoints", "index.jsonl")
+WITH_RECORDS = shutil.ignore_patterns(".ipynb_checkpoints", "index.sqlite*")
 REPLAYED = GOLDEN / "replayed"
 PYTHON_GOLDEN = GOLDEN / "python" / "python_turn.ipynb"
 
@@ -57,7 +57,7 @@ def test_the_replayed_golden_passes_nbval_with_no_model(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     cells = len(_code_cells(nbformat.read(copy / "replayed.ipynb", as_version=4)))
     assert re.search(rf"\b{cells} passed\b", done.stdout), done.stdout[-2000:]
-    assert not (copy / ".lily" / "index.jsonl").exists()  # checking writes nothing
+    assert not (copy / ".lily" / "index.sqlite").exists()  # checking writes nothing
     nb = nbformat.read(copy / "replayed.ipynb", as_version=4)
     _code_cells(nb)[1].source = "Shout the day it ships, please"
     nbformat.write(nb, copy / "replayed.ipynb")

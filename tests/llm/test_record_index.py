@@ -84,6 +84,27 @@ def test_an_entry_pointing_out_of_the_logs_is_never_read(workspace, environ) -> 
     assert "../../x.jsonl" not in {e[1] for e in indexed(index)}
 
 
+def test_a_busy_index_is_never_taken_for_a_damaged_one(workspace, environ,
+                                                      monkeypatch) -> None:
+    """Another kernel holding the index past the wait: this one goes on without it (the
+    model answers), says nothing, and deletes nothing."""
+    record_three(workspace, environ)
+    monkeypatch.setattr(index_module, "BUSY_SECONDS", 0.2)
+    index = workspace / ".lily" / "index.sqlite"
+    holder = sqlite3.connect(index, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    again = start(workspace, environ)
+    try:
+        _, sink = run(again, "A new question", reply("New."))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    again.close()
+    assert sink.replies == ["New."]
+    assert not any("damaged" in n for n in sink.notices)
+    assert sorted(e[2] for e in indexed(index) if e[0] == "turn")[:3] == sorted(CELLS)
+
+
 def test_the_index_is_bounded(workspace, environ, monkeypatch) -> None:
     monkeypatch.setattr(index_module, "MAX_ENTRIES", 4)
     runtime = start(workspace, environ)

@@ -58,7 +58,7 @@ def record() -> None:
              {**base, "LILY_EVENT_LOG": "1", "LILY_API_BASE": server.base_url,
               "OPENAI_API_KEY": DUMMY_KEY}, server)
         recorded = len(server.requests)
-    for name in ("index.jsonl", ".gitignore"):  # a cache and Lily's own note: not the record
+    for name in ("index.sqlite", ".gitignore"):  # a cache and Lily's own note: not the record
         (HERE / ".lily" / name).unlink(missing_ok=True)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     _run(nb, {**base, "LILY_API_BASE": UNREACHABLE})
