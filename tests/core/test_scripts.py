@@ -470,17 +470,17 @@ def test_a_scripts_environment_is_an_allowlist() -> None:
 
 def test_script_env_is_read_from_config_and_held_when_untrusted(tmp_path: Path,
                                                                 monkeypatch) -> None:
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     (tmp_path / "lily.yaml").write_text("script_env: [MY_TOOL_HOME]\n")
-    trusted = LilyEnvironment.load(tmp_path, {"LILY_TRUST": "workspace", "HOME": str(tmp_path)})
+    trusted = Workspace.load(tmp_path, {"LILY_TRUST": "workspace", "HOME": str(tmp_path)})
     assert trusted.config.script_env == ("MY_TOOL_HOME",)
     monkeypatch.delenv("LILY_TRUST")
-    held = LilyEnvironment.load(tmp_path, {"HOME": str(tmp_path)})
+    held = Workspace.load(tmp_path, {"HOME": str(tmp_path)})
     assert held.config.script_env == ()
     assert any(line.startswith("script_env: MY_TOOL_HOME (variables passed to skill scripts")
                for line in held.trust.held_settings)
-    assert LilyEnvironment.load(tmp_path, {"HOME": str(tmp_path), "LILY_SCRIPT_ENV": "A, B"}
+    assert Workspace.load(tmp_path, {"HOME": str(tmp_path), "LILY_SCRIPT_ENV": "A, B"}
                                 ).config.script_env == ("A", "B")
 
 

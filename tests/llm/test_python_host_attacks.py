@@ -202,12 +202,13 @@ def test_what_appears_after_the_kernel_started_is_protected_at_the_next_run(
     aside after the run."""
     import asyncio
 
-    from lily_kernel.execution.limits import Limits
+    from lily_kernel.execution.limits import Limits, RunSettings
     from lily_kernel.execution.python_host import PythonHost
     from lily_kernel.execution.runner import ScriptHost
 
-    scripts = ScriptHost(environ, 60, limits=Limits())
-    host = PythonHost(environ, workspace, (), scripts.sandbox, timeout=60, limits=scripts.limits)
+    settings = RunSettings(60, limits=Limits())
+    scripts = ScriptHost(environ, settings)
+    host = PythonHost(environ, workspace, (), scripts.sandbox, settings=settings)
     printed: list[str] = []
 
     def collect(output: dict[str, object]) -> None:
