@@ -31,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from lily_kernel.display import Notice, Reply, Shown  # noqa: E402
 from lily_kernel.llm.local_model import LocalModel  # noqa: E402
 from lily_kernel.runtime.runtime import LilyRuntime  # noqa: E402
 
@@ -60,23 +61,18 @@ class Turn:
         self.footer = ""
         self.notices: list[str] = []
 
-    def show(self, result: object) -> None: ...
+    def show(self, value: Shown) -> None:
+        if isinstance(value, Reply):
+            self.stream(value.markdown)
+            self.footer = value.footer or ""
+        elif isinstance(value, Notice):
+            self.notices.append(value.text)
 
     def stream(self, markdown: str) -> None:
         if self.first is None and markdown.strip():
             self.first = time.perf_counter() - self.began
 
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        self.stream(markdown)
-        self.footer = footer or ""
-
-    def output(self, item: object) -> None:
-        """Code that runs and its outputs (not looked at here)."""
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-
-    async def ask(self, prompt: str) -> str | None:
+    async def ask(self, question: str) -> str | None:
         return None
 
 

@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from routing_set import CORPUS, link_skills, requests  # noqa: E402
 
+from lily_kernel.display import Notice, Reply, Shown  # noqa: E402
 from lily_kernel.runtime.runtime import LilyRuntime  # noqa: E402
 
 
@@ -43,7 +44,12 @@ class FirstText:
         self.answer = ""
         self.skill: str | None = None
 
-    def show(self, result: object) -> None: ...
+    def show(self, value: Shown) -> None:
+        if isinstance(value, Reply):
+            self.answer = value.markdown
+            self.stream(value.markdown)
+        elif isinstance(value, Notice) and value.text.startswith("Skill: "):
+            self.skill = value.text.split()[1]
 
     def stream(self, markdown: str) -> None:
         if self.first is None and markdown.strip():
@@ -51,18 +57,7 @@ class FirstText:
             if self.stop is not None:
                 self.stop.set()
 
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        self.answer = markdown
-        self.stream(markdown)
-
-    def output(self, item: object) -> None:
-        """Code that runs and its outputs (not looked at here)."""
-
-    def notice(self, text: str) -> None:
-        if text.startswith("Skill: "):
-            self.skill = text.split()[1]
-
-    async def ask(self, prompt: str) -> str | None:
+    async def ask(self, question: str) -> str | None:
         return None
 
 

@@ -12,7 +12,7 @@ from lily_kernel.display.blocks import (
     Table,
     Text,
 )
-from lily_kernel.display.render import bundle, render_html, render_markdown, render_plain
+from lily_kernel.display.render import Shown, bundle, render_html, render_markdown, render_plain
 from lily_kernel.display.runs import Code, RunOutput
 from lily_kernel.display.told import Told
 
@@ -26,6 +26,7 @@ __all__ = [
     "Preformatted",
     "Reply",
     "RunOutput",
+    "Shown",
     "Table",
     "Text",
     "Told",

@@ -20,9 +20,15 @@ from lily_kernel.display.blocks import (
     Table,
     Text,
 )
+from lily_kernel.display.runs import Code, RunOutput, code_bundle
 from lily_kernel.visible import visible, visible_prose
 
-__all__ = ["bundle", "render_html", "render_markdown", "render_plain"]
+__all__ = ["Shown", "bundle", "render_html", "render_markdown", "render_plain"]
+
+Shown = Document | Notice | Reply | Code | RunOutput
+"""What a cell shows the person, each a value the front end renders: a command's result
+(a Document), a notice, the model's finished answer, code that runs and each output of
+it (display/runs.py: a run's output becomes a message of its own, not a bundle)."""
 
 # Markdown-inert text: HTML characters as entities, Markdown specials backslash-escaped.
 # One translate pass (a regex substitution per cell cost 8 ms for 1,000 skills).
@@ -216,9 +222,11 @@ def _reply_bundle(reply: Reply) -> dict[str, str]:
     }
 
 
-def bundle(value: Document | Notice | Reply) -> dict[str, str]:
+def bundle(value: Document | Notice | Reply | Code) -> dict[str, str]:
     """`{mimetype: text}` for a value: HTML for notebooks, Markdown, plain text for
-    consoles (a notice and a reply: HTML and plain)."""
+    consoles (a notice and a reply: HTML and plain; code: Markdown and plain)."""
+    if isinstance(value, Code):
+        return code_bundle(value)
     if isinstance(value, Notice):
         return {"text/html": (f'<div class="lily-notice mathjax_ignore"><em>'
                               f"{_html_text(value.text)}</em></div>"),

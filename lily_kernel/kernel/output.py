@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lily_kernel.errors import LilyError
 
 if TYPE_CHECKING:
-    from lily_kernel.display import Code, Document, RunOutput
+    from lily_kernel.display import Shown
 
 __all__ = ["CellError", "KernelSink", "Send", "no_answer", "redacted"]
 
@@ -42,7 +42,7 @@ def redacted(content: dict[str, Any], redact: Callable[[Any], Any]) -> dict[str,
     return done
 
 
-async def no_answer(prompt: str) -> None:
+async def no_answer(question: str) -> None:
     """The ask of a cell no one can answer (a silent execution)."""
     return
 
@@ -51,7 +51,9 @@ class KernelSink:
     """The kernel's CellSink: one cell's output, as display messages on iopub.
 
     A streamed reply is one display updated in place: the first `stream` creates it
-    under a display id fresh for this cell, later calls and the final `reply` update it.
+    under a display id fresh for this cell, later calls and the finished `Reply` update
+    it. A run's output is the message a notebook shows it with (a stream, a display);
+    every other value is one display of its bundle.
     """
 
     def __init__(self, send: Send, ask: Ask = no_answer) -> None:
@@ -59,41 +61,31 @@ class KernelSink:
         self._ask = ask
         self._display_id: str | None = None
 
-    async def ask(self, prompt: str) -> str | None:
-        return await self._ask(prompt)
+    async def ask(self, question: str) -> str | None:
+        return await self._ask(question)
 
-    def show(self, result: Document) -> None:
-        from lily_kernel.display import bundle  # with the first output, not at start
+    def show(self, value: Shown) -> None:
+        # display/ with the first output, not at start
+        from lily_kernel.display import Reply, RunOutput, bundle
 
-        self._display(bundle(result))
+        if isinstance(value, RunOutput):
+            from lily_kernel.display.runs import output_message
+
+            self._send(*output_message(value))
+        elif isinstance(value, Reply):
+            self._update_or_create(bundle(value))
+        else:
+            self._display(bundle(value))
 
     def stream(self, markdown: str) -> None:
-        self._update_or_create(markdown)
+        from lily_kernel.display import Reply, bundle
 
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        self._update_or_create(markdown, footer)
-
-    def notice(self, text: str) -> None:
-        from lily_kernel.display import Notice, bundle
-
-        self._display(bundle(Notice(text)))
-
-    def output(self, item: Code | RunOutput) -> None:
-        from lily_kernel.display import Code
-        from lily_kernel.display.runs import code_bundle, output_message
-
-        if isinstance(item, Code):
-            self._display(code_bundle(item))
-        else:
-            self._send(*output_message(item))
+        self._update_or_create(bundle(Reply(markdown)))
 
     def _display(self, data: dict[str, str], transient: dict[str, str] | None = None) -> None:
         self._send("display_data", {"data": data, "metadata": {}, "transient": transient or {}})
 
-    def _update_or_create(self, markdown: str, footer: str | None = None) -> None:
-        from lily_kernel.display import Reply, bundle
-
-        data = bundle(Reply(markdown, footer))
+    def _update_or_create(self, data: dict[str, str]) -> None:
         if self._display_id is None:
             self._display_id = f"lily-{uuid.uuid4().hex}"
             self._display(data, {"display_id": self._display_id})

@@ -59,9 +59,10 @@ class McpServers:
 
     async def start(self, servers: tuple[McpServer, ...], registry: ToolRegistry,
                     emit: Callable[[EventData], object],
-                    notice: Callable[[str], None]) -> bool:
+                    failed: Callable[[str, str | None], None]) -> bool:
         """Start the servers not started yet (all at once), register their tools; True
-        when tools were added."""
+        when tools were added. `failed(name, error)`: a server that could not start,
+        for the person."""
         new = [McpConnection(s, self.workspace, self.environ) for s in servers
                if s.name not in self._connections]
         for connection in new:
@@ -73,8 +74,7 @@ class McpServers:
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, McpServerError):
                     raise outcome  # cancelled (the stop button), or a bug
-                notice(f"MCP server '{name}' could not start: {connection.error}. Its tools "
-                       "are not offered this session (`/mcp` shows the servers).")
+                failed(name, connection.error)
                 emit(McpServerStarted(server=name, transport=transport, outcome="failed",
                                       error=connection.error))
                 continue

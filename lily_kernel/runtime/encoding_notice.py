@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from lily_kernel.display import Notice
 from lily_kernel.display.messages import encoding_notice
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import SkillRanker
@@ -27,4 +28,4 @@ async def announce_encoding(ranker: SkillRanker, sink: CellSink,
 
     count = await asyncio.to_thread(unencoded)
     if count >= ENCODING_NOTICE_AT:
-        sink.notice(encoding_notice(count, count * ENCODING_SECONDS))
+        sink.show(Notice(encoding_notice(count, count * ENCODING_SECONDS)))

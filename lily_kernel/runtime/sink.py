@@ -1,32 +1,28 @@
-"""Where a cell's output goes: the kernel adapter implements it, tests record with it."""
+"""Where a cell's output goes: the one door to what the person sees. The kernel adapter
+implements it (kernel/output.py), `lily replay` answers through it (replay/recorded.py),
+tests record with one (tests/support/sink.py)."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from lily_kernel.commands import CommandResult
-from lily_kernel.display import Code, RunOutput
+from lily_kernel.display import Shown
 
 __all__ = ["CellSink", "SilentSink"]
 
 
 class CellSink(Protocol):
-    """One cell's output, and the person's answers to its questions."""
+    """One cell's output, as values display/ renders, and the person's answers."""
 
-    def show(self, result: CommandResult) -> None: ...
+    def show(self, value: Shown) -> None:
+        """Show a value: a command's result, a `Notice`, the model's finished answer (a
+        `Reply`, with its footer), code that runs (`Code`) and each of its outputs as it
+        comes (`RunOutput`)."""
 
     def stream(self, markdown: str) -> None:
-        """The reply so far, while it streams."""
+        """The model's answer so far, while it streams (then shown whole, as a Reply)."""
 
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        """The finished reply, and a quiet one-line footer under it (None: none)."""
-
-    def notice(self, text: str) -> None: ...
-
-    def output(self, item: Code | RunOutput) -> None:
-        """Code that runs, and each of its outputs as it comes (display/runs.py)."""
-
-    async def ask(self, prompt: str) -> str | None:
+    async def ask(self, question: str) -> str | None:
         """The person's answer to a yes/no question (Jupyter's input request); None
         when no one can answer (nbclient, papermill, a frontend without stdin)."""
 
@@ -39,15 +35,9 @@ class SilentSink:
     def __init__(self, nobody: str | None = None) -> None:
         self.nobody = nobody
 
-    def show(self, result: CommandResult) -> None: ...
+    def show(self, value: Shown) -> None: ...
 
     def stream(self, markdown: str) -> None: ...
 
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def notice(self, text: str) -> None: ...
-
-    def output(self, item: Code | RunOutput) -> None: ...
-
-    async def ask(self, prompt: str) -> str | None:
+    async def ask(self, question: str) -> str | None:
         return None

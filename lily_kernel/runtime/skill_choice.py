@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from lily_kernel.display import Notice
+from lily_kernel.display.notices import skill_chosen
 from lily_kernel.errors import ToolRefusedError
 from lily_kernel.events import EventLog, SkillInvoked, SkillLoaded
 from lily_kernel.prompting import loaded_skill_text, selection_refusal, skill_body
@@ -78,14 +80,13 @@ class SkillChoice:
         if not skill.model_visible:
             raise ToolRefusedError(selection_refusal("person_only", skill.name))
         body, left = bounded_body(skill_body(skill), self.body_max_chars)
-        self.activate(skill, "selected by the model" + (
-            f"; its SKILL.md less its last {left:,} characters, to fit" if left else ""))
+        self.activate(skill, skill_chosen(skill.name, "model", left=left))
         return loaded_skill_text(skill.name, body)
 
-    def activate(self, skill: Skill, how: str = "selected by the model") -> None:
+    def activate(self, skill: Skill, said: str) -> None:
         """`skill` is the request's one skill from now on (selected by the model, or the
-        request's clear best match: `how` says which, for the person)."""
+        request's clear best match: `said` tells the person which, display/notices.py)."""
         self.loaded = skill
         self.log.emit(SkillInvoked(name=skill.name, mode="auto"))
         self.log.emit(SkillLoaded(name=skill.name, path=skill.path, digest=skill.digest))
-        self.sink.notice(f"Skill: {skill.name} ({how})")
+        self.sink.show(Notice(said))

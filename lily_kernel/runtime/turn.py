@@ -19,12 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 from lily_kernel.config import ModelConfig
+from lily_kernel.display import Notice, Reply
 from lily_kernel.display.messages import (
     FULL_AUTO_NOTE,
     cannot_run_notice,
     footer,
     reading_notice,
 )
+from lily_kernel.display.notices import selection_refused, skill_chosen
 from lily_kernel.errors import ModelError, StepLimitError
 from lily_kernel.events import CallOutcome, DecidedBy, EventLog, ModelCall, SkillSelection
 from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
@@ -132,7 +134,7 @@ class Turn:
             if response.text:
                 self.texts.append(response.text)
             if not response.tool_calls:
-                self.sink.reply("\n\n".join(self.texts), self.footer())
+                self.sink.show(Reply("\n\n".join(self.texts), self.footer()))
                 return [self.request.user_message, *self.messages]
             for call in response.tool_calls:
                 # Recomputed per call: a skill loaded earlier in this same message
@@ -155,15 +157,15 @@ class Turn:
             return
         needs = execution_needs(skill.body, skill.requires_tools, skill.narrowed_tools)
         if needs:
-            self.sink.notice(cannot_run_notice(skill.name, needs, self.model.name))
+            self.sink.show(Notice(cannot_run_notice(skill.name, needs, self.model.name)))
 
     def _reading(self, tokens: int) -> None:
         """Before a long prompt is read on this machine: what, and about how long."""
         if tokens < READING_NOTICE_AT:
             return
         active = self.choice.active
-        self.sink.notice(reading_notice(active.name if active is not None else None,
-                                        tokens, tokens / READ_PER_SECOND))
+        self.sink.show(Notice(reading_notice(active.name if active is not None else None,
+                                             tokens, tokens / READ_PER_SECOND)))
 
     def stopped(self) -> list[dict[str, Any]]:
         """What a turn the person stopped leaves in the history: their message, and the
@@ -288,17 +290,14 @@ class Turn:
                                      shortlist=short.record(), decided_by=decided_by,
                                      reason=short.reason()))
         if selection.outcome == "selected" and skill is not None and body is not None:
-            how = ("chosen by the model among near-equal matches" if decided_by == "model"
-                   else f"best match for this request, score {short.ranked[0].score:.2f}")
-            if left:
-                how += f"; its SKILL.md less its last {left:,} characters, to fit"
-            self.choice.activate(skill, how)
+            self.choice.activate(skill, skill_chosen(
+                skill.name, "near-equal" if decided_by == "model" else "ranker",
+                short.ranked[0].score, left))
             # Only the body (or the line pointing back to it) follows the shared prefix:
             # a declaration's JSON is not kept (a small model would otherwise echo it).
             self.messages.append(body)
         elif selection.outcome != "none":
-            self.sink.notice(f"Skill selection refused: {selection.detail}; answering "
-                             "without a skill.")
+            self.sink.show(Notice(selection_refused(selection.detail)))
 
     async def _shortlist(self) -> Shortlist:
         """The request's shortlist, ranked off the event loop (the stop button stays

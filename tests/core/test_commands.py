@@ -15,29 +15,7 @@ from lily_kernel.display import Table, render_html, render_markdown, render_plai
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.shown: list[CommandResult] = []
-
-    def show(self, result: CommandResult) -> None:
-        self.shown.append(result)
-
-    def stream(self, markdown: str) -> None:
-        raise AssertionError("commands do not stream")
-
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        raise AssertionError("commands do not reply")
-
-    def output(self, item: object) -> None:
-        """Code that runs and its outputs (not looked at here)."""
-
-    def notice(self, text: str) -> None:
-        pass
-
-    async def ask(self, prompt: str) -> str | None:
-        raise AssertionError("commands ask nothing")
+from tests.support.sink import RecordingSink
 
 
 @pytest.fixture
@@ -51,9 +29,11 @@ def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
     return LilyRuntime.start(workspace, environ)
 
 
-def run(runtime: LilyRuntime, code: str) -> Recorder:
-    sink = Recorder()
+def run(runtime: LilyRuntime, code: str) -> RecordingSink:
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell(code, sink))
+    assert not (sink.streamed or sink.replies or sink.questions), \
+        "a command neither streams, answers nor asks"
     return sink
 
 
@@ -141,8 +121,8 @@ def test_tool_dispatch_runs_the_tool_without_a_model(runtime: LilyRuntime) -> No
 
 def test_the_persons_own_tool_dispatch_is_not_asked_about(workspace: Path,
                                                          environ: dict[str, str]) -> None:
-    """tools.ask is for the model's calls: /ls is the person's own yes (the Recorder
-    fails the test if anything is asked)."""
+    """tools.ask is for the model's calls: /ls is the person's own yes (`run` fails
+    the test if anything is asked)."""
     write_skill(workspace / "skills", "lister", "---\nsummary: Lists files\n"
                 "invocation_mode: tool_dispatch\ncommand: ls\ncommand_tool: list\n---\n")
     (workspace / "data.txt").write_text("12345")

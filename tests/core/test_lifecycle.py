@@ -13,27 +13,8 @@ from lily_kernel import lifecycle
 from lily_kernel.errors import ConfigError
 from lily_kernel.lifecycle import BackgroundRuntime, workspace_from_environment
 from lily_kernel.runtime import LilyRuntime
+from tests.support.sink import RecordingSink
 from tests.support.waiting import wait_until
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.shown: list[Any] = []
-
-    def show(self, result: Any) -> None:
-        self.shown.append(result)
-
-    def stream(self, markdown: str) -> None: ...
-
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def output(self, item: object) -> None:
-        """Code that runs and its outputs (not looked at here)."""
-
-    def notice(self, text: str) -> None: ...
-
-    async def ask(self, prompt: str) -> str | None:
-        return None  # no one to answer
 
 
 def test_the_workspace_is_lily_workspace_else_the_working_directory(tmp_path: Path,
@@ -55,13 +36,13 @@ def test_a_failed_start_is_reported_then_tried_again(workspace: Path,
 
     lily = BackgroundRuntime(workspace, start, warm_up=False)
 
-    async def two_cells() -> Sink:
+    async def two_cells() -> RecordingSink:
         with pytest.raises(ConfigError) as err:
-            await lily.run_cell("/skills", Sink())
+            await lily.run_cell("/skills", RecordingSink())
         assert str(err.value) == (
             "Lily could not start this notebook's session: /nb/lily.yaml: key "
             "'modle': unknown key. Fix it and run the cell again (no restart needed).")
-        sink = Sink()
+        sink = RecordingSink()
         await lily.run_cell("/skills", sink)
         return sink
 
@@ -75,7 +56,7 @@ def test_a_bug_at_start_keeps_its_type(workspace: Path) -> None:
 
     lily = BackgroundRuntime(workspace, start, warm_up=False)
     with pytest.raises(KeyError):
-        asyncio.run(lily.run_cell("/skills", Sink()))
+        asyncio.run(lily.run_cell("/skills", RecordingSink()))
 
 
 def test_only_a_configured_model_is_warmed(workspace: Path, environ: dict[str, str]) -> None:
@@ -102,7 +83,7 @@ def test_the_warm_up_waits_for_a_quiet_moment(workspace: Path,
     lily = BackgroundRuntime(workspace, lambda path: Runtime(), warm_up=True)  # type: ignore[arg-type,return-value]
     lily.wait_started(timeout=10)
     began = time.monotonic()
-    asyncio.run(lily.run_cell("slow", Sink()))
+    asyncio.run(lily.run_cell("slow", RecordingSink()))
     ended = time.monotonic()
     wait_until(lambda: warmed, "the warm-up ran after the cell")
     assert len(warmed) == 1

@@ -14,6 +14,7 @@ from lily_kernel.commands import parse_command
 from lily_kernel.events import EVENT_KINDS
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
+from tests.support.sink import RecordingSink
 
 
 def test_two_sessions_in_one_process_share_nothing(workspace: Path,
@@ -99,17 +100,11 @@ def test_unwritable_log_does_not_stop_the_session(workspace: Path,
     (workspace / ".lily").write_text("a file, not a folder")
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_EVENT_LOG": "1"})
     assert runtime.log.problem is not None and "cannot be written" in runtime.log.problem
-    notices: list[str] = []
-
-    class Sink:
-        def show(self, result: object) -> None: ...
-        def notice(self, text: str) -> None:
-            notices.append(text)
-
+    sink = RecordingSink()
     for _ in range(2):
-        asyncio.run(runtime.run_cell("/skills", Sink()))  # type: ignore[arg-type]
-    assert len(notices) == 1  # the person is told, once
-    assert notices[0].startswith("The event log is off: the event log ")
+        asyncio.run(runtime.run_cell("/skills", sink))
+    assert len(sink.notices) == 1  # the person is told, once
+    assert sink.notices[0].startswith("The event log is off: the event log ")
 
 
 @pytest.mark.parametrize("code", ["/skill alpha go", "/a go"])

@@ -111,7 +111,7 @@ def test_the_stop_button_ends_the_command(workspace: Path) -> None:
     from lily_kernel.events import Event, EventLog
     from lily_kernel.runtime.tool_gate import ToolGate
     from lily_kernel.tools import ToolContext, default_registry
-    from tests.llm.test_skill_tools import Sink  # the gate, cancelled from outside
+    from tests.support.sink import RecordingSink  # the gate, cancelled from outside
 
     events: list[Event] = []
     token = f"lily-stop-{os.getpid()}-{time.monotonic_ns()}"
@@ -120,7 +120,7 @@ def test_the_stop_button_ends_the_command(workspace: Path) -> None:
                     EventLog(None, "t", listener=events.append))
 
     async def stop_soon() -> None:
-        call = asyncio.ensure_future(gate.run(Sink(), "shell", {
+        call = asyncio.ensure_future(gate.run(RecordingSink(), "shell", {
             "command": f"echo started > started.txt; sh -c 'sleep 60; : {token}'"}, "model"))
         await until(lambda: (workspace / "started.txt").exists() and _running(token),
                     "the command and the process it started are running")

@@ -19,6 +19,7 @@ import pytest
 
 from lily_kernel.environment import LilyEnvironment
 from tests.conftest import skill_text, write_skill
+from tests.support.sink import RecordingSink
 
 LILY = [sys.executable, "-m", "lily_kernel.cli.main"]
 HOSTILE_YAML = """\
@@ -533,30 +534,6 @@ def test_the_repositorys_skills_above_a_notebook_wait_for_trust(
     assert skills_json(other, person)["skills"] == []
 
 
-class Answering:
-    """A cell sink where the person answers `answer` and every question is kept."""
-
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.questions: list[str] = []
-        self.shown: list[object] = []
-        self.notices: list[str] = []
-
-    def show(self, result: object) -> None:
-        self.shown.append(result)
-
-    def stream(self, markdown: str) -> None: ...
-
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-
-    async def ask(self, prompt: str) -> str | None:
-        self.questions.append(prompt)
-        return self.answer
-
-
 def test_editing_a_trusted_skill_holds_it_as_changed_not_removed(
         workspace: Path, person: dict[str, str]) -> None:
     """The question said "This workspace is not trusted" and /reload_skills listed the
@@ -587,7 +564,7 @@ def test_editing_a_trusted_skill_holds_it_as_changed_not_removed(
     assert re.search(r"^mine\s+My own, edited\s+workspace\s+changed since you trusted it$",
                      listing, re.M), listing
 
-    sink = Answering("n")
+    sink = RecordingSink("n")
     with pytest.raises(CommandError, match="changed since this workspace was trusted"):
         asyncio.run(runtime.run_cell("/skill mine go", sink))  # type: ignore[arg-type]
     [question] = sink.questions

@@ -10,43 +10,14 @@ from typing import Any
 
 import pytest
 
-from lily_kernel.commands import CommandResult
 from lily_kernel.errors import ModelError, ModelFault, ModelNotConfiguredError, StepLimitError
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.prompting import SKILL_FILES_NOTE
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.tools import Tool, ToolContext, blocking, default_registry
 from tests.conftest import skill_text, write_skill
+from tests.support.sink import RecordingSink
 from tests.support.waiting import until
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.streamed: list[str] = []
-        self.replies: list[str] = []
-        self.footers: list[str | None] = []
-        self.notices: list[str] = []
-        self.shown: list[CommandResult] = []
-        self.outputs: list[object] = []
-
-    def show(self, result: CommandResult) -> None:
-        self.shown.append(result)
-
-    def stream(self, markdown: str) -> None:
-        self.streamed.append(markdown)
-
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        self.replies.append(markdown)
-        self.footers.append(footer)
-
-    def output(self, item: object) -> None:
-        self.outputs.append(item)
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-
-    async def ask(self, prompt: str) -> str | None:
-        return None  # no one to answer (as under nbclient)
 
 
 @dataclass(frozen=True)
@@ -83,10 +54,11 @@ def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
     return LilyRuntime.start(workspace, env, registry=registry)
 
 
-def run(runtime: LilyRuntime, code: str, *replies: ChatResponse | BaseException) -> tuple[Sink, ScriptedModel]:
+def run(runtime: LilyRuntime, code: str,
+        *replies: ChatResponse | BaseException) -> tuple[RecordingSink, ScriptedModel]:
     model = ScriptedModel(*replies)
     runtime.model = model
-    sink = Sink()
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell(code, sink))
     return sink, model
 
@@ -213,7 +185,7 @@ def test_a_stopped_turn_stays_in_the_history_as_far_as_it_was_seen(
 
     async def interrupt(text: str) -> None:
         runtime.model, streamed[:] = Slow(), []
-        task = asyncio.ensure_future(runtime.run_cell(text, Sink()))
+        task = asyncio.ensure_future(runtime.run_cell(text, RecordingSink()))
         await until(lambda: streamed, "the model was streaming")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -239,7 +211,7 @@ def test_bad_tool_arguments_are_reported_to_the_model(runtime: LilyRuntime) -> N
 def test_no_model_configured(workspace: Path, environ: dict[str, str]) -> None:
     runtime = LilyRuntime.start(workspace, environ)
     with pytest.raises(ModelNotConfiguredError) as err:
-        asyncio.run(runtime.run_cell("hello", Sink()))
+        asyncio.run(runtime.run_cell("hello", RecordingSink()))
     assert "set LILY_MODEL" in str(err.value) and "OPENAI_API_KEY" in str(err.value)
     assert runtime.model is None
     # A short first line and a short list, no line long enough to wrap mid-word.

@@ -19,7 +19,7 @@ from lily_kernel.llm import ChatResponse, ScriptedModel, Usage
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.skills import RELEVANT_SCORE
 from tests.conftest import skill_text, write_skill
-from tests.llm.test_conversation import Sink
+from tests.support.sink import RecordingSink
 
 
 def reply(text: str, prompt: int = 50, completion: int = 5,
@@ -40,7 +40,7 @@ def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
 
 
 def run(runtime: LilyRuntime, code: str, *replies: ChatResponse | BaseException,
-        window: int | None = 8192) -> tuple[Sink, ScriptedModel]:
+        window: int | None = 8192) -> tuple[RecordingSink, ScriptedModel]:
     model = runtime.model
     if model is None:
         model = ScriptedModel(name="tiny", supports_tools=False, context_window=window)
@@ -48,7 +48,7 @@ def run(runtime: LilyRuntime, code: str, *replies: ChatResponse | BaseException,
     assert isinstance(model, ScriptedModel)
     model.replies.extend(replies)
     sent_before = len(model.requests)
-    sink = Sink()
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell(code, sink))
     del model.requests[:sent_before]
     return sink, model
@@ -204,12 +204,12 @@ def test_the_footer_leaves_out_what_is_unknown_and_can_be_turned_off(
     write_skill(workspace / "skills", "echo", skill_text("Echo"))
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y"})
     runtime.model = ScriptedModel(reply("Hi", 10, 2, cost=None))  # tools, no window
-    sink = Sink()
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell("hello", sink))
     assert sink.footers == ["scripted · 10 tokens in, 2 out"]
     quiet = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y", "LILY_FOOTER": "0"})
     quiet.model = ScriptedModel(reply("Hi", 10, 2, cost=0.01))
-    sink = Sink()
+    sink = RecordingSink()
     asyncio.run(quiet.run_cell("hello", sink))
     assert sink.footers == [None] and sink.replies == ["Hi"]
 
@@ -223,7 +223,7 @@ def test_the_catalog_follows_the_context_window_and_keeps_the_shortlist(
                     skill_text(f"Does thing {i} " * 4 + f"with word{i}"))
     runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y"})
     runtime.model = ScriptedModel(reply("ok"), name="tools", context_window=2048)
-    sink = Sink()
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell("hi, please use word57", sink))
     model = runtime.model
     assert isinstance(model, ScriptedModel)
@@ -335,8 +335,8 @@ def test_a_first_ranking_that_encodes_many_skills_says_so_and_leaves_the_loop_fr
     runtime.model = ScriptedModel(name="tiny", supports_tools=False, context_window=8192)
     runtime.model.replies.extend([reply("an old pond"), reply("again")])
 
-    async def cell_and_ticks(code: str) -> tuple[Sink, int]:
-        sink, ticks = Sink(), 0
+    async def cell_and_ticks(code: str) -> tuple[RecordingSink, int]:
+        sink, ticks = RecordingSink(), 0
         cell = asyncio.ensure_future(runtime.run_cell(code, sink))
         while not cell.done():
             await asyncio.sleep(0.02)

@@ -14,8 +14,8 @@ from lily_kernel.display.messages import PYTHON_CELL_HINT
 from lily_kernel.llm.scripted import ScriptedModel
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
-from tests.llm.test_conversation import Sink
 from tests.llm.test_skill_tools import reply
+from tests.support.sink import RecordingSink
 
 PLOTTING = ("---\nsummary: Plot data with matplotlib\n---\nPlot it:\n\n```python\n"
             "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n```\n")
@@ -32,14 +32,14 @@ def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
     return LilyRuntime.start(workspace, env, session_id="s1")
 
 
-def run(runtime: LilyRuntime, code: str, model: ScriptedModel) -> Sink:
+def run(runtime: LilyRuntime, code: str, model: ScriptedModel) -> RecordingSink:
     runtime.model = model
-    sink = Sink()
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell(code, sink))
     return sink
 
 
-def said(sink: Sink) -> list[str]:
+def said(sink: RecordingSink) -> list[str]:
     return [n for n in sink.notices if "cannot call tools" in n]
 
 

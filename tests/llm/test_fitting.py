@@ -14,7 +14,8 @@ from lily_kernel.llm import ScriptedModel
 from lily_kernel.prompting.budget import skill_body_budget
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import write_skill
-from tests.llm.test_conversation import Sink, call, reply
+from tests.llm.test_conversation import call, reply
+from tests.support.sink import RecordingSink
 
 BIG_BODY = "\n".join(f"Step {i}: do the careful thing number {i} with the molecule."
                      for i in range(900))  # ~50,000 characters
@@ -25,9 +26,9 @@ def start(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
     return LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "scripted/test"})
 
 
-def run(runtime: LilyRuntime, code: str, model: ScriptedModel) -> Sink:
+def run(runtime: LilyRuntime, code: str, model: ScriptedModel) -> RecordingSink:
     runtime.model = model
-    sink = Sink()
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell(code, sink))
     return sink
 

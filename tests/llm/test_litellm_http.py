@@ -14,8 +14,8 @@ from lily_kernel.errors import ModelError
 from lily_kernel.prompting import SKILL_FILES_NOTE
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import skill_text, write_skill
-from tests.llm.test_conversation import Sink
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
+from tests.support.sink import RecordingSink
 from tests.support.waiting import until
 
 # Not `sk-`-shaped, so only redaction by the environment's values can hide it (the
@@ -45,8 +45,8 @@ def make_runtime(workspace: Path, environ: dict[str, str], server: OpenAIServer,
     return make
 
 
-def run(runtime: LilyRuntime, code: str) -> Sink:
-    sink = Sink()
+def run(runtime: LilyRuntime, code: str) -> RecordingSink:
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell(code, sink))
     return sink
 
@@ -237,7 +237,7 @@ def test_connection_refused(make_runtime) -> None:  # type: ignore[no-untyped-de
 def test_slow_stream_is_cancelled_and_the_session_goes_on(make_runtime, server: OpenAIServer) -> None:  # type: ignore[no-untyped-def]
     runtime = make_runtime()
     server.script(Reply(text="word " * 40, pieces=40, chunk_delay=0.25), Reply(text="next"))
-    sink = Sink()
+    sink = RecordingSink()
 
     async def interrupt() -> float:
         task = asyncio.ensure_future(runtime.run_cell("tell me a long story", sink))

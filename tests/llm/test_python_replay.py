@@ -13,8 +13,8 @@ import pytest
 from lily_kernel.execution.sandbox import find_sandbox
 from lily_kernel.replay import replay_session
 from lily_kernel.runtime import LilyRuntime
-from tests.llm.test_conversation import Sink
 from tests.llm.test_skill_tools import call, events, reply, run
+from tests.support.sink import RecordingSink
 
 pytestmark = [pytest.mark.skipif(
     not find_sandbox(os.environ).available and os.environ.get("CI") != "true",
@@ -38,10 +38,10 @@ def start(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
 
 def record(workspace: Path, environ: dict[str, str], code: str) -> Path:
     runtime = start(workspace, environ)
-    sink = Sink()
+    sink = RecordingSink()
     run(runtime, "count to three", sink, reply("", call("python", "p", code=code)),
         reply("Done."))
-    asyncio.run(runtime.run_cell("/python print(total)", Sink()))
+    asyncio.run(runtime.run_cell("/python print(total)", RecordingSink()))
     assert kernel_of(runtime) is not None
     runtime.close()
     assert kernel_of(runtime) is None  # the kernel ends with the session
@@ -73,7 +73,7 @@ def test_code_whose_output_changed_is_the_first_divergence(
 def test_the_kernel_is_started_on_first_use_only(workspace: Path, environ: dict[str, str]
                                                  ) -> None:
     runtime = start(workspace, environ)
-    sink = Sink()
+    sink = RecordingSink()
     run(runtime, "hello", sink, reply("Hi."))
     assert kernel_of(runtime) is None
     asyncio.run(runtime.run_cell("/python 6 * 7", sink))

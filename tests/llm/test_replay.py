@@ -18,7 +18,8 @@ from lily_kernel.llm import ScriptedModel
 from lily_kernel.replay import ReplayError, replay_session
 from lily_kernel.runtime.collaborators import Collaborators
 from tests.conftest import write_skill
-from tests.llm.test_skill_tools import LOAD, SCRIPT_CALL, Sink, call, reply, run, start
+from tests.llm.test_skill_tools import LOAD, SCRIPT_CALL, call, reply, run, start
+from tests.support.sink import RecordingSink
 from tests.support.waiting import until
 
 
@@ -27,15 +28,15 @@ def record(workspace: Path, environ: dict[str, str]) -> tuple[Path, dict[str, st
     provider fault and a plain answer; returns its log and the environment it ran with
     (replay runs with the machine's environment: the tests give it the same)."""
     runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script")
-    run(runtime, "/skills", Sink())
-    run(runtime, "fill the form for Ada", Sink("y"), LOAD,
+    run(runtime, "/skills", RecordingSink())
+    run(runtime, "fill the form for Ada", RecordingSink("y"), LOAD,
         reply("", call("read_skill_file", "r", path="references/forms.md")),
         reply("Filling.", SCRIPT_CALL), reply("Done: filled.txt"))
-    run(runtime, "again", Sink("n"), LOAD, reply("", SCRIPT_CALL), reply("Not run."))
+    run(runtime, "again", RecordingSink("n"), LOAD, reply("", SCRIPT_CALL), reply("Not run."))
     with pytest.raises(ModelError):
-        run(runtime, "and now?", Sink(), ModelError(ModelFault.RATE_LIMIT, "rate limit."))
-    run(runtime, "/help formfill", Sink())
-    run(runtime, "thanks", Sink(), reply("You're welcome."))
+        run(runtime, "and now?", RecordingSink(), ModelError(ModelFault.RATE_LIMIT, "rate limit."))
+    run(runtime, "/help formfill", RecordingSink())
+    run(runtime, "thanks", RecordingSink(), reply("You're welcome."))
     runtime.close()
     assert runtime.log.path is not None
     return runtime.log.path, dict(runtime.env.host.environ)
@@ -130,8 +131,8 @@ def test_a_model_without_tools_replays_its_selections(workspace, environ) -> Non
                           reply("Tidied."), name="local/smol.gguf", supports_tools=False,
                           context_window=8192)
     runtime.model = model
-    asyncio.run(runtime.run_cell("I need a form filled, name and date", Sink()))
-    asyncio.run(runtime.run_cell("clean and tidy messy csv tables", Sink()))
+    asyncio.run(runtime.run_cell("I need a form filled, name and date", RecordingSink()))
+    asyncio.run(runtime.run_cell("clean and tidy messy csv tables", RecordingSink()))
     runtime.close()
     assert runtime.log.path is not None
     log = runtime.log.path
@@ -146,7 +147,7 @@ def test_a_model_without_tools_replays_its_selections(workspace, environ) -> Non
     assert report.identical, report.describe()
 
 
-class _Waiting(Sink):
+class _Waiting(RecordingSink):
     """A person who never answers: the cell is interrupted at the question."""
 
     async def ask(self, prompt: str) -> str | None:
@@ -170,7 +171,7 @@ def test_a_question_interrupted_replays_as_interrupted(workspace, environ) -> No
             await task
 
     asyncio.run(interrupted())
-    run(runtime, "fill it now", Sink("y"), LOAD, reply("", SCRIPT_CALL), reply("Done."))
+    run(runtime, "fill it now", RecordingSink("y"), LOAD, reply("", SCRIPT_CALL), reply("Done."))
     runtime.close()
     assert runtime.log.path is not None
     outcomes = [json.loads(line)["data"]["outcome"]
@@ -196,8 +197,8 @@ def test_a_model_that_failed_to_load_replays_as_failed(workspace, environ) -> No
 
     runtime = start(workspace, environ, collaborators=Collaborators(make_model=loader))
     with pytest.raises(ModelError):
-        asyncio.run(runtime.run_cell("hello", Sink()))
-    asyncio.run(runtime.run_cell("hello again", Sink()))
+        asyncio.run(runtime.run_cell("hello", RecordingSink()))
+    asyncio.run(runtime.run_cell("hello again", RecordingSink()))
     runtime.close()
     assert runtime.log.path is not None
     events = [json.loads(line) for line in runtime.log.path.read_text().splitlines()]
@@ -226,13 +227,13 @@ def test_a_cell_stopped_while_the_model_loads_replays_as_stopped(workspace, envi
     runtime = start(workspace, environ, collaborators=Collaborators(make_model=slow_loader))
 
     async def stopped_then_answered() -> None:
-        task = asyncio.ensure_future(runtime.run_cell("hello", Sink()))
+        task = asyncio.ensure_future(runtime.run_cell("hello", RecordingSink()))
         await until(loading.is_set, "the model was loading")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         release.set()
-        await runtime.run_cell("hello again", Sink())
+        await runtime.run_cell("hello again", RecordingSink())
 
     asyncio.run(stopped_then_answered())
     runtime.close()

@@ -17,7 +17,8 @@ from lily_kernel.replay import replay_session
 from lily_kernel.runtime import LilyRuntime
 from tests.conftest import write_skill
 from tests.core.test_scripts import sandbox_or_skip
-from tests.llm.test_skill_tools import Sink, call, events, reply, tool_result
+from tests.llm.test_skill_tools import call, events, reply, tool_result
+from tests.support.sink import RecordingSink
 
 
 @pytest.fixture(autouse=True)
@@ -25,24 +26,12 @@ def _sandbox() -> None:
     sandbox_or_skip()
 
 
-class FooterSink(Sink):
-    """Records each answer's footer too."""
-
-    def __init__(self, *answers: str | None) -> None:
-        super().__init__(*answers)
-        self.footers: list[str | None] = []
-
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        super().reply(markdown, footer)
-        self.footers.append(footer)
-
-
 def start(workspace: Path, environ: dict[str, str], **settings: str) -> LilyRuntime:
     env = {**environ, "LILY_MODEL": "scripted/test", "LILY_EVENT_LOG": "1", **settings}
     return LilyRuntime.start(workspace, env, session_id="shell")
 
 
-def turn(runtime: LilyRuntime, text: str, sink: Sink,
+def turn(runtime: LilyRuntime, text: str, sink: RecordingSink,
          *replies: ChatResponse | BaseException) -> ScriptedModel:
     model = ScriptedModel(*replies)
     runtime.model = model
@@ -60,7 +49,7 @@ def outcomes(runtime: LilyRuntime) -> list[Any]:
 
 def test_asked_by_default_and_always_for_the_rest_of_the_session(workspace, environ) -> None:
     runtime = start(workspace, environ)
-    sink = FooterSink("a")
+    sink = RecordingSink("a")
     model = turn(runtime, "count", sink, shell("echo a b | wc -w"), reply("2 words."))
     assert "shell" in [t["function"]["name"] for t in model.requests[0].tools]
     [question] = sink.questions
@@ -68,7 +57,7 @@ def test_asked_by_default_and_always_for_the_rest_of_the_session(workspace, envi
                              "for the rest of this session)\nRun it? [y/N/a] ")
     assert tool_result(model, 1) == "[exit code 0]\n2\n"
     assert 'Shell "echo a b | wc -w": exit code 0 (sandboxed)' in sink.notices
-    again = FooterSink()  # no one would answer: it must not be asked
+    again = RecordingSink()  # no one would answer: it must not be asked
     model = turn(runtime, "and now?", again, shell("echo more > more.txt"), reply("done"))
     assert again.questions == [] and (workspace / "more.txt").read_text() == "more\n"
     assert outcomes(runtime) == ["always"]
@@ -80,9 +69,9 @@ def test_asked_by_default_and_always_for_the_rest_of_the_session(workspace, envi
 
 def test_no_and_no_one_to_answer_run_nothing(workspace, environ) -> None:
     runtime = start(workspace, environ)
-    model = turn(runtime, "make a file", Sink("n"), shell("touch made"), reply("not made"))
+    model = turn(runtime, "make a file", RecordingSink("n"), shell("touch made"), reply("not made"))
     assert tool_result(model, 1) == 'Refused: the person declined running the command "touch made".'
-    model = turn(runtime, "again", Sink(), shell("touch made"), reply("not made"))
+    model = turn(runtime, "again", RecordingSink(), shell("touch made"), reply("not made"))
     assert "needs the person's approval (asked by default)" in tool_result(model, 1)
     assert not (workspace / "made").exists() and events(runtime, "code_run") == []
     assert outcomes(runtime) == ["declined", "unanswerable"]
@@ -90,7 +79,7 @@ def test_no_and_no_one_to_answer_run_nothing(workspace, environ) -> None:
 
 def test_full_auto_from_the_environment_runs_unasked_and_says_so(workspace, environ) -> None:
     runtime = start(workspace, environ, LILY_POLICY="auto")
-    sink = FooterSink()
+    sink = RecordingSink()
     model = turn(runtime, "count", sink, shell("echo 42"), reply("42"))
     assert sink.questions == [] and tool_result(model, 1) == "[exit code 0]\n42\n"
     assert sink.footers[-1] is not None and sink.footers[-1].endswith(FULL_AUTO_NOTE)
@@ -100,27 +89,27 @@ def test_full_auto_from_the_environment_runs_unasked_and_says_so(workspace, envi
 
 def test_the_footer_says_full_auto_even_when_footers_are_off(workspace, environ) -> None:
     runtime = start(workspace, environ, LILY_POLICY="auto", LILY_FOOTER="0")
-    sink = FooterSink()
+    sink = RecordingSink()
     turn(runtime, "hi", sink, reply("hello"))
     assert sink.footers == [FULL_AUTO_NOTE]
 
 
 def test_policy_command_turns_full_auto_on_and_off(workspace, environ) -> None:
     runtime = start(workspace, environ)
-    asyncio.run(runtime.run_cell("/policy auto", Sink()))
-    sink = FooterSink()
+    asyncio.run(runtime.run_cell("/policy auto", RecordingSink()))
+    sink = RecordingSink()
     turn(runtime, "run it", sink, shell("echo on"), reply("ok"))
     assert sink.questions == [] and sink.footers[-1] is not None
     assert FULL_AUTO_NOTE in sink.footers[-1]
-    asyncio.run(runtime.run_cell("/policy ask", Sink()))
-    asked = FooterSink("y")
+    asyncio.run(runtime.run_cell("/policy ask", RecordingSink()))
+    asked = RecordingSink("y")
     turn(runtime, "run it", asked, shell("echo off"), reply("ok"))
     assert len(asked.questions) == 1 and asked.footers[-1] is not None
     assert FULL_AUTO_NOTE not in asked.footers[-1]
     assert events(runtime, "policy_profile") == [{"profile": "auto", "by": "command"},
                                                  {"profile": "ask", "by": "command"}]
     with pytest.raises(Exception, match=r"/policy takes 'ask' or 'auto' \(got 'yes'\)"):
-        asyncio.run(runtime.run_cell("/policy yes", Sink()))
+        asyncio.run(runtime.run_cell("/policy yes", RecordingSink()))
 
 
 @pytest.fixture
@@ -133,7 +122,7 @@ def test_auto_never_skips_an_untrusted_folders_question(workspace, untrusted) ->
     """The person's own variables allow the shell and turn on auto; the folder is not
     trusted: each call is asked all the same, and `a` is no answer there."""
     runtime = start(workspace, untrusted, LILY_POLICY="auto", LILY_TOOLS_ALLOW="shell")
-    sink = FooterSink("a")
+    sink = RecordingSink("a")
     model = turn(runtime, "go", sink, shell("touch x"), reply("ok"))
     [question] = sink.questions
     assert question.endswith("Run it? [y/N] ")
@@ -145,7 +134,7 @@ def test_a_skill_narrows_the_shell_to_its_commands(workspace, environ) -> None:
     write_skill(Path(environ["LILY_HOME"]) / "skills", "echoer",
                 "---\nsummary: Echo things\nallowed-tools: Bash(echo:*) Read\n---\nEcho.\n")
     runtime = start(workspace, environ, LILY_TOOLS_ALLOW="read,list,shell")
-    sink = Sink()
+    sink = RecordingSink()
     model = turn(runtime, "echo", sink, reply("", call("load_skill", "l", name="echoer")),
                  shell("touch pwned", "s1"), shell("echo fine", "s2"), reply("ok"))
     offered = [t["function"]["name"] for t in model.requests[1].tools]
@@ -159,10 +148,10 @@ def test_a_skill_narrows_the_shell_to_its_commands(workspace, environ) -> None:
 def test_a_turn_that_ran_commands_replays_identically(workspace, environ) -> None:
     (workspace / "notes.txt").write_text("three\nlines\nhere\n")
     runtime = start(workspace, environ)
-    turn(runtime, "count", Sink("a"), shell("wc -l notes.txt; pwd"), reply("3"))
-    turn(runtime, "again", Sink(), shell("echo made > made.txt; cat made.txt"), reply("ok"))
-    asyncio.run(runtime.run_cell("/policy auto", Sink()))
-    turn(runtime, "once more", Sink(), shell("ls"), reply("ok"))
+    turn(runtime, "count", RecordingSink("a"), shell("wc -l notes.txt; pwd"), reply("3"))
+    turn(runtime, "again", RecordingSink(), shell("echo made > made.txt; cat made.txt"), reply("ok"))
+    asyncio.run(runtime.run_cell("/policy auto", RecordingSink()))
+    turn(runtime, "once more", RecordingSink(), shell("ls"), reply("ok"))
     runtime.close()
     assert runtime.log.path is not None
     (workspace / "made.txt").unlink()  # the replay makes it again, in its copy
@@ -191,7 +180,7 @@ def render(result: Any) -> str:
 def test_full_auto_from_a_lily_yaml_takes_effect_once_trusted(workspace, untrusted) -> None:
     (workspace / "lily.yaml").write_text("policy: auto\n")
     runtime = start(workspace, untrusted)
-    sink = FooterSink("y")  # the trust question: yes
+    sink = RecordingSink("y")  # the trust question: yes
     turn(runtime, "hello", sink, reply("hi"))
     assert "policy: auto (would let the model run code without asking" in sink.questions[0]
     assert events(runtime, "policy_profile") == [{"profile": "auto", "by": "configuration"}]

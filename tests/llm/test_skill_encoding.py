@@ -13,8 +13,8 @@ from lily_kernel.runtime import LilyRuntime
 from lily_kernel.skills.vectors import CHUNK, SkillVectors
 from tests.conftest import skill_text, write_skill
 from tests.core.test_vectors import GatedEncoder, rows
-from tests.llm.test_conversation import Sink
 from tests.llm.test_declared_selection import SlowMeaning
+from tests.support.sink import RecordingSink
 
 
 def reading(count: int) -> str:
@@ -28,8 +28,8 @@ def many_skills(workspace: Path, count: int = 60) -> None:
     write_skill(workspace / "skills", "haiku", skill_text("Write a haiku"))
 
 
-def cell(runtime: LilyRuntime, code: str) -> Sink:
-    sink = Sink()
+def cell(runtime: LilyRuntime, code: str) -> RecordingSink:
+    sink = RecordingSink()
     asyncio.run(runtime.run_cell(code, sink))
     return sink
 
@@ -52,7 +52,7 @@ def test_a_tool_calling_model_whose_catalog_is_over_budget_says_first_when_it_en
         workspace: Path, environ: dict[str, str]) -> None:
     many_skills(workspace)
 
-    def chat(catalog_max_chars: int) -> tuple[Sink, SlowMeaning]:
+    def chat(catalog_max_chars: int) -> tuple[RecordingSink, SlowMeaning]:
         runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y",
                                                 "LILY_CATALOG_MAX_CHARS": str(catalog_max_chars)})
         meaning = SlowMeaning()
@@ -80,8 +80,8 @@ def test_a_stopped_cell_stops_encoding_after_the_chunk_in_progress_and_the_next_
     runtime.session.ranker().use_meaning(
         SkillVectors(cache, encoder=lambda: encoder))  # type: ignore[arg-type,return-value]
 
-    async def stopped() -> Sink:
-        sink = Sink()
+    async def stopped() -> RecordingSink:
+        sink = RecordingSink()
         task = asyncio.ensure_future(runtime.run_cell("/skills haiku", sink))
         assert await asyncio.to_thread(encoder.started.acquire, True, 5)
         task.cancel()  # the stop button, while the first chunk is encoded

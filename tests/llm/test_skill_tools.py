@@ -7,50 +7,22 @@ import asyncio
 import hashlib
 import json
 import shutil
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lily_kernel.commands import CommandResult
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.runtime.collaborators import Collaborators
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.turn import STOPPED_BEFORE
 from tests.conftest import FIXTURES
+from tests.support.sink import RecordingSink
 from tests.support.waiting import until
 
 SECRET = "sk-skill-tools-SECRET-1234567890"
 FORMFILL = FIXTURES / "skill_files" / "formfill"
-
-
-class Sink:
-    """Records output; answers questions from a queue (None: no one can answer)."""
-
-    def __init__(self, *answers: str | None) -> None:
-        self.answers = deque(answers)
-        self.questions: list[str] = []
-        self.replies: list[str] = []
-        self.notices: list[str] = []
-
-    def show(self, result: CommandResult) -> None: ...
-
-    def stream(self, markdown: str) -> None: ...
-
-    def reply(self, markdown: str, footer: str | None = None) -> None:
-        self.replies.append(markdown)
-
-    def output(self, item: object) -> None:
-        """Code that runs and its outputs (not looked at here)."""
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-
-    async def ask(self, prompt: str) -> str | None:
-        self.questions.append(prompt)
-        return self.answers.popleft() if self.answers else None
 
 
 def call(tool: str, call_id: str = "c1", **arguments: Any) -> ToolCall:
@@ -94,7 +66,7 @@ LOAD = reply("", call("load_skill", "l", name="formfill"))
 
 def test_a_reference_is_read_on_demand_from_the_user_root(workspace, environ) -> None:
     runtime = start(workspace, environ)
-    model = run(runtime, "fill my form", Sink(), LOAD,
+    model = run(runtime, "fill my form", RecordingSink(), LOAD,
                 reply("", call("read_skill_file", "r", path="references/forms.md")),
                 reply("The form has a name and a date."))
     offered = [[t["function"]["name"] for t in r.tools] for r in model.requests]
@@ -110,7 +82,7 @@ def test_a_reference_is_read_on_demand_from_the_user_root(workspace, environ) ->
 
 def test_reading_before_any_skill_is_refused(workspace, environ) -> None:
     runtime = start(workspace, environ)
-    model = run(runtime, "peek", Sink(),
+    model = run(runtime, "peek", RecordingSink(),
                 reply("", call("read_skill_file", "r", path="references/forms.md")),
                 reply("ok"))
     assert tool_result(model, 1) == ("Refused: tool 'read_skill_file' works only while a "
@@ -121,7 +93,7 @@ def test_reading_before_any_skill_is_refused(workspace, environ) -> None:
 
 def test_a_forced_skill_can_read_its_files(workspace, environ) -> None:
     runtime = start(workspace, environ)
-    model = run(runtime, "/skill formfill for Ada", Sink(),
+    model = run(runtime, "/skill formfill for Ada", RecordingSink(),
                 reply("", call("read_skill_file", "r", path="{baseDir}/references/forms.md")),
                 reply("done"))
     assert tool_result(model, 1).startswith("# Forms")
@@ -136,7 +108,7 @@ QUESTION = ('. Run "scripts/fill_form.py" of skill "formfill"\n'
 def test_by_default_scripts_are_not_offered_and_a_call_is_refused_without_asking(
         workspace, environ) -> None:
     runtime = start(workspace, environ)  # allow: "*" does not cover run_skill_script
-    sink = Sink("y")
+    sink = RecordingSink("y")
     model = run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("no"))
     assert "run_skill_script" not in [t["function"]["name"] for t in model.requests[1].tools]
     assert tool_result(model, 2) == ("Refused: tool 'run_skill_script' is not allowed by the "
@@ -147,7 +119,7 @@ def test_by_default_scripts_are_not_offered_and_a_call_is_refused_without_asking
 
 def test_ask_policy_runs_the_script_after_yes(workspace, environ) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script")
-    sink = Sink("y")
+    sink = RecordingSink("y")
     model = run(runtime, "fill it for Ada", sink, LOAD, reply("", SCRIPT_CALL),
                 reply("Filled."))
     assert len(sink.questions) == 1 and sink.questions[0].endswith(QUESTION)
@@ -181,7 +153,7 @@ UNANSWERABLE = ("Refused: running scripts/fill_form.py of skill 'formfill' needs
     ("n", DECLINED), ("", DECLINED), (None, UNANSWERABLE)])
 def test_no_yes_no_run(workspace, environ, answer: str | None, expected: str) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script")
-    sink = Sink(answer)
+    sink = RecordingSink(answer)
     model = run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
     assert tool_result(model, 2).startswith(expected)
     assert not (workspace / "filled.txt").exists()
@@ -193,7 +165,7 @@ def test_no_yes_no_run(workspace, environ, answer: str | None, expected: str) ->
 
 def test_allow_by_name_runs_without_asking(workspace, environ) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ALLOW="read,run_skill_script")
-    sink = Sink()
+    sink = RecordingSink()
     model = run(runtime, "fill", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
     assert sink.questions == []
     assert tool_result(model, 2).startswith("[exit code 0]")
@@ -202,7 +174,7 @@ def test_allow_by_name_runs_without_asking(workspace, environ) -> None:
 def test_deny_wins_over_ask(workspace, environ) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script",
                     LILY_TOOLS_DENY="run_skill_script")
-    sink = Sink("y")
+    sink = RecordingSink("y")
     model = run(runtime, "fill", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
     assert sink.questions == []
     assert "not allowed by the tool policy" in tool_result(model, 2)
@@ -210,7 +182,7 @@ def test_deny_wins_over_ask(workspace, environ) -> None:
 
 def test_the_script_sees_no_secret_and_the_log_holds_none(workspace, environ) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ALLOW="run_skill_script")
-    model = run(runtime, f"probe it, my key is {SECRET}", Sink(), LOAD,
+    model = run(runtime, f"probe it, my key is {SECRET}", RecordingSink(), LOAD,
                 reply("", call("run_skill_script", "s", script="scripts/probe.py")),
                 reply(f"echo {SECRET}"))
     out = tool_result(model, 2)
@@ -227,7 +199,7 @@ def test_an_interrupt_kills_the_script_and_keeps_the_history(workspace, environ)
                                                         script="scripts/slow.py")))
 
     async def interrupt() -> None:
-        task = asyncio.ensure_future(runtime.run_cell("be slow", Sink()))
+        task = asyncio.ensure_future(runtime.run_cell("be slow", RecordingSink()))
         await until((workspace / "slow.pid").exists, "the script started")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -246,7 +218,7 @@ def test_an_interrupt_kills_the_script_and_keeps_the_history(workspace, environ)
 def test_the_time_limit_is_reported_to_the_model(workspace, environ) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ALLOW="run_skill_script",
                     LILY_SCRIPT_TIMEOUT="1")
-    model = run(runtime, "slow", Sink(), LOAD,
+    model = run(runtime, "slow", RecordingSink(), LOAD,
                 reply("", call("run_skill_script", "s", script="scripts/slow.py")),
                 reply("It took too long."))
     assert tool_result(model, 2).startswith(
@@ -259,7 +231,7 @@ def test_without_bubblewrap_the_question_says_not_sandboxed(workspace, environ,
     empty = tmp_path / "empty-path"
     empty.mkdir()
     runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script", PATH=str(empty))
-    sink = Sink("y")
+    sink = RecordingSink("y")
     run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
     assert sink.questions == [
         "NOT sandboxed (bubblewrap (bwrap) is not installed): it runs with your "
@@ -276,7 +248,7 @@ def test_with_bubblewrap_the_run_is_sandboxed(workspace, environ) -> None:
         if __import__("os").environ.get("CI"):
             pytest.fail(f"CI must test the sandbox: {runtime.scripts.sandbox().reason}")
         pytest.skip(runtime.scripts.sandbox().reason)
-    sink = Sink("y")
+    sink = RecordingSink("y")
     run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
     assert sink.questions == ["Sandboxed" + QUESTION]
     assert [e["sandboxed"] for e in events(runtime, "skill_script_run")] == [True]
@@ -286,7 +258,7 @@ def test_with_bubblewrap_the_run_is_sandboxed(workspace, environ) -> None:
 @pytest.mark.parametrize(("answer", "written"), [("yes", True), ("n", False)])
 def test_ask_works_for_any_tool(workspace, environ, answer: str, written: bool) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ASK="write")
-    sink = Sink(answer)
+    sink = RecordingSink(answer)
     model = run(runtime, "note it", sink,
                 reply("", call("write", "w", path="note.txt", content="hi")), reply("ok"))
     assert sink.questions == [

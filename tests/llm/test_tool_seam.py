@@ -15,6 +15,7 @@ from lily_kernel.events import EventData
 from lily_kernel.llm import ChatResponse, ScriptedModel, ToolCall, Usage
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.tools import Question, Tool, ToolContext, default_registry
+from tests.support.sink import RecordingSink
 
 # --- the new tool: what a newcomer writes (docs/architecture.md shows the same) -------
 
@@ -45,33 +46,7 @@ def stamp_tool() -> Tool:
 # --- the session around it --------------------------------------------------------------
 
 
-class Person:
-    """A notebook whose person answers each question with the next of `answers` (None:
-    a frontend without stdin)."""
-
-    def __init__(self, *answers: str | None) -> None:
-        self.answers = list(answers)
-        self.asked: list[str] = []
-        self.notices: list[str] = []
-
-    def show(self, result: object) -> None: ...
-
-    def stream(self, markdown: str) -> None: ...
-
-    def reply(self, markdown: str, footer: str | None = None) -> None: ...
-
-    def output(self, item: object) -> None:
-        """Code that runs and its outputs (not looked at here)."""
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-
-    async def ask(self, prompt: str) -> str | None:
-        self.asked.append(prompt)
-        return self.answers.pop(0)
-
-
-def turn(workspace: Path, environ: dict[str, str], person: Person) -> tuple[str, list[dict[str, Any]]]:
+def turn(workspace: Path, environ: dict[str, str], person: RecordingSink) -> tuple[str, list[dict[str, Any]]]:
     """One chat turn in which the model calls `stamp`; what the model read of the call,
     and the session's events."""
     registry = default_registry()
@@ -97,10 +72,10 @@ def kinds(events: list[dict[str, Any]]) -> list[str]:
 
 
 def test_a_new_tool_asks_and_logs_its_own_event(workspace: Path, environ: dict[str, str]) -> None:
-    person = Person("y")
+    person = RecordingSink("y")
     result, events = turn(workspace, environ, person)
     assert result == "stamped draft"
-    assert person.asked == ["Stamp 'draft'? [y/N] "]
+    assert person.questions == ["Stamp 'draft'? [y/N] "]
     assert "Tool stamp: ran" in person.notices
     approval = next(e["data"] for e in events if e["event"] == "approval")
     assert approval == {"tool": "stamp", "question": "Stamp 'draft'? [y/N] ",
@@ -113,12 +88,12 @@ def test_a_new_tool_asks_and_logs_its_own_event(workspace: Path, environ: dict[s
 
 def test_its_question_declined_or_unanswerable_stamps_nothing(
         workspace: Path, environ: dict[str, str]) -> None:
-    result, events = turn(workspace, environ, Person("n"))
+    result, events = turn(workspace, environ, RecordingSink("n"))
     assert result == "not stamped: the person said no"
     assert "stamped" not in kinds(events)
     unattended = workspace / "unattended"
     unattended.mkdir()
-    result, events = turn(unattended, environ, Person(None))
+    result, events = turn(unattended, environ, RecordingSink(None))
     # The tool asks of its own accord: no setting would spare the question, so the
     # refusal names none.
     assert result == ("Refused: stamping 'draft' needs the person's approval, and no one can "
@@ -131,22 +106,22 @@ def test_its_question_declined_or_unanswerable_stamps_nothing(
 
 def test_the_policy_gates_the_new_tool_like_every_other(
         workspace: Path, environ: dict[str, str]) -> None:
-    person = Person()
+    person = RecordingSink()
     result, events = turn(workspace, {**environ, "LILY_TOOLS_DENY": "stamp"}, person)
     assert result == "Refused: tool 'stamp' is not allowed by the tool policy."
-    assert person.asked == [] and "stamped" not in kinds(events)
+    assert person.questions == [] and "stamped" not in kinds(events)
 
 
 def test_under_tools_ask_the_policy_asks_first_and_says_how_to_allow_it(
         workspace: Path, environ: dict[str, str]) -> None:
-    person = Person("y", "y")
+    person = RecordingSink("y", "y")
     result, _ = turn(workspace, {**environ, "LILY_TOOLS_ASK": "stamp"}, person)
     assert result == "stamped draft"
-    assert person.asked == ['Let the model run the tool "stamp"\n  label: "draft"\n'
+    assert person.questions == ['Let the model run the tool "stamp"\n  label: "draft"\n'
                             "Allow it? [y/N] ", "Stamp 'draft'? [y/N] "]
     unattended = workspace / "unattended"
     unattended.mkdir()
-    result, _ = turn(unattended, {**environ, "LILY_TOOLS_ASK": "stamp"}, Person(None))
+    result, _ = turn(unattended, {**environ, "LILY_TOOLS_ASK": "stamp"}, RecordingSink(None))
     assert result.startswith("Refused: the call of 'stamp' needs the person's approval "
                              "(tools.ask in lily.yaml), and no one can answer here")
     assert result.endswith("To allow it without asking, name stamp in tools.allow instead.")

@@ -17,7 +17,7 @@ from lily_kernel.prompting import tool_result_text
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
 from lily_kernel.tools.policy import configured_policy
-from tests.llm.test_skill_tools import Sink
+from tests.support.sink import RecordingSink
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ async def _model_call(context: ToolContext, tool: str, arguments: dict[str, Any]
     events: list[Event] = []
     gate = ToolGate(default_registry(), policy or shell_policy(allow=(tool,)), context,
                     EventLog(None, "test", listener=events.append))
-    sink = Sink(*answers)
+    sink = RecordingSink(*answers)
     outcome = await gate.run(sink, tool, arguments, "model", skill=skill, offered=[tool])
     return ShellCall(outcome.status, tool_result_text(outcome.status, outcome.text), events,
                      sink.questions, sink.notices)
