@@ -1,6 +1,6 @@
 """The kernel's start path stays light: no litellm, no openai, no debugpy, no MCP SDK or
 nh3, and none of the sentence encoder's numpy and tokenizers (loaded with the first
-ranking by meaning)."""
+ranking by meaning); the execution, record and MCP machinery loads with its first use."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ import pytest
 from tests.conftest import write_skill
 from tests.kernel.conftest import kernel_env, lily_kernel
 
-START = """
+# Loaded with their first use (issue 35): a run (the sandbox, control groups, the Python
+# kernel), an MCP server, a model's prompt or refusal, a record to read (sqlite3).
+LAZY = {"lily_kernel.execution.sandbox", "lily_kernel.execution.mounts",
+        "lily_kernel.execution.cgroups", "lily_kernel.execution.plan",
+        "lily_kernel.execution.python_host", "lily_kernel.execution.subkernel",
+        "lily_kernel.mcp_tools.session", "lily_kernel.prompting", "sqlite3"}
+
+START = f"LAZY = {sorted(LAZY)!r}\n" + """
 import json, sys
 from lily_kernel.kernel.kernel import LilyKernel
 kernel = LilyKernel()
@@ -26,6 +33,7 @@ print(json.dumps({
     "heavy": sorted({m.split(".")[0] for m in sys.modules}
                     & {"litellm", "openai", "debugpy", "numpy", "tokenizers", "mcp",
                        "fastmcp", "nh3"}),
+    "lazy": sorted(set(sys.modules) & set(LAZY)),
 }))
 """
 
@@ -37,7 +45,7 @@ def test_starting_a_session_and_answering_kernel_info_imports_nothing_heavy(
     done = subprocess.run([sys.executable, "-c", START], env=env, capture_output=True,
                           text=True, timeout=120, check=True)
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report == {"started": True, "features": [], "heavy": []}
+    assert report == {"started": True, "features": [], "heavy": [], "lazy": []}
 
 
 def test_a_client_that_never_asks_for_kernel_info_still_gets_a_session(tmp_path: Path) -> None:
