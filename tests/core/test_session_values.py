@@ -21,7 +21,7 @@ from lily_kernel.commands.mcp import NONE
 from lily_kernel.display import render_plain
 from lily_kernel.environment import Workspace
 from lily_kernel.events import Event
-from lily_kernel.execution.limits import Limits, RunSettings
+from lily_kernel.execution.limits import Limits
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.runtime.command_flow import command_context
 from tests.conftest import skill_text, write_skill
@@ -48,7 +48,8 @@ def test_a_new_workspace_reaches_the_hosts_by_one_assignment(
     trusted = Workspace.load(workspace, environ)  # the same folder, trusted (LILY_TRUST)
     runtime.env = trusted  # the one assignment: nothing copied into the hosts
     assert services.python is python and services.scripts is scripts  # the same hosts
-    assert python.settings() == RunSettings(90, ("PROJECT_ROOT",), Limits(memory_mb=8192))
+    assert (python.timeout, python.allowed_env, python.limits) == (
+        90, ("PROJECT_ROOT",), Limits(memory_mb=8192))
     assert (scripts.limits, scripts.allowed_env) == (Limits(memory_mb=8192), ("PROJECT_ROOT",))
     assert scripts.timeout == trusted.config.script_timeout
     assert services.gate is not gate and services.gate.configured is trusted.policy
