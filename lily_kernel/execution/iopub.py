@@ -1,33 +1,45 @@
-"""The kernel's iopub socket, read within bounds: each message's header first (small, and
-all a message past a run's cap is read for), its content only when asked.
+"""jupyter_client's client to a sandboxed kernel and its channels, read within bounds: a
+message that is not the protocol's is skipped instead of raised, and an iopub message's
+content is read only when asked (an output past a run's cap is counted, never decoded).
 
-The socket comes from the bounded context (execution/kernel_link.py): one message queued,
-each part at most MAX_MESSAGE_BYTES. A larger part makes ZeroMQ drop the connection; that
-is seen here (a monitor of the socket) and raised as `IopubLostError`, and `reset` connects a
-new socket (which also drops whatever the kernel still queued for the old one).
+jupyter_client's loop (`execute_interactive`, `wait_for_ready`, replies by request) runs
+over these channels unchanged: `IopubChannel` hands it each message with its type, its
+parent request and, for a status, its state, and keeps the ZeroMQ frames beside them
+(`frames_of`) for execution/run_outputs.py. Every message is checked against the session's
+key (HMAC) as jupyter_client's Session checks it; one that fails comes as a blank message
+no request claims.
+
+The sockets come from the bounded context (execution/kernel_link.py): one message queued,
+each part at most MAX_MESSAGE_BYTES. A larger part makes ZeroMQ drop the connection; the
+iopub channel's monitor tells (`disconnected`), and the client connects a new channel
+(which also drops whatever the kernel still queued for the old one).
+
+This module imports jupyter_client: it is loaded with the first kernel, not with Lily.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from hmac import compare_digest
+from typing import TYPE_CHECKING, Any
+
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous.client import AsyncKernelClient
+from jupyter_client.channels import AsyncZMQSocketChannel
+from traitlets import Type
 
 if TYPE_CHECKING:
-    import zmq.asyncio
-    from jupyter_client.asynchronous.client import AsyncKernelClient
+    from jupyter_client.session import Session
 
-__all__ = ["Iopub", "IopubLostError", "Message"]
+__all__ = ["BoundedClient", "CheckedChannel", "IopubChannel", "Message", "frames_of"]
 
 # A header, parent header or status larger than this is not the kernel's protocol: such a
 # message is taken for nothing (counted when it is an output).
 _SMALL = 65536
-
-
-class IopubLostError(Exception):
-    """The kernel sent a message part larger than Lily takes: ZeroMQ dropped the
-    connection, and with it that message and what followed it."""
 
 
 def _small_json(frame: Any) -> dict[str, Any]:
@@ -63,77 +75,124 @@ class Message:
         """Its content, when small (a status, an error's name); else {}."""
         return _small_json(self.parts[4])
 
-    def state(self) -> str | None:
-        """A status message's execution state (busy, idle)."""
-        value = self.content().get("execution_state")
-        return value if isinstance(value, str) else None
-
     def decoded(self, client: AsyncKernelClient) -> dict[str, Any]:
-        """The whole message, its signature checked (jupyter_client's Session)."""
+        """The whole message, as jupyter_client's Session decodes it (its signature checked
+        again, and remembered against a replay)."""
         message: dict[str, Any] = client.session.deserialize(list(self.parts), content=True,
                                                              copy=False)
         return message
 
 
-def _parse(frames: list[Any], client: AsyncKernelClient) -> Message | None:
+def _blank() -> dict[str, Any]:
+    """A message no request claims (jupyter_client's loops skip it: its parent is none)."""
+    return {"header": {"msg_type": ""}, "parent_header": {}, "msg_type": "", "content": {},
+            "metadata": {}}
+
+
+def _signed(session: Session, parts: list[Any]) -> bool:
+    """Whether the message is signed with the session's key: Session.deserialize's check,
+    made over the frames as they came (a large content is not copied for it)."""
+    if session.auth is None:
+        return True
+    signature = parts[0].bytes
+    return bool(signature) and signature not in session.digest_history \
+        and compare_digest(signature, session.sign(parts[1:5]))
+
+
+def _lazy(frames: list[Any], session: Session) -> dict[str, Any]:
+    """An iopub message as jupyter_client's loops read it (type, parent, a status's
+    state), its frames beside; the blank message when it is not the protocol's."""
     try:
-        _, parts = client.session.feed_identities(frames, copy=False)
+        _, parts = session.feed_identities(frames, copy=False)
     except ValueError:
-        return None
-    if len(parts) < 5:
-        return None
+        return _blank()
+    if len(parts) < 5 or not _signed(session, parts):
+        return _blank()
     kind = _small_json(parts[1]).get("msg_type")
     parent = _small_json(parts[2]).get("msg_id")
-    return Message(kind if isinstance(kind, str) else "",
-                   parent if isinstance(parent, str) else None, tuple(parts))
+    message = Message(kind if isinstance(kind, str) else "",
+                      parent if isinstance(parent, str) else None, tuple(parts))
+    content = {}
+    if message.kind == "status":
+        state = message.content().get("execution_state")
+        content = {"execution_state": state if isinstance(state, str) else ""}
+    return {"header": {"msg_type": message.kind}, "msg_type": message.kind,
+            "parent_header": {"msg_id": message.parent_id} if message.parent_id else {},
+            "content": content, "metadata": {}, "frames": message}
 
 
-class Iopub:
-    """The kernel's iopub socket (a SUB socket of `client`'s, whose context bounds it)
-    and a monitor that tells when ZeroMQ dropped its connection."""
+def frames_of(msg: dict[str, Any]) -> Message | None:
+    """The frames of a message `IopubChannel` handed on (None for a blank one)."""
+    message = msg.get("frames")
+    return message if isinstance(message, Message) else None
 
-    def __init__(self, client: AsyncKernelClient) -> None:
-        self._client = client
-        self._socket: zmq.asyncio.Socket | None = None
-        self._monitor: zmq.asyncio.Socket | None = None
-        self.reset()
 
-    def reset(self) -> None:
-        """A new socket in place of the old one, whose queue the kernel drops."""
-        import zmq
+class CheckedChannel(AsyncZMQSocketChannel):
+    """A shell or control channel: a message that is not the protocol's (a bad signature,
+    a broken frame) is the blank message instead of an error out of jupyter_client's loop.
+    It remembers the last request it sent (`sent`): the one an interrupt ends."""
 
-        self.close()
-        # (sockets of the client's asyncio context are asyncio sockets)
-        socket = cast("zmq.asyncio.Socket", self._client.connect_iopub())
+    sent: str | None = None
+
+    async def _recv(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        try:
+            return await super()._recv(**kwargs)
+        except (ValueError, TypeError, KeyError):
+            return _blank()
+
+    def send(self, msg: dict[str, Any]) -> None:
+        super().send(msg)
+        self.sent = msg["header"]["msg_id"]
+
+
+class IopubChannel(AsyncZMQSocketChannel):
+    """The iopub channel: messages read lazily (`_lazy`), when the last came (`received`,
+    of any request), and a monitor of its socket that tells when ZeroMQ dropped the
+    connection."""
+
+    received = 0.0  # time.monotonic() of the last message read
+
+    def __init__(self, socket: zmq.asyncio.Socket, session: Session, loop: Any = None
+                 ) -> None:
+        super().__init__(socket, session, loop)
         socket.linger = 0
-        self._monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-        self._socket = socket
+        self._monitor: zmq.asyncio.Socket | None = socket.get_monitor_socket(
+            zmq.EVENT_DISCONNECTED)
 
-    async def next(self, timeout: float) -> Message | None:
-        """The next message (a message that is not the protocol's is skipped), or None
-        when none came within `timeout` seconds. Raises IopubLostError."""
-        import zmq
-        import zmq.asyncio
+    async def _recv(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        assert self.socket is not None
+        frames = await self.socket.recv_multipart(copy=False)
+        self.received = time.monotonic()
+        return _lazy(frames, self.session)
 
-        socket, monitor = self._socket, self._monitor
-        assert socket is not None and monitor is not None
-        poller = zmq.asyncio.Poller()
-        poller.register(socket, zmq.POLLIN)
-        poller.register(monitor, zmq.POLLIN)
-        ready = dict(await poller.poll(max(timeout, 0.0) * 1000))
-        if socket in ready:
-            return _parse(await socket.recv_multipart(copy=False), self._client)
-        if monitor in ready:
-            await monitor.recv_multipart()  # (only disconnections are asked for)
-            raise IopubLostError
-        return None
+    async def disconnected(self) -> None:
+        """Returns once ZeroMQ dropped the connection (a part larger than the context
+        takes, or the kernel's end), and with it that message and what followed it."""
+        assert self._monitor is not None
+        await self._monitor.recv_multipart()  # (only disconnections are asked for)
 
     def close(self) -> None:
-        socket, monitor = self._socket, self._monitor
-        self._socket = self._monitor = None
+        socket, monitor = self.socket, self._monitor
+        self._monitor = None
         if socket is not None:
             with contextlib.suppress(Exception):
                 socket.disable_monitor()
-            socket.close(linger=0)
+        super().close()
         if monitor is not None:
             monitor.close(linger=0)
+
+    stop = close
+
+
+class BoundedClient(AsyncKernelClient):
+    """jupyter_client's async client over the channels above."""
+
+    shell_channel_class = Type(CheckedChannel)
+    control_channel_class = Type(CheckedChannel)
+    iopub_channel_class = Type(IopubChannel)
+
+    def reset_iopub(self) -> None:
+        """A new iopub channel in place of the old one, whose queue the kernel drops."""
+        if self._iopub_channel is not None:
+            self._iopub_channel.close()
+        self._iopub_channel = None

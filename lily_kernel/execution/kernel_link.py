@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import zmq.asyncio
-    from jupyter_client.asynchronous.client import AsyncKernelClient
+
+    from lily_kernel.execution.iopub import BoundedClient
 
 __all__ = ["CHANNELS", "MAX_MESSAGE_BYTES", "Connection", "KernelOutput", "KernelSockets",
            "bounded_context", "find_sockets", "sandboxed_client", "write_connection"]
@@ -197,12 +198,13 @@ class KernelOutput:
 
 
 def sandboxed_client(context: zmq.asyncio.Context, connection: Connection,
-                     sockets: KernelSockets) -> AsyncKernelClient:
-    """jupyter_client's async client for the kernel, over `context`, each channel
-    connected through `sockets` (never through the names in the connection file)."""
-    from jupyter_client.asynchronous.client import AsyncKernelClient
+                     sockets: KernelSockets) -> BoundedClient:
+    """jupyter_client's async client for the kernel (execution/iopub.py), over `context`,
+    each channel connected through `sockets` (never through the names in the connection
+    file), reconnects included."""
+    from lily_kernel.execution.iopub import BoundedClient
 
-    class Sandboxed(AsyncKernelClient):
+    class Sandboxed(BoundedClient):
         def _make_url(self, channel: str) -> str:
             return sockets.address(channel)
 

@@ -1,15 +1,22 @@
 """One Jupyter kernel run inside the sandbox, for the session's Python: started by Lily,
-spoken to with jupyter_client's async client over IPC sockets inside the sandbox
-(execution/kernel_link.py), its outputs read within bounds (execution/iopub.py,
-execution/run_outputs.py).
+driven by jupyter_client's async client (`wait_for_ready`, `execute_interactive`) over
+IPC sockets inside the sandbox (execution/kernel_link.py), its channels read within
+bounds (execution/iopub.py, execution/run_outputs.py).
 
-`Subkernel.execute` sends one execute request and hands each output (as nbformat writes
-it) to a callback as it comes, until the kernel is idle again. Three things end a run
-early, each by interrupting the kernel (by message), whose namespace stays: the stop
-button (a cancellation), the time limit, and an output past the run's limit (whatever the
-kernel still queued is then dropped). A kernel that does not come back from an interrupt
-within SETTLE_SECONDS is killed: its variables are gone, the reply says so, and the next
-run starts a new one. `kill` ends the sandbox and everything in it at once.
+`Subkernel.execute` runs one execute request through `execute_interactive`, whose output
+hook hands each output (as nbformat writes it) to a callback as it comes, until the
+kernel is idle again. Around that loop, what it does not do:
+- three things end a run early, each by interrupting the kernel (by message), whose
+  namespace stays: the stop button (a cancellation), the time limit (the loop's
+  TimeoutError), and an output past the run's limit (the hook raises); whatever the
+  stopped run still queued is dropped with its iopub channel;
+- settle or kill: a kernel that does not come back from an interrupt within
+  SETTLE_SECONDS is killed: its variables are gone, the reply says so, and the next run
+  starts a new one;
+- a watch beside the loop (`_watch`) for what it cannot see: the kernel's process ended,
+  the iopub connection ZeroMQ dropped (a part past the largest message Lily takes), the
+  run's idle status the kernel dropped (it queued more output than Lily read).
+`kill` ends the sandbox and everything in it at once.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -27,7 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lily_kernel.errors import ToolError
-from lily_kernel.execution.iopub import Iopub, IopubLostError
 from lily_kernel.execution.kernel_link import (
     KernelOutput,
     KernelSockets,
@@ -41,7 +48,8 @@ from lily_kernel.execution.run_outputs import OUTPUT_MESSAGES, RunOutputs
 
 if TYPE_CHECKING:
     import zmq.asyncio
-    from jupyter_client.asynchronous.client import AsyncKernelClient
+
+    from lily_kernel.execution.iopub import BoundedClient
 
 __all__ = ["OUTPUT_MESSAGES", "RunReply", "Subkernel"]
 
@@ -53,12 +61,19 @@ START_SECONDS = 60.0
 # Once the kernel has answered a request, how long its idle status may still take: one
 # the kernel dropped (it queued more output than Lily read) must not hold the run.
 QUIET_SECONDS = 2.0
+# How often the watch beside jupyter_client's loop looks at the process and the replies.
+WATCH_SECONDS = 0.5
 # Run quietly once the kernel answers. It starts with Python's safe path (kernelspec.py),
 # so no module of the workspace runs as it starts or shadows one it imports later (a
 # traceback's `stack_data`); the workspace then comes last on sys.path, so its own
 # modules import as in a notebook (`import helpers`) but never in place of another.
 _WORKSPACE_LAST = "import os as _o, sys as _s\n_s.path.append(_o.getcwd())\ndel _o, _s"
-Reply = asyncio.Future[dict[str, Any]]
+Reply = dict[str, Any]
+
+
+class _OutputLimitError(Exception):
+    """Raised by the output hook once a run's output passed its limit: it ends
+    jupyter_client's loop, which has no limit of its own."""
 
 
 @dataclass(frozen=True)
@@ -98,10 +113,10 @@ class Subkernel:
         self._output: KernelOutput | None = None
         self._sockets: KernelSockets | None = None
         self._context: zmq.asyncio.Context | None = None
-        self._client: AsyncKernelClient | None = None
-        self._iopub: Iopub | None = None
-        self._replies: dict[str, Reply] = {}  # shell replies awaited, by request
-        self._reader: asyncio.Task[None] | None = None
+        self._client: BoundedClient | None = None
+        # One request at a time: jupyter_client's loops each read the shell channel for
+        # their own reply and drop the others'.
+        self._requests = asyncio.Lock()
         self._settling: asyncio.Future[None] | None = None
         self.started_ms: float | None = None
 
@@ -138,11 +153,9 @@ class Subkernel:
             raise self._failed("it ended" if not self.alive else f"no answer in {timeout:g} s")
         self._sockets, self._context = sockets, bounded_context()
         client = self._client = sandboxed_client(self._context, connection, sockets)
-        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=True)
-        self._reader = asyncio.ensure_future(self._read_replies(client))
-        self._iopub = Iopub(client)
-        if not await self._handshake(deadline):
-            raise self._failed(f"no answer in {timeout:g} s")
+        client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=True)
+        if not await self._ready(deadline - time.monotonic()):
+            raise self._failed("it ended" if not self.alive else f"no answer in {timeout:g} s")
         await self._quietly(_WORKSPACE_LAST)
         shutil.rmtree(self.folder, ignore_errors=True)  # the kernel has read it
         self.started_ms = round((time.perf_counter() - began) * 1000, 1)
@@ -157,38 +170,44 @@ class Subkernel:
         """The last line the kernel process printed (why it failed), once it has ended."""
         return self._output.last_line(wait=1.0) if self._output is not None else ""
 
-    async def _read_replies(self, client: AsyncKernelClient) -> None:
-        """Hand each shell reply to whoever awaits it (one reader for every request)."""
-        while True:
-            try:
-                reply = await client.get_shell_msg()
-            except ValueError:  # not the protocol's (a bad signature): skipped
-                continue
-            waiting = self._replies.pop(reply["parent_header"].get("msg_id"), None)
-            if waiting is not None and not waiting.done():
-                waiting.set_result(reply)
-
-    def _reply(self, msg_id: str) -> Reply:
-        """The reply to request `msg_id`, once it comes (asked right after sending it)."""
-        return self._replies.setdefault(msg_id, asyncio.get_running_loop().create_future())
-
-    async def _handshake(self, deadline: float) -> bool:
+    async def _ready(self, timeout: float) -> bool:
         """Whether the kernel answers and its iopub messages reach Lily's socket (a new
         subscription takes a moment to hold): a kernel_info request, its reply, then its
-        status on iopub; asked again until `deadline`."""
-        client, iopub = self._client, self._iopub
-        while client is not None and iopub is not None and self.alive \
+        status on iopub; asked again within `timeout`. (jupyter_client's `wait_for_ready`
+        does this but then reads iopub until 0.2 s pass in silence, a third of the
+        kernel's start, and sees a kernel's end only through a manager or heartbeat.)"""
+        deadline = time.monotonic() + timeout
+        while (client := self._client) is not None and self.alive \
                 and time.monotonic() < deadline:
             msg_id = client.kernel_info()
-            done, _ = await asyncio.wait({self._reply(msg_id)}, timeout=1.0)
-            if not done:
-                self._replies.pop(msg_id, None)
+            if await self._reply(msg_id, 1.0) is None:
                 continue
-            with contextlib.suppress(IopubLostError):
-                while (message := await iopub.next(1.0)) is not None:
-                    if message.parent_id == msg_id:
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    message = await client.iopub_channel.get_msg(timeout=1.0)
+                    if message["parent_header"].get("msg_id") == msg_id:
                         return True
         return False
+
+    async def _reply(self, msg_id: str, timeout: float) -> Reply | None:
+        """The reply to request `msg_id` within `timeout` seconds, or None (replies to
+        requests given up on before are dropped)."""
+        deadline = time.monotonic() + timeout
+        while (client := self._client) is not None:
+            try:
+                reply: Reply = await client.get_shell_msg(
+                    timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                return None
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply
+        return None
+
+    async def _settled(self) -> BoundedClient | None:
+        """The client once the run stopped before has ended (None: no kernel runs)."""
+        if self._settling is not None:
+            await asyncio.shield(self._settling)  # (a second stop leaves it settling)
+        return self._client if self.alive else None
 
     async def execute(self, code: str, on_output: Callable[[dict[str, Any]], None],
                       timeout: float, keep_bytes: int, limit_bytes: int) -> RunReply:
@@ -196,67 +215,97 @@ class Subkernel:
         to `keep_bytes` of them). Cancelled (the stop button), the kernel is interrupted
         and the cancellation goes on; past `timeout` seconds or `limit_bytes` of output,
         it is interrupted and the reply says so."""
-        if self._settling is not None:
-            await self._settling  # the run stopped before: the kernel is idle again
-        client = self._client
-        if client is None or self._iopub is None or not self.alive:
-            raise ToolError("the Python kernel is not running.")
-        began = time.perf_counter()
-        outputs = RunOutputs(keep_bytes, on_output)
-        msg_id = client.execute(code, allow_stdin=False, stop_on_error=False)
-        replied = self._reply(msg_id)
-        try:
-            status = await self._collect(client, msg_id, outputs,
-                                         time.monotonic() + timeout, limit_bytes)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._interrupt(replied, wait=False))
-            raise
+        async with self._requests:
+            client = await self._settled()
+            if client is None:
+                raise ToolError("the Python kernel is not running.")
+            from lily_kernel.execution.iopub import frames_of
+
+            began = time.perf_counter()
+            outputs = RunOutputs(keep_bytes, on_output)
+            def hook(msg: dict[str, Any]) -> None:
+                """Each iopub message of the run (jupyter_client's loop picks them)."""
+                message = frames_of(msg)
+                if message is not None and message.kind in OUTPUT_MESSAGES:
+                    outputs.add(message, client)
+                    if outputs.total > limit_bytes:
+                        raise _OutputLimitError
+
+            shell = client.shell_channel
+            loop = asyncio.ensure_future(client.execute_interactive(
+                code, allow_stdin=False, stop_on_error=False, timeout=timeout,
+                output_hook=hook))
+            try:
+                ended, reply = await self._watch(loop, time.monotonic())
+            except asyncio.CancelledError:
+                loop.cancel()
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._interrupt(shell.sent, wait=False))
+                raise
+            status = await self._ended(ended, shell.sent, outputs, limit_bytes)
         error = outputs.error
         if status == "ok":
-            await asyncio.wait({replied}, timeout=1.0)  # it comes before the idle status
-            content = replied.result()["content"] if replied.done() else {}
+            content = reply["content"] if reply is not None else {}
             if error is None and content.get("status") == "error":
                 error = f"{content.get('ename', '')}: {content.get('evalue', '')}"
             status = "error" if error is not None else "ok"
-        ended = not self.alive
+        gone = not self.alive
         return RunReply(status, tuple(outputs.kept), error,
                         round((time.perf_counter() - began) * 1000, 1), outputs.sha256,
-                        outputs.total, outputs.dropped, ended,
-                        timeout, limit_bytes)
+                        outputs.total, outputs.dropped, gone, timeout, limit_bytes)
 
-    async def _collect(self, client: AsyncKernelClient, msg_id: str, outputs: RunOutputs,
-                       deadline: float, limit_bytes: int) -> Status:
-        """Read the run's outputs until its idle status (or its reply, when that status
-        was dropped); how it ended."""
-        assert self._iopub is not None
-        replied = self._reply(msg_id)
-        heard = time.monotonic()  # when the run's last message came
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                message = await self._iopub.next(min(left, 1.0))
-            except IopubLostError:
-                if await self._ending():
-                    raise self._died() from None
-                # One output larger than a message may be: past the run's limit.
+    async def _watch(self, loop: asyncio.Future[Reply], since: float
+                     ) -> tuple[str, Reply | None]:
+        """Await jupyter_client's loop (cancelled if it did not end), watching what it
+        cannot see; how it ended ("replied", "timeout", "output_limit", "lost": the iopub
+        connection dropped, "died": the process ended) and the reply."""
+        assert self._client is not None
+        shell, iopub = self._client.shell_channel, self._client.iopub_channel
+        lost = asyncio.ensure_future(iopub.disconnected())
+        try:
+            while True:
+                await asyncio.wait({loop, lost}, timeout=WATCH_SECONDS,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                if loop.done():
+                    try:
+                        return "replied", loop.result()
+                    except TimeoutError:
+                        return "timeout", None
+                    except _OutputLimitError:
+                        return "output_limit", None
+                if lost.done():
+                    return "lost", None
+                if not self.alive:
+                    return "died", None
+                quiet = time.monotonic() - max(since, iopub.received)
+                if quiet > QUIET_SECONDS and await shell.msg_ready():
+                    # Its reply may be waiting while its idle status was dropped (or a
+                    # reply to a request given up on before: dropped, the watch goes on).
+                    with contextlib.suppress(TimeoutError):
+                        reply = await asyncio.wait_for(self._reply(shell.sent, 0.0), 1.0)
+                        if reply is not None:
+                            return "replied", reply
+        finally:
+            lost.cancel()
+            loop.cancel()
+
+    async def _ended(self, ended: str, msg_id: str, outputs: RunOutputs,
+                     limit_bytes: int) -> Status:
+        """The run's status once jupyter_client's loop ended as `ended`; a run stopped
+        early is interrupted here and waited for (or its kernel killed)."""
+        if ended == "replied":
+            return "ok"
+        if ended == "lost":
+            if await self._ending():
+                ended = "died"
+            else:  # one output larger than a message may be: past the run's limit
                 outputs.dropped += 1
                 outputs.total = max(outputs.total, limit_bytes) + 1
-                return await self._stop(replied, "output_limit")
-            now = time.monotonic()
-            if message is None or message.parent_id != msg_id:
-                if not self.alive:
-                    raise self._died()
-                if replied.done() and now - heard > QUIET_SECONDS:
-                    return "ok"  # its idle status was dropped: the reply says it ended
-                continue
-            heard = now
-            if message.kind == "status" and message.state() == "idle":
-                return "ok"
-            if message.kind in OUTPUT_MESSAGES:
-                outputs.add(message, client)
-                if outputs.total > limit_bytes:
-                    return await self._stop(replied, "output_limit")
-        return await self._stop(replied, "timeout")
+                ended = "output_limit"
+        if ended == "died":
+            raise self._died()
+        await self._interrupt(msg_id, wait=True)
+        return "timeout" if ended == "timeout" else "output_limit"
 
     async def _ending(self) -> bool:
         """Whether the kernel ends within a second (its sockets closed as it ended)."""
@@ -273,36 +322,29 @@ class Subkernel:
                          f"{' (' + said + ')' if said else ''}; its variables are gone, the "
                          "next run starts a new one.")
 
-    async def _stop(self, replied: Reply, status: Status) -> Status:
-        """End the run early: interrupt the kernel and wait until it has stopped (or was
-        killed). Past the output limit, whatever the kernel still queued is dropped (a new
-        iopub socket; the old one may also have lost its connection)."""
-        await self._interrupt(replied, wait=True)
-        iopub = self._iopub
-        if status == "output_limit" and iopub is not None and self.alive:
-            iopub.reset()
-            if not await self._handshake(time.monotonic() + SETTLE_SECONDS):
-                self.kill()
-        return status
-
-    async def _interrupt(self, replied: Reply, wait: bool) -> None:
-        """Interrupt the kernel (by message, on its control channel); the request it runs
-        must then end (`replied`). Waited for here (`wait`), or by the next run: a kernel
-        that does not end it is killed."""
+    async def _interrupt(self, msg_id: str | None, wait: bool) -> None:
+        """Interrupt the kernel (by message, on its control channel); request `msg_id`
+        must then end. Waited for here (`wait`), or by the next request: a kernel that
+        does not end it is killed."""
         client = self._client
-        if client is None:
+        if client is None or msg_id is None:
             return
         with contextlib.suppress(Exception):
             client.control_channel.send(client.session.msg("interrupt_request", content={}))
-        self._settling = asyncio.ensure_future(self._settle(replied))
+        settling = self._settling = asyncio.ensure_future(self._settle(msg_id))
         if wait:
-            await self._settling
+            await asyncio.shield(settling)
 
-    async def _settle(self, replied: Reply) -> None:
+    async def _settle(self, msg_id: str) -> None:
         try:
-            done, _ = await asyncio.wait({replied}, timeout=SETTLE_SECONDS)
-            if not done:
+            if await self._reply(msg_id, SETTLE_SECONDS) is None:
                 self.kill()  # it did not stop: a new kernel for the next run
+            elif (client := self._client) is not None:
+                # What the stopped run still queued is dropped with the old channel (which
+                # may also have lost its connection); a new one must hear the kernel.
+                client.reset_iopub()
+                if not await self._ready(SETTLE_SECONDS):
+                    self.kill()
         finally:
             self._settling = None
 
@@ -310,19 +352,18 @@ class Subkernel:
                        timeout: float = 10.0) -> dict[str, Any]:
         """Run `code` of Lily's in the kernel, then evaluate `expressions`, with nothing
         shown and nothing kept in its history; its reply's content ({} when none came)."""
-        client = self._client
-        if client is None or not self.alive:
-            return {}
-        if self._settling is not None:
-            await self._settling
-        msg_id = client.execute(code, silent=True, store_history=False,
-                                user_expressions=expressions or {})
-        done, _ = await asyncio.wait({self._reply(msg_id)}, timeout=timeout)
-        if not done:
-            self._replies.pop(msg_id, None)
-            return {}
-        content: dict[str, Any] = done.pop().result()["content"]
-        return content
+        async with self._requests:
+            client = await self._settled()
+            if client is None:
+                return {}
+            try:
+                reply: Reply = await client.execute(
+                    code, silent=True, store_history=False,
+                    user_expressions=expressions or {}, reply=True, timeout=timeout)
+            except TimeoutError:
+                return {}
+            content: dict[str, Any] = reply["content"]
+            return content
 
     async def evaluate(self, expression: str, timeout: float = 10.0) -> str | None:
         """`expression` evaluated quietly in the kernel, as its text/plain; None when it
@@ -334,13 +375,9 @@ class Subkernel:
 
     def kill(self) -> None:
         """End the sandbox and everything in it now, and remove the private folder."""
-        if self._reader is not None:
-            self._reader.cancel()
-        if self._iopub is not None:
-            self._iopub.close()
         if self._client is not None:
             with contextlib.suppress(Exception):
-                self._client.stop_channels()
+                self._client.stop_channels()  # the iopub channel's monitor too
         process = self._process
         if process is not None:
             with contextlib.suppress(OSError):
@@ -349,7 +386,7 @@ class Subkernel:
                 process.kill()
             with contextlib.suppress(Exception):
                 process.wait(timeout=5)
-        self._client, self._iopub, self._reader = None, None, None
+        self._client = None
         if self._sockets is not None:
             self._sockets.close()
         if self._context is not None:
