@@ -21,8 +21,12 @@ from lily_kernel.llm.local_files import find_embedded_model
 from tests.kernel.conftest import REPO, Execution, LilyProcess, lily_kernel
 
 EMBEDDED = find_embedded_model()
-pytestmark = pytest.mark.skipif(
-    EMBEDDED is None, reason="the `local` extra is not installed (./setup.sh installs it)")
+# How long one cell of the real model may take before the test fails: a bound for a
+# failure (a passing cell returns when it ends), kept at load 8 and beyond on 2 cores.
+ANSWER_SECONDS = 300
+pytestmark = [pytest.mark.skipif(
+    EMBEDDED is None, reason="the `local` extra is not installed (./setup.sh installs it)"),
+    pytest.mark.slow]  # the real model, in a kernel or in this process: minutes under load
 # The network guard, then the checkout under test (a worktree's own code too).
 GUARD = os.pathsep.join((str(REPO / "tests" / "support" / "guard_network"), str(REPO)))
 NAME = "SmolLM2-135M-Instruct (local)"
@@ -38,8 +42,11 @@ def kernel(tmp_path_factory: pytest.TempPathFactory, network_log: Path) -> Itera
     root = tmp_path_factory.mktemp("local")
     workspace = root / "workspace"
     workspace.mkdir()
+    # Answers of at most 256 tokens (the embedded model's default is 1,024): each cell
+    # then stays well inside ANSWER_SECONDS on a loaded 2-core machine (~10 tokens a
+    # second at load 8), and every test here still sees a whole answer or stops one.
     with lily_kernel(workspace, root / "home", LILY_EVENT_LOG="1", PYTHONPATH=GUARD,
-                     LILY_TEST_NETWORK_LOG=str(network_log)) as kernel:
+                     LILY_TEST_NETWORK_LOG=str(network_log), LILY_MAX_TOKENS="256") as kernel:
         yield kernel
     # Whatever the tests did, the kernel never tried to reach the network.
     assert not network_log.exists(), network_log.read_text()
@@ -66,7 +73,7 @@ def session_events(kernel: LilyProcess) -> list[dict[str, Any]]:
 def test_a_chat_cell_is_answered_streamed_in_place_and_told_once(
     kernel: LilyProcess, network_log: Path,
 ) -> None:
-    first = kernel.execute("Hello! Who are you?", timeout=120)
+    first = kernel.execute("Hello! Who are you?", timeout=ANSWER_SECONDS)
     assert first.status == "ok", first.reply
     assert notices(first).count(EMBEDDED_NOTICE) == 1
     created = [d for d in first.of_type("display_data") if "display_id" in d["transient"]]
@@ -79,7 +86,7 @@ def test_a_chat_cell_is_answered_streamed_in_place_and_told_once(
     assert footer.startswith(NAME + " · ") and "8,192-token context" in footer
     assert footer.endswith("no cost")
     assert "<sub>" in final["text/html"]
-    second = kernel.execute("Thank you.", timeout=120)
+    second = kernel.execute("Thank you.", timeout=ANSWER_SECONDS)
     assert second.status == "ok", second.reply
     assert EMBEDDED_NOTICE not in notices(second)  # told once per session
     # Neither greeting nor thanks calls for a skill: none selected, no declaration step.
@@ -97,13 +104,13 @@ def test_help_shows_the_active_model(kernel: LilyProcess) -> None:
 
 
 def test_a_forced_skill_is_answered(kernel: LilyProcess) -> None:
-    run = kernel.execute("/skill echo good morning", timeout=120)
+    run = kernel.execute("/skill echo good morning", timeout=ANSWER_SECONDS)
     assert run.status == "ok", run.reply
     assert answer(run)["text/plain"].strip()
 
 
 def test_the_selection_step_runs_and_is_logged(kernel: LilyProcess) -> None:
-    run = kernel.execute("Please echo this back to me: hello", timeout=120)
+    run = kernel.execute("Please echo this back to me: hello", timeout=ANSWER_SECONDS)
     assert run.status == "ok", run.reply
     events = session_events(kernel)
     selections = [e["data"] for e in events if e["event"] == "skill_selection"]
@@ -128,22 +135,22 @@ def test_the_selection_step_runs_and_is_logged(kernel: LilyProcess) -> None:
                for n in notices(run))
 
 
-def _interrupt_when(kernel: LilyProcess, code: str, started: str) -> tuple[dict[str, Any], float]:
-    """Run `code`, interrupt once an iopub message of type `started` arrives (or at
-    once for "sent"); the execute_reply and the seconds from interrupt to reply."""
+def _interrupt_when(kernel: LilyProcess, code: str, started: str,
+                    text: str = "") -> tuple[dict[str, Any], float]:
+    """Run `code`, interrupt once the cell shows an iopub message of type `started`
+    whose text/plain starts with `text` (an event of the cell itself, whatever the
+    machine's load: no sleep); the execute_reply and the seconds from interrupt to reply."""
     msg_id = kernel.kc.execute(code)
-    if started != "sent":
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            msg = kernel.kc.get_iopub_msg(timeout=120)
-            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == started:
-                break
-    else:
-        time.sleep(0.5)
+    deadline = time.monotonic() + ANSWER_SECONDS
+    while True:
+        assert time.monotonic() < deadline, f"no {started} message {text!r} in {ANSWER_SECONDS} s"
+        msg = kernel.kc.get_iopub_msg(timeout=ANSWER_SECONDS)
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == started
+                and str(msg["content"].get("data", {}).get("text/plain", "")).startswith(text)):
+            break
     asked = time.monotonic()
     kernel.km.interrupt_kernel()
-    reply = kernel.kc.get_shell_msg(timeout=60)
-    assert reply["parent_header"]["msg_id"] == msg_id
+    reply = kernel.reply_to(msg_id, timeout=60)
     kernel.drain_iopub()
     return reply["content"], time.monotonic() - asked
 
@@ -153,7 +160,7 @@ def test_stop_during_generation_ends_the_cell_and_the_next_one_works(kernel: Lil
         kernel, "Write a very long story about a cat who sails around the world, "
         "with many chapters.", "update_display_data")
     assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
-    after = kernel.execute("Say hi.", timeout=120)
+    after = kernel.execute("Say hi.", timeout=ANSWER_SECONDS)
     assert after.status == "ok", after.reply
     assert answer(after)["text/plain"].strip()
 
@@ -161,9 +168,11 @@ def test_stop_during_generation_ends_the_cell_and_the_next_one_works(kernel: Lil
 def test_stop_during_prompt_evaluation(kernel: LilyProcess) -> None:
     long_message = "Summarise these notes. " + " ".join(
         f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(150))
-    content, _ = _interrupt_when(kernel, long_message, "sent")
+    # As soon as the kernel runs the cell (its execute_input): the model is then reading
+    # the long message for seconds, whatever the machine's load.
+    content, _ = _interrupt_when(kernel, long_message, "execute_input")
     assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
-    after = kernel.execute("Say hi.", timeout=120)  # the model is free again, and answers
+    after = kernel.execute("Say hi.", timeout=ANSWER_SECONDS)  # the model is free again, and answers
     assert after.status == "ok", after.reply
     assert answer(after)["text/plain"].strip()
 
@@ -180,7 +189,7 @@ def test_a_broken_gguf_file_is_a_clear_error(tmp_path: Path, make, expected: str
     model = tmp_path / "model.gguf"
     make(model)
     with lily_kernel(workspace, tmp_path / "home", LILY_MODEL=f"local/{model}") as kernel:
-        run = kernel.execute("hello", timeout=120)
+        run = kernel.execute("hello", timeout=ANSWER_SECONDS)
         assert run.status == "error" and run.reply["ename"] == "ModelError", run.reply
         assert run.reply["evalue"].startswith("Error: the local model could not be loaded")
         assert expected in run.reply["evalue"]
@@ -368,12 +377,12 @@ def test_a_skill_that_runs_code_is_said_to_be_beyond_this_model(kernel: LilyProc
     (folder / "SKILL.md").write_text("---\nsummary: Plot a sine wave\n---\nRun:\n\n```python\n"
                                      "import math\nprint(math.sin(1))\n```\n")
     assert kernel.execute("/reload_skills").status == "ok"
-    run = kernel.execute("/skill sine-plot plot a sine wave", timeout=120)
+    run = kernel.execute("/skill sine-plot plot a sine wave", timeout=ANSWER_SECONDS)
     assert run.status == "ok", run.reply
     said = [n for n in notices(run) if "cannot call tools" in n]
     assert len(said) == 1 and said[0].startswith(
         f"Skill sine-plot runs code (python), and this model ({NAME}) cannot call tools")
-    code = kernel.execute("import math\nprint(math.sqrt(2))", timeout=120)
+    code = kernel.execute("import math\nprint(math.sqrt(2))", timeout=ANSWER_SECONDS)
     assert code.status == "ok", code.reply
     assert PYTHON_CELL_HINT in notices(code)
     assert answer(code)["text/plain"].strip()  # the model answered it all the same
