@@ -105,7 +105,7 @@ def watch_kernel_starts() -> None:
     _charge_on(LocalProvisioner, "launch_kernel")
     try:
         from lily_kernel.execution.subkernel import Subkernel
-    except ImportError as exc:  # the watch says so in the summary rather than hide it
+    except (ImportError, SyntaxError) as exc:  # said in the summary, never hidden
         _unwatched.append(f"lily_kernel.execution.subkernel: {exc}")
         return
     _charge_on(Subkernel, "start")
