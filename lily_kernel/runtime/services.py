@@ -49,7 +49,9 @@ class Services:
 
     @cached_property
     def python(self) -> PythonHost:
-        """The session's Python kernel (started by its first run)."""
+        """The session's Python kernel (started by its first run). Its run settings are
+        read at each run; the kernel it chooses and the paths it protects are the
+        workspace's when it is made (as before: a trust given later does not change them)."""
         from lily_kernel.execution.python_host import PythonHost
 
         env = self.workspace()
