@@ -135,7 +135,7 @@ def test_the_persons_own_tool_dispatch_is_not_asked_about(workspace: Path,
 def test_prompt_rewrite_returns_an_intent_then_needs_a_model(runtime: LilyRuntime) -> None:
     """The command says what to do (skill and request); the runtime builds the request."""
     outcome = runtime.run_command(parse_command("/a summarise this"))  # type: ignore[arg-type]
-    assert outcome.invocation == SkillInvocation("alpha", "summarise this")
+    assert outcome.intent == SkillInvocation("alpha", "summarise this")
     with pytest.raises(ModelNotConfiguredError):
         run(runtime, "/skill alpha summarise this")
 
@@ -294,7 +294,7 @@ def claude(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
 def test_every_form_invokes_its_skill(claude: LilyRuntime, code: str, command: str,
                                       skill: str, typed: str) -> None:
     result = claude.run_command(parse_command(code))  # type: ignore[arg-type]
-    assert (result.command, result.invocation) == (command, SkillInvocation(skill, typed))
+    assert (result.command, result.intent) == (command, SkillInvocation(skill, typed))
 
 
 @pytest.mark.parametrize(("code", "message"), [
@@ -318,7 +318,7 @@ def test_a_builtin_wins_and_an_excluded_name_says_why(claude: LilyRuntime) -> No
     assert error_of(claude, "/broken").startswith(
         "skill 'broken' is not available in this session (snapshot 1): malformed: ")
     outcome = claude.run_command(parse_command("/skill help now"))  # type: ignore[arg-type]
-    assert outcome.invocation == SkillInvocation("help", "now")
+    assert outcome.intent == SkillInvocation("help", "now")
 
 
 def test_help_lists_the_forms_hints_and_dynamic_context(claude: LilyRuntime) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from lily_kernel.execution.limits import RunSettings
 from lily_kernel.execution.runner import ScriptHost
 from lily_kernel.tools import ActiveSkill
 from lily_kernel.tools.command_rules import command_refusal
@@ -75,7 +76,7 @@ def test_asked_by_default_yes_runs_and_no_one_to_ask_refuses(workspace: Path) ->
 
 
 def test_never_outside_the_sandbox(workspace: Path) -> None:
-    host = ScriptHost({**ENVIRON, "PATH": "/nonexistent"}, 30)
+    host = ScriptHost({**ENVIRON, "PATH": "/nonexistent"}, RunSettings(30))
     done = run_shell("touch escaped", workspace, ENVIRON, host=host, policy=shell_policy(),
                      answers=["y"])
     assert done.status == "refused" and done.questions == []  # refused before any question
@@ -110,13 +111,13 @@ def test_the_stop_button_ends_the_command(workspace: Path) -> None:
     event says `interrupted`."""
     from lily_kernel.events import Event, EventLog
     from lily_kernel.runtime.tool_gate import ToolGate
-    from lily_kernel.tools import ToolContext, default_registry
+    from lily_kernel.tools import Hosts, ToolContext, default_registry
     from tests.support.sink import RecordingSink  # the gate, cancelled from outside
 
     events: list[Event] = []
     token = f"lily-stop-{os.getpid()}-{time.monotonic_ns()}"
     gate = ToolGate(default_registry(), shell_policy(allow=("shell",)),
-                    ToolContext(workspace, scripts=ScriptHost(ENVIRON, 60)),
+                    ToolContext(workspace, services=Hosts(ScriptHost(ENVIRON, RunSettings(60)))),
                     EventLog(None, "t", listener=events.append))
 
     async def stop_soon() -> None:

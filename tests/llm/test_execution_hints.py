@@ -84,15 +84,15 @@ def test_a_workspace_trusted_later_reaches_the_python_kernels_settings(
         workspace: Path, environ: dict[str, str]) -> None:
     """The kernel starts on first use: it takes the settings in force then, the limits
     and variables a lily.yaml trusted meanwhile included."""
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     (workspace / "lily.yaml").write_text("memory_limit_mb: 8192\nscript_env: [PROJECT_ROOT]\n")
     untrusted = {**environ, "LILY_TRUST": ""}
     runtime = LilyRuntime.start(workspace, untrusted, session_id="s1")
-    held = (runtime.python.limits.memory_mb, runtime.python.allowed_env)
+    held = (runtime.services.python.limits.memory_mb, runtime.services.python.allowed_env)
     assert held == (4096, ())  # raising and adding held until trusted
-    runtime.use_environment(LilyEnvironment.load(workspace, environ))  # trusted now
-    assert (runtime.python.limits, runtime.python.allowed_env) == (
-        runtime.scripts.limits, ("PROJECT_ROOT",))
-    assert runtime.python.limits.memory_mb == 8192
+    runtime.take_up(Workspace.load(workspace, environ))  # trusted now
+    assert (runtime.services.python.limits, runtime.services.python.allowed_env) == (
+        runtime.services.scripts.limits, ("PROJECT_ROOT",))
+    assert runtime.services.python.limits.memory_mb == 8192
     runtime.close()

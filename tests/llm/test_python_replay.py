@@ -29,7 +29,7 @@ def settings(environ: dict[str, str]) -> dict[str, str]:
 
 def kernel_of(runtime: LilyRuntime) -> object:
     """The session's running Python kernel, or None (looked up afresh at each call)."""
-    return runtime.python.running
+    return runtime.services.python.running
 
 
 def start(workspace: Path, environ: dict[str, str]) -> LilyRuntime:

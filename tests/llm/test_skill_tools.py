@@ -123,7 +123,7 @@ def test_ask_policy_runs_the_script_after_yes(workspace, environ) -> None:
     model = run(runtime, "fill it for Ada", sink, LOAD, reply("", SCRIPT_CALL),
                 reply("Filled."))
     assert len(sink.questions) == 1 and sink.questions[0].endswith(QUESTION)
-    sandboxed = runtime.scripts.sandbox().available
+    sandboxed = runtime.services.scripts.sandbox().available
     assert ("NOT sandboxed" in sink.questions[0]) is (not sandboxed)
     assert tool_result(model, 2) == "[exit code 0]\nfilled the form for Ada Lovelace on 2024-05-01\n"
     assert (workspace / "filled.txt").read_text() == "name: Ada Lovelace\ndate: 2024-05-01\n"
@@ -244,10 +244,10 @@ def test_without_bubblewrap_the_question_says_not_sandboxed(workspace, environ,
 def test_with_bubblewrap_the_run_is_sandboxed(workspace, environ) -> None:
     runtime = start(workspace, environ, LILY_TOOLS_ASK="run_skill_script",
                     PATH="/usr/local/bin:/usr/bin:/bin")
-    if not runtime.scripts.sandbox().available:
+    if not runtime.services.scripts.sandbox().available:
         if __import__("os").environ.get("CI"):
-            pytest.fail(f"CI must test the sandbox: {runtime.scripts.sandbox().reason}")
-        pytest.skip(runtime.scripts.sandbox().reason)
+            pytest.fail(f"CI must test the sandbox: {runtime.services.scripts.sandbox().reason}")
+        pytest.skip(runtime.services.scripts.sandbox().reason)
     sink = RecordingSink("y")
     run(runtime, "fill it", sink, LOAD, reply("", SCRIPT_CALL), reply("ok"))
     assert sink.questions == ["Sandboxed" + QUESTION]

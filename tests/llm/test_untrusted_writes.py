@@ -94,11 +94,11 @@ def test_some_writes_are_asked_even_in_a_trusted_folder(workspace, environ, path
 
 def _trusted_workspace_skill(workspace: Path, environ: dict[str, str]) -> dict[str, str]:
     """The formfill skill in the workspace's skills/, trusted by the store."""
-    from lily_kernel.environment import LilyEnvironment
+    from lily_kernel.environment import Workspace
 
     shutil.copytree(FIXTURES / "skill_files" / "formfill", workspace / "skills" / "formfill")
     person = {k: v for k, v in environ.items() if k != "LILY_TRUST"}
-    env = LilyEnvironment.load(workspace, person)
+    env = Workspace.load(workspace, person)
 
     digests, _, _ = env.pending_trust()
     env.trust.trust(digests)

@@ -11,11 +11,11 @@ from typing import Any
 
 from lily_kernel.config import ToolsConfig
 from lily_kernel.events import Event, EventLog
-from lily_kernel.execution.limits import Limits
+from lily_kernel.execution.limits import Limits, RunSettings
 from lily_kernel.execution.runner import ScriptHost
 from lily_kernel.prompting import tool_result_text
 from lily_kernel.runtime.tool_gate import ToolGate
-from lily_kernel.tools import ActiveSkill, ToolContext, ToolPolicy, default_registry
+from lily_kernel.tools import ActiveSkill, Hosts, ToolContext, ToolPolicy, default_registry
 from lily_kernel.tools.policy import configured_policy
 from tests.support.sink import RecordingSink
 
@@ -46,8 +46,8 @@ def run_shell(command: str, workspace: Path, environ: Mapping[str, str], *,
               host: ScriptHost | None = None) -> ShellCall:
     """Run `command` as the model's `shell` call; by default the policy allows the shell
     without asking (it is named in `allow`)."""
-    host = host or ScriptHost(environ, timeout, limits=limits or Limits())
-    context = ToolContext(workspace, protected=tuple(protected), scripts=host)
+    host = host or ScriptHost(environ, RunSettings(timeout, limits=limits or Limits()))
+    context = ToolContext(workspace, protected=tuple(protected), services=Hosts(host))
     return asyncio.run(_model_call(context, "shell", {"command": command}, policy, answers,
                                    skill))
 
@@ -59,11 +59,11 @@ def run_python(code: str, workspace: Path, environ: Mapping[str, str], *,
     ends afterwards."""
     from lily_kernel.execution.python_host import PythonHost
 
-    scripts = ScriptHost(environ, timeout, limits=limits or Limits())
-    kernel = PythonHost(environ, workspace, protected, scripts.sandbox, timeout=timeout,
-                        limits=scripts.limits)
-    context = ToolContext(workspace, protected=tuple(protected), scripts=scripts,
-                          python=kernel)
+    settings = RunSettings(timeout, limits=limits or Limits())
+    scripts = ScriptHost(environ, settings)
+    kernel = PythonHost(environ, workspace, protected, scripts.sandbox, settings=settings)
+    context = ToolContext(workspace, protected=tuple(protected),
+                          services=Hosts(scripts, kernel))
 
     async def call() -> ShellCall:
         try:
