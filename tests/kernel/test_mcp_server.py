@@ -89,6 +89,7 @@ def test_the_bundled_skills_are_all_served(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     stdio = transport(workspace, tmp_path / "home")
+    assert stdio.env is not None
     del stdio.env["LILY_SKILLS_BUNDLED_DIR"]  # the bundled root every person gets
 
     async def run() -> Any:
