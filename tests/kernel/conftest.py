@@ -22,7 +22,10 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 from tests.conftest import write_skill
 
 REPO = Path(__file__).resolve().parents[2]
-TIMEOUT = 30
+# How long a kernel test waits for one message before it fails: a bound for a failure
+# (a passing test gets its message as soon as it comes). 30 s failed whole modules at
+# load 20 on 2 cores (one late reply, then every later test read it as its own).
+TIMEOUT = 120
 HOSTILE = "<img src=x onerror=alert(1)>"
 # Environment for a kernel started as if Lily were installed without its `local` extra;
 # the checkout under test comes next, so the kernel runs this code whatever is installed.
@@ -129,7 +132,7 @@ class LilyProcess:
 def lily_kernel(workspace: Path, home: Path, **env: str) -> Iterator[LilyProcess]:
     """Start a Lily kernel with `workspace` as its working directory."""
     km, kc = start_new_kernel(kernel_name="lily", cwd=str(workspace),
-                              env=kernel_env(home, **env), startup_timeout=60)
+                              env=kernel_env(home, **env), startup_timeout=180)
     try:
         yield LilyProcess(km, kc, workspace)
     finally:
