@@ -148,9 +148,19 @@ def _run_notebook(nb: Any, workspace: Path, home: Path) -> None:
 @pytest.mark.skipif(find_embedded_model() is None,
                     reason="the quickstart's chat cells need the `local` extra (./setup.sh)")
 def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
-    """Run All as a new user: nothing configured, so the embedded model answers."""
-    nb = nbformat.read(NOTEBOOKS / "quickstart.ipynb", as_version=4)
-    _run_notebook(nb, NOTEBOOKS, tmp_path / "home")
+    """The README's main job as a new user runs it, nothing configured, so the embedded
+    model answers: `lily run` (a real subprocess) prints the transcript and writes the
+    executed notebook, whose every cell is then checked (one run of the embedded model
+    serves both: it is the suite's slowest notebook)."""
+    out = tmp_path / "executed.ipynb"
+    done = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "run",
+                           "notebooks/quickstart.ipynb", "--output", str(out)],
+                          cwd=REPO, env=kernel_env(tmp_path / "home"), capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("In [1]: /help\n    Lily commands\n")
+    nb = nbformat.read(out, as_version=4)
+    assert all(c.execution_count for c in _code_cells(nb))
     outputs: dict[str, list[Any]] = {}
     chats = []
     for cell in _code_cells(nb):
