@@ -19,6 +19,7 @@ This module imports jupyter_client: it is loaded with the first kernel, not with
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -48,7 +49,7 @@ def _small_json(frame: Any) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(frame.bytes)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # ([[[... nested past C's)
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -136,9 +137,11 @@ class CheckedChannel(AsyncZMQSocketChannel):
 
     async def _recv(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         try:
-            return await super()._recv(**kwargs)
-        except (ValueError, TypeError, KeyError):
-            return _blank()
+            message: dict[str, Any] = await super()._recv(**kwargs)
+        except (ValueError, TypeError, KeyError, RecursionError):
+            message = _blank()
+        await asyncio.sleep(0)  # (as IopubChannel's: a flood must not hold the event loop)
+        return message
 
     def send(self, msg: dict[str, Any]) -> None:
         super().send(msg)
@@ -163,6 +166,10 @@ class IopubChannel(AsyncZMQSocketChannel):
         assert self.socket is not None
         frames = await self.socket.recv_multipart(copy=False)
         self.received = time.monotonic()
+        # jupyter_client's loop reads on without yielding while messages are queued: a
+        # kernel that keeps the queue full would hold the event loop (the time limit, the
+        # stop button, every other cell's work) for as long as it likes.
+        await asyncio.sleep(0)
         return _lazy(frames, self.session)
 
     async def disconnected(self) -> None:

@@ -78,7 +78,7 @@ class RunOutputs:
         if room > 0 and message.size <= room:
             try:
                 output = _output(message.decoded(client))
-            except (ValueError, KeyError, TypeError):  # not the protocol's (a bad signature)
+            except (ValueError, KeyError, TypeError, RecursionError):  # not the protocol's
                 self.total += message.size
                 self.dropped += 1
                 return

@@ -183,7 +183,7 @@ class Subkernel:
             if await self._reply(msg_id, 1.0) is None:
                 continue
             with contextlib.suppress(queue.Empty):
-                while True:
+                while time.monotonic() < deadline:  # (a flood of others' is no answer)
                     message = await client.iopub_channel.get_msg(timeout=1.0)
                     if message["parent_header"].get("msg_id") == msg_id:
                         return True
@@ -201,6 +201,8 @@ class Subkernel:
                 return None
             if reply["parent_header"].get("msg_id") == msg_id:
                 return reply
+            if time.monotonic() >= deadline:  # (a flood of others' replies is no answer)
+                return None
         return None
 
     async def _settled(self) -> BoundedClient | None:
@@ -236,7 +238,7 @@ class Subkernel:
                 code, allow_stdin=False, stop_on_error=False, timeout=timeout,
                 output_hook=hook))
             try:
-                ended, reply = await self._watch(loop, time.monotonic())
+                ended, reply = await self._watch(loop, time.monotonic(), timeout)
             except asyncio.CancelledError:
                 loop.cancel()
                 with contextlib.suppress(Exception):
@@ -254,11 +256,13 @@ class Subkernel:
                         round((time.perf_counter() - began) * 1000, 1), outputs.sha256,
                         outputs.total, outputs.dropped, gone, timeout, limit_bytes)
 
-    async def _watch(self, loop: asyncio.Future[Reply], since: float
+    async def _watch(self, loop: asyncio.Future[Reply], since: float, timeout: float
                      ) -> tuple[str, Reply | None]:
         """Await jupyter_client's loop (cancelled if it did not end), watching what it
         cannot see; how it ended ("replied", "timeout", "output_limit", "lost": the iopub
-        connection dropped, "died": the process ended) and the reply."""
+        connection dropped, "died": the process ended) and the reply. The time limit is
+        kept here too: the loop raises its TimeoutError only after a poll in silence,
+        never while the kernel keeps iopub busy with messages that are no output."""
         assert self._client is not None
         shell, iopub = self._client.shell_channel, self._client.iopub_channel
         lost = asyncio.ensure_future(iopub.disconnected())
@@ -277,6 +281,8 @@ class Subkernel:
                     return "lost", None
                 if not self.alive:
                     return "died", None
+                if time.monotonic() - since > timeout + WATCH_SECONDS:
+                    return "timeout", None
                 quiet = time.monotonic() - max(since, iopub.received)
                 if quiet > QUIET_SECONDS and await shell.msg_ready():
                     # Its reply may be waiting while its idle status was dropped (or a
@@ -357,9 +363,12 @@ class Subkernel:
             if client is None:
                 return {}
             try:
-                reply: Reply = await client.execute(
+                # (jupyter_client's reply loop reads on past its timeout while others'
+                # replies keep coming: bounded here too)
+                reply: Reply = await asyncio.wait_for(client.execute(
                     code, silent=True, store_history=False,
-                    user_expressions=expressions or {}, reply=True, timeout=timeout)
+                    user_expressions=expressions or {}, reply=True, timeout=timeout),
+                    timeout + 1.0)
             except TimeoutError:
                 return {}
             content: dict[str, Any] = reply["content"]
