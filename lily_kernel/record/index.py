@@ -173,6 +173,14 @@ class RecordIndex:
         if version not in (0, VERSION):
             db.close()
             raise sqlite3.DatabaseError(f"version {version}, not {VERSION}")
+        # Only the schema Lily writes is queried: a crafted file's views (an endless
+        # recursive query), triggers or other tables would run with every read. (At
+        # version 0, part of it: another kernel may be making it now.)
+        schema, expected = _schema_of(db), _expected_schema()
+        ours = schema == expected if version else all(row in expected for row in schema)
+        if not ours:
+            db.close()
+            raise sqlite3.DatabaseError("its tables are not the index's")
         if version == 0:
             db.executescript(_SCHEMA)
         return db
@@ -354,6 +362,26 @@ class RecordIndex:
             handle.close()
             raise OSError(f"{name} is not a file")
         return handle
+
+
+def _schema_of(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    """Every table, index, view and trigger of a database, as SQLite keeps them."""
+    return sorted(db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
+                  .fetchall(), key=repr)
+
+
+_EXPECTED: list[list[tuple[Any, ...]]] = []
+
+
+def _expected_schema() -> list[tuple[Any, ...]]:
+    """The schema `_SCHEMA` makes (as SQLite keeps it), made once in memory."""
+    if not _EXPECTED:
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.executescript(_SCHEMA)
+            _EXPECTED.append(_schema_of(db))
+    return _EXPECTED[0]
 
 
 def _entry_of(line: bytes, log: str, offset: int) -> Entry | None:

@@ -98,6 +98,12 @@ def _indexed_turns(path: Path, logs: set[str]) -> set[tuple[str, int]]:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return set()
         with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            # Plain tables only: a crafted view (an endless recursive query) would hold
+            # the session's start, which reads this for the trust question.
+            kinds = db.execute("SELECT type FROM sqlite_master WHERE name = 'entries' OR "
+                               "type IN ('view', 'trigger')").fetchall()
+            if kinds != [("table",)]:
+                return set()
             rows = db.execute("SELECT log, at FROM entries WHERE kind = 'turn' LIMIT ?",
                               (MAX_INDEXED,)).fetchall()
     except (OSError, sqlite3.Error):

@@ -89,3 +89,23 @@ def test_a_folder_that_ships_only_a_record_asks_and_says_so(workspace: Path,
     assert lily("trust", str(workspace), "--yes", env=person).returncode == 0
     # Trusted, its record is the sessions Lily keeps there: nothing more to ask.
     assert Workspace.load(workspace, person).pending_trust()[2] == []
+
+
+def test_a_crafted_index_that_never_ends_is_not_read(workspace: Path) -> None:
+    """An index whose `entries` is a view over an endless recursive query, none of whose
+    rows is a turn: read as it was, the session's start (the trust question) never ends."""
+    import threading
+
+    logs(workspace, a=TURN)
+    with contextlib.closing(sqlite3.connect(workspace / ".lily" / "index.sqlite")) as db, db:
+        db.execute("CREATE VIEW entries AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+                   "SELECT x + 1 FROM c) SELECT CASE WHEN x < 0 THEN 'turn' ELSE 'other' END "
+                   "AS kind, 'a.jsonl' AS log, x AS at "
+                   "FROM c")
+    found: list[RecordFacts | None] = []
+    reader = threading.Thread(target=lambda: found.append(read_record(workspace)),
+                              daemon=True)
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), "the crafted index held the reader"
+    assert found == [RecordFacts(logs=1, turns=1)]

@@ -9,6 +9,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 from lily_kernel.record import index as index_module
 from lily_kernel.record.index import RecordIndex
@@ -185,3 +186,35 @@ def test_two_sessions_of_one_workspace_see_each_others_turns(workspace, environ)
     assert sink.replies == ["Shared answer."]
     first.close()
     second.close()
+
+
+def test_a_crafted_index_that_never_ends_is_taken_for_damaged(tmp_path: Path) -> None:
+    """A downloaded folder's index whose `logs` and `entries` are views over an endless
+    recursive query (the version Lily writes, so taken as Lily's): a query of it would
+    run forever, holding the index's lock and the cell that reads the record. Only Lily's
+    own schema is read; anything else is damaged and rebuilt."""
+    sessions = tmp_path / ".lily" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "a.jsonl").write_text("")
+    endless = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) ")
+    with sqlite3.connect(tmp_path / ".lily" / "index.sqlite") as db:
+        db.executescript(
+            f"CREATE VIEW logs AS {endless} SELECT 'a.jsonl' AS name, x AS size FROM c;"
+            f"CREATE VIEW entries AS {endless} SELECT 'turn' AS kind, 'a.jsonl' AS log, "
+            "x AS at, 1 AS size, x AS ts, 'c' AS conversation, NULL AS notebook, 'k' AS "
+            "key, 'model' AS source, '' AS text, NULL AS near FROM c;"
+            f"PRAGMA user_version = {index_module.VERSION};")
+    def read(index: RecordIndex, said: list[Any]) -> None:
+        said.append((index.refresh(), index.answers("k"), index.turns()))
+
+    for writable in (True, False):
+        index, said = RecordIndex(tmp_path, writable), list[Any]()
+        worker = threading.Thread(target=read, args=(index, said), daemon=True)
+        worker.start()
+        worker.join(20)
+        assert not worker.is_alive(), "the crafted index held the reader"
+        notice, answers, turns = said[0]
+        assert answers == [] and turns == []
+        if writable:
+            assert notice is not None and "damaged" in notice
+        index.close()
