@@ -293,7 +293,8 @@ class RecordIndex:
     # --- reading ----------------------------------------------------------------------
 
     def _entries(self, where: str, values: tuple[Any, ...] = (),
-                 order: str = "ts DESC, at DESC", limit: int = -1) -> list[Entry]:
+                 order: str = "ts DESC, at DESC", limit: int = MAX_ENTRIES) -> list[Entry]:
+        # (at most what Lily's own index keeps: a crafted one may hold millions of rows)
         if not self._safe_folders():  # another folder's index is never read
             return []
         import sqlite3
