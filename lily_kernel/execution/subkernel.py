@@ -201,8 +201,8 @@ class Subkernel:
                 return None
             if reply["parent_header"].get("msg_id") == msg_id:
                 return reply
-            if time.monotonic() >= deadline:  # (a flood of others' replies is no answer)
-                return None
+            if time.monotonic() >= deadline + 1.0:  # others' queued replies read away for
+                return None  # a second at most (a flood of them is no answer)
         return None
 
     async def _settled(self) -> BoundedClient | None:
