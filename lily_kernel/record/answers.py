@@ -263,7 +263,8 @@ def _answer_shown(messages: list[dict[str, Any]], shown: str) -> bool:
     """Whether a cell's saved outputs show a recorded turn's answer (its last text)."""
     texts = [str(m["content"]) for m in messages if isinstance(m, dict)
              and m.get("role") == "assistant" and isinstance(m.get("content"), str)]
-    return bool(texts) and texts[-1].strip() in shown
+    answer = texts[-1].strip() if texts else ""
+    return bool(answer) and answer in shown  # an empty answer is in every cell: not shown
 
 
 def _taken_up(item: Any, ts: str) -> TurnRef | None:

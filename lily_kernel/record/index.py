@@ -25,9 +25,18 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.events import LILY_FOLDER
+from lily_kernel.record.index_rows import (
+    MAX_LINE_BYTES,
+    SCHEMA,
+    VERSION,
+    Entry,
+    entry_of,
+    near_of,
+    schema_is_ours,
+)
 
 if TYPE_CHECKING:  # sqlite3 (~1.5 MiB) loads with a record to read, not at the kernel's start
     import sqlite3
@@ -38,47 +47,11 @@ INDEX_FILE = "index.sqlite"
 OLD_INDEX = "index.jsonl"  # the index before SQLite: removed when the new one is made
 MAX_ENTRIES = 20_000  # turns and conversations kept in the index: the newest
 MAX_LOG_BYTES = 256 * 1024 * 1024  # a log past this is scanned no further
-MAX_LINE_BYTES = 16 * 1024 * 1024  # as replay reads logs (replay/log.py)
+MAX_INDEX_BYTES = 64 * 1024 * 1024  # far past MAX_ENTRIES of Lily's: a larger one is not hers
 MATCHES = 20  # recorded answers of one key considered (the newest)
-VERSION = 1
 BUSY_SECONDS = 10.0  # how long a kernel waits for another's write to the index
 _LOG_NAME = re.compile(r"[A-Za-z0-9_.-]{1,200}\.jsonl")
 _WANTED = (b'"event": "turn"', b'"event": "conversation"')  # as EventLog writes them
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS entries (
-    kind TEXT NOT NULL, log TEXT NOT NULL, at INTEGER NOT NULL, size INTEGER NOT NULL,
-    ts TEXT NOT NULL, conversation TEXT NOT NULL, notebook TEXT, key TEXT, source TEXT,
-    text TEXT NOT NULL, near TEXT, PRIMARY KEY (log, at));
-CREATE INDEX IF NOT EXISTS entries_key ON entries (key);
-CREATE INDEX IF NOT EXISTS entries_near ON entries (near);
-CREATE INDEX IF NOT EXISTS entries_conversation ON entries (conversation);
-CREATE INDEX IF NOT EXISTS entries_ts ON entries (ts);
-CREATE TABLE IF NOT EXISTS logs (name TEXT PRIMARY KEY, size INTEGER NOT NULL);
-PRAGMA user_version = {VERSION};
-"""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One recorded turn (`key`, who answered it: `source`) or conversation, and where
-    its line is: log, offset, length. `text`: a turn's request, cut (what /resume
-    lists)."""
-
-    kind: Literal["turn", "conversation"]
-    log: str
-    at: int
-    size: int
-    ts: str
-    conversation: str
-    notebook: str | None = None
-    key: str | None = None
-    source: str | None = None
-    text: str = ""
-    # A turn's conversation so far and request, digested (`near`): a turn missed by
-    # key finds the recorded turn it would have been, to say what differs.
-    near: str | None = None
-
-
 @dataclass(frozen=True)
 class Scanned:
     """What one log holds from byte `start` to `end` (its last whole line read)."""
@@ -154,6 +127,8 @@ class RecordIndex:
             found = None
         if found is not None and not stat.S_ISREG(found.st_mode):
             raise sqlite3.DatabaseError("it is not a file")
+        if found is not None and found.st_size > MAX_INDEX_BYTES:  # copied whole when read-only
+            raise sqlite3.DatabaseError(f"it is larger than {MAX_INDEX_BYTES >> 20} MiB")
         if not self.writable:
             db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             if found is not None:
@@ -173,16 +148,11 @@ class RecordIndex:
         if version not in (0, VERSION):
             db.close()
             raise sqlite3.DatabaseError(f"version {version}, not {VERSION}")
-        # Only the schema Lily writes is queried: a crafted file's views (an endless
-        # recursive query), triggers or other tables would run with every read. (At
-        # version 0, part of it: another kernel may be making it now.)
-        schema, expected = _schema_of(db), _expected_schema()
-        ours = schema == expected if version else all(row in expected for row in schema)
-        if not ours:
+        if not schema_is_ours(db, version):
             db.close()
             raise sqlite3.DatabaseError("its tables are not the index's")
         if version == 0:
-            db.executescript(_SCHEMA)
+            db.executescript(SCHEMA)
         return db
 
     def _recreate(self) -> None:
@@ -253,7 +223,7 @@ class RecordIndex:
                 if not line.endswith(b"\n") or offset + len(line) > MAX_LOG_BYTES:
                     break
                 if any(w in line for w in _WANTED):
-                    entry = _entry_of(line, name, offset)
+                    entry = entry_of(line, name, offset)
                     if entry is not None:
                         found.append(entry)
                 offset += len(line)
@@ -363,59 +333,3 @@ class RecordIndex:
             handle.close()
             raise OSError(f"{name} is not a file")
         return handle
-
-
-def _schema_of(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
-    """Every table, index, view and trigger of a database, as SQLite keeps them."""
-    return sorted(db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
-                  .fetchall(), key=repr)
-
-
-_EXPECTED: list[list[tuple[Any, ...]]] = []
-
-
-def _expected_schema() -> list[tuple[Any, ...]]:
-    """The schema `_SCHEMA` makes (as SQLite keeps it), made once in memory."""
-    if not _EXPECTED:
-        import sqlite3
-
-        with contextlib.closing(sqlite3.connect(":memory:")) as db:
-            db.executescript(_SCHEMA)
-            _EXPECTED.append(_schema_of(db))
-    return _EXPECTED[0]
-
-
-def _entry_of(line: bytes, log: str, offset: int) -> Entry | None:
-    """The entry of a `turn` or `conversation` line of a log (None: not one, or not
-    readable as one: a crafted log is data)."""
-    if len(line) > MAX_LINE_BYTES:
-        return None
-    try:
-        event = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    data = event.get("data") if isinstance(event, dict) else None
-    kind = event.get("event") if isinstance(event, dict) else None
-    if kind not in ("turn", "conversation") or not isinstance(data, dict):
-        return None
-    key = data.get("key") if kind == "turn" else None
-    conversation = data.get("conversation") if kind == "turn" else data.get("id")
-    text = data.get("text") if kind == "turn" else ""
-    fields_ = (event.get("ts"), conversation, data.get("notebook"), key, data.get("source"),
-               text)
-    if not all(isinstance(v, str) or v is None for v in fields_) or \
-            not isinstance(event.get("ts"), str) or not isinstance(conversation, str):
-        return None
-    return Entry(kind, log, offset, len(line), event["ts"], conversation,
-                 data.get("notebook"), key, data.get("source") if kind == "turn" else None,
-                 (text or "")[:80], near_of(data.get("parts")) if kind == "turn" else None)
-
-
-def near_of(parts: Any) -> str | None:
-    """What makes two turns the same turn asked in other circumstances: the same
-    conversation so far and request."""
-    if not isinstance(parts, dict):
-        return None
-    history, request = parts.get("history"), parts.get("request")
-    return f"{history}:{request}" if isinstance(history, str) and isinstance(request, str) \
-        else None

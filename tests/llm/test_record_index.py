@@ -13,6 +13,7 @@ from typing import Any
 
 from lily_kernel.record import index as index_module
 from lily_kernel.record.index import RecordIndex
+from lily_kernel.record.index_rows import VERSION
 from tests.llm.test_record import CELLS, record_three, run, start
 from tests.llm.test_skill_tools import reply
 
@@ -203,7 +204,7 @@ def test_a_crafted_index_that_never_ends_is_taken_for_damaged(tmp_path: Path) ->
             f"CREATE VIEW entries AS {endless} SELECT 'turn' AS kind, 'a.jsonl' AS log, "
             "x AS at, 1 AS size, x AS ts, 'c' AS conversation, NULL AS notebook, 'k' AS "
             "key, 'model' AS source, '' AS text, NULL AS near FROM c;"
-            f"PRAGMA user_version = {index_module.VERSION};")
+            f"PRAGMA user_version = {VERSION};")
     def read(index: RecordIndex, said: list[Any]) -> None:
         said.append((index.refresh(), index.answers("k"), index.turns()))
 
@@ -218,3 +219,22 @@ def test_a_crafted_index_that_never_ends_is_taken_for_damaged(tmp_path: Path) ->
         if writable:
             assert notice is not None and "damaged" in notice
         index.close()
+
+
+def test_an_index_larger_than_lilys_is_never_copied_whole(tmp_path: Path, monkeypatch) -> None:
+    """A session without a log reads the index from an in-memory copy: a downloaded
+    folder's index far larger than Lily ever writes is damaged, not copied whole."""
+    sessions = tmp_path / ".lily" / "sessions"
+    sessions.mkdir(parents=True)
+    path = tmp_path / ".lily" / "index.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE padding (x BLOB)")
+        db.execute("INSERT INTO padding VALUES (zeroblob(200000))")
+    monkeypatch.setattr(index_module, "MAX_INDEX_BYTES", 100_000)
+    for writable in (False, True):
+        index = RecordIndex(tmp_path, writable)
+        notice = index.refresh()
+        assert notice is not None and "larger than" in notice, notice
+        assert index.turns() == []
+        index.close()
+    assert path.stat().st_size < 100_000  # the writable session made it anew

@@ -193,3 +193,15 @@ def test_a_crafted_turn_is_left_out_of_the_conversation_not_a_crash(workspace,
     assert sink.notices[1] == ("Left out of the conversation, their record cannot be read: "
                                "'Name a colour'.")
     again.close()
+
+
+def test_an_empty_answer_is_never_the_one_a_saved_cell_shows() -> None:
+    """Of several recordings of a turn, the one the saved cell shows wins: an answer
+    whose last text is empty is in every cell's text, so it is never taken as shown."""
+    from lily_kernel.record.answers import _answer_shown
+
+    empty = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "  "}]
+    said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello there."}]
+    assert not _answer_shown(empty, "Hello there.\n-- model")
+    assert _answer_shown(said, "Hello there.\n-- model")
+    assert not _answer_shown(said, "Goodbye.\n-- model")
