@@ -5,6 +5,7 @@ Up to `keep_bytes` an output is decoded, kept and digested (the run's `output_sh
 covers what was kept). A stream past it keeps its head (one huge print says something):
 only that head is decoded. Past the cap an output is counted by its size and nothing
 else; the run's limit (`limit_bytes`, the whole output) is the caller's to enforce.
+`RunReply`: how the run ended, as facts (prompting/runs.py words them for the model).
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from jupyter_client.asynchronous.client import AsyncKernelClient
 
     from lily_kernel.execution.iopub import Message
 
-__all__ = ["OUTPUT_MESSAGES", "RunOutputs"]
+__all__ = ["OUTPUT_MESSAGES", "RunOutputs", "RunReply", "Status"]
 
 # The iopub messages that are outputs (an update of a display is shown as a new one).
 OUTPUT_MESSAGES = ("stream", "display_data", "execute_result", "error", "update_display_data")
+Status = Literal["ok", "error", "timeout", "interrupted", "output_limit"]
 _TEXT = re.compile(rb'"text"\s*:\s*"')
 _NAME = re.compile(rb'"name"\s*:\s*"(stdout|stderr)"')
 
@@ -111,3 +113,23 @@ class RunOutputs:
         self._digest.update(json.dumps(output, sort_keys=True).encode())
         self.kept.append(output)
         self.on_output(output)
+
+
+@dataclass(frozen=True)
+class RunReply:
+    """How one execution ended: its status, its outputs as nbformat writes them (kept up
+    to the host's cap), the error's name and value, how long it took, the digest of what
+    was kept and the size of everything it output; whether the kernel was ended (it did
+    not stop when interrupted: its variables are gone); the limits it ran under. Facts
+    only: prompting/runs.py words them for the model."""
+
+    status: Status
+    outputs: tuple[dict[str, Any], ...]
+    error: str | None
+    duration_ms: float
+    output_sha256: str
+    output_bytes: int
+    dropped: int = 0  # outputs past the cap: counted, not kept or passed on
+    kernel_ended: bool = False
+    timeout: float = 0.0  # the time limit it ran under, in seconds
+    limit_bytes: int = 0  # the output it was allowed at most (past it: `output_limit`)

@@ -30,9 +30,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import ToolError
 from lily_kernel.execution.kernel_link import (
@@ -44,7 +43,7 @@ from lily_kernel.execution.kernel_link import (
     write_connection,
 )
 from lily_kernel.execution.kernelspec import KernelChoice
-from lily_kernel.execution.run_outputs import OUTPUT_MESSAGES, RunOutputs
+from lily_kernel.execution.run_outputs import OUTPUT_MESSAGES, RunOutputs, RunReply, Status
 
 if TYPE_CHECKING:
     import zmq.asyncio
@@ -53,7 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OUTPUT_MESSAGES", "RunReply", "Subkernel"]
 
-Status = Literal["ok", "error", "timeout", "interrupted", "output_limit"]
 # After an interrupt, how long the kernel has to finish the request it was running
 # before it is taken for stuck and killed (the namespace is then lost).
 SETTLE_SECONDS = 10.0
@@ -74,26 +72,6 @@ Reply = dict[str, Any]
 class _OutputLimitError(Exception):
     """Raised by the output hook once a run's output passed its limit: it ends
     jupyter_client's loop, which has no limit of its own."""
-
-
-@dataclass(frozen=True)
-class RunReply:
-    """How one execution ended: its status, its outputs as nbformat writes them (kept up
-    to the host's cap), the error's name and value, how long it took, the digest of what
-    was kept and the size of everything it output; whether the kernel was ended (it did
-    not stop when interrupted: its variables are gone); the limits it ran under. Facts
-    only: prompting/runs.py words them for the model."""
-
-    status: Status
-    outputs: tuple[dict[str, Any], ...]
-    error: str | None
-    duration_ms: float
-    output_sha256: str
-    output_bytes: int
-    dropped: int = 0  # outputs past the cap: counted, not kept or passed on
-    kernel_ended: bool = False
-    timeout: float = 0.0  # the time limit it ran under, in seconds
-    limit_bytes: int = 0  # the output it was allowed at most (past it: `output_limit`)
 
 
 class Subkernel:
