@@ -18,9 +18,9 @@ from tests.kernel.conftest import REPO
 BENCHMARKS = REPO / "benchmarks"
 
 
-def run_benchmark(script: str, *args: str) -> str:
+def run_benchmark(script: str, *args: str, timeout: float = 300) -> str:
     done = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -72,7 +72,9 @@ def test_start_breakdown_reports_every_stage_of_both_kernels() -> None:
 @pytest.mark.skipif(find_embedded_model() is None,
                     reason="the `local` extra is not installed (./setup.sh installs it)")
 def test_local_model_benchmark_prints_every_figure_and_its_ratio() -> None:
-    out = run_benchmark("local_model.py", "--skills", "3")
+    # Four kernels, each loading the embedded model and answering: on a loaded 2-core
+    # machine that took more than 300 s (a whole suite run beside it).
+    out = run_benchmark("local_model.py", "--skills", "3", timeout=900)
     for workspace in ("== quickstart", "== 3 skills"):
         assert workspace in out
     for figure in ("turn 1 first token ", "turn 2 first token ", "seen before ",
