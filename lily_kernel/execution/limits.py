@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DEFAULT_MEMORY_MB", "LIMITER", "MAX_PROCESSES", "Limits", "RunSettings",
-           "SettingsSource", "limited", "settings_now"]
+__all__ = ["DEFAULT_MEMORY_MB", "LIMITER", "MAX_PROCESSES", "Limits", "ReadsSettings",
+           "RunSettings", "SettingsSource", "limited", "settings_now"]
 
 DEFAULT_MEMORY_MB = 4096
 # Processes and threads a run may have at once: far more than a build or a data-science
@@ -64,6 +64,26 @@ SettingsSource = RunSettings | Callable[[], RunSettings]
 def settings_now(source: SettingsSource) -> RunSettings:
     """The settings a run is given now."""
     return source if isinstance(source, RunSettings) else source()
+
+
+class ReadsSettings:
+    """A host whose runs take their settings from `settings` at each use (the script host
+    and the Python host): the time limit, the variables passed in, the limits."""
+
+    settings: SettingsSource
+
+    @property
+    def timeout(self) -> float:
+        return settings_now(self.settings).timeout
+
+    @property
+    def allowed_env(self) -> tuple[str, ...]:
+        """lily.yaml's `script_env`: passed to what runs."""
+        return settings_now(self.settings).allowed_env
+
+    @property
+    def limits(self) -> Limits:
+        return settings_now(self.settings).limits
 
 
 def limited(argv: Sequence[str], limits: Limits) -> list[str]:

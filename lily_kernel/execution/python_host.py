@@ -23,11 +23,10 @@ from lily_kernel.execution.cgroups import RunGroup, open_run_group
 from lily_kernel.execution.folders import make_private_folder
 from lily_kernel.execution.kernelspec import KernelChoice, choose_kernel
 from lily_kernel.execution.limits import (
-    Limits,
+    ReadsSettings,
     RunSettings,
     SettingsSource,
     limited,
-    settings_now,
 )
 from lily_kernel.execution.mounts import MountPlan, remove_placeholders
 from lily_kernel.execution.plan import sandbox_mounts
@@ -53,7 +52,7 @@ def _notice(text: str) -> dict[str, Any]:
 
 
 @dataclass
-class PythonHost:
+class PythonHost(ReadsSettings):
     """How this session runs Python: the host's environment and bubblewrap (the script
     host's, found once), the workspace and Lily's own paths, the kernel to start, the
     settings of a run (its time limit, the variables passed, the resource limits of the
@@ -71,17 +70,6 @@ class PythonHost:
     _group: RunGroup | None = field(default=None, repr=False)  # the kernel's control group
     _lock: asyncio.Lock | None = field(default=None, repr=False)
 
-    @property
-    def timeout(self) -> float:
-        return settings_now(self.settings).timeout
-
-    @property
-    def allowed_env(self) -> tuple[str, ...]:
-        return settings_now(self.settings).allowed_env
-
-    @property
-    def limits(self) -> Limits:
-        return settings_now(self.settings).limits
 
     @property
     def running(self) -> Subkernel | None:

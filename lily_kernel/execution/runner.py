@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lily_kernel.errors import ToolError
-from lily_kernel.execution.limits import Limits, SettingsSource, settings_now
+from lily_kernel.execution.limits import Limits, ReadsSettings, SettingsSource
 
 if TYPE_CHECKING:  # asyncio, the sandbox and control groups come with the first run:
     import asyncio  # `lily skills` and the kernel's start build no run
@@ -243,7 +243,7 @@ run_script = run_process
 
 
 @dataclass
-class ScriptHost:
+class ScriptHost(ReadsSettings):
     """How this session runs skill scripts and shell commands: the host's environment,
     bubblewrap (looked for once, on first use), the settings of a run (time limit in
     seconds, variables passed, limits of a sandboxed run; a session's are read from its
@@ -255,18 +255,6 @@ class ScriptHost:
     run: Callable[[ScriptPlan, float], Awaitable[RunResult]] = run_process
     _sandbox: Sandbox | None = field(default=None, repr=False)
 
-    @property
-    def timeout(self) -> float:
-        return settings_now(self.settings).timeout
-
-    @property
-    def allowed_env(self) -> tuple[str, ...]:
-        """lily.yaml's `script_env`: passed to scripts."""
-        return settings_now(self.settings).allowed_env
-
-    @property
-    def limits(self) -> Limits:
-        return settings_now(self.settings).limits
 
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:

@@ -58,7 +58,7 @@ class ProcessEnd(Protocol):
 
 
 class KernelEnd(Protocol):
-    """How a run in the Python kernel ended (execution/subkernel.py's RunReply)."""
+    """How a run in the Python kernel ended (execution/run_outputs.py's RunReply)."""
 
     @property
     def status(self) -> str: ...
