@@ -17,7 +17,6 @@ is running, so the first chat cell does not pay for it. Nothing is warmed otherw
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import gc
 import logging
 import os
@@ -182,6 +181,8 @@ class BackgroundRuntime:
 def _give_back_memory() -> None:
     """Collect Python's cycles, then return glibc's free pages to the system (the
     kernel's idle RSS; elsewhere than glibc only the collection)."""
+    import ctypes  # with the first cell's settling, not on the kernel's start
+
     gc.collect()
     try:
         trim = ctypes.CDLL(None).malloc_trim
