@@ -33,6 +33,9 @@ ALLOWED = {
     # Where and how code runs (bubblewrap, the reaper, the runner, the subkernel); what it
     # says of a run (its log's output, a refusal) worded by prompting/runs.py.
     "execution": {"errors", "host_files", "prompting", "redaction", "visible"},
+    # The sandbox's way out: the per-session proxy and the host policy (network/), below
+    # the runtime that asks the person and beside execution, which binds its socket in.
+    "network": {"config", "errors", "events", "prompting", "validation", "visible"},
     "tools": {"config", "display", "errors", "events", "execution", "host_files", "prompting",
               "redaction", "validation", "visible"},
     "session": {"config", "persona", "skills"},
@@ -48,7 +51,7 @@ ALLOWED = {
     "environment": {"commands", "config", "errors", "execution", "llm", "mcp_tools", "persona",
                     "session", "skills", "tools", "trust"},
     "runtime": {"commands", "config", "environment", "errors", "events", "execution", "llm",
-                "mcp_tools", "persona", "record",
+                "mcp_tools", "network", "persona", "record",
                 "prompting", "redaction", "session", "skills", "tools", "trust", "visible", "display"},
     # Replay and trigger evals drive the runtime, beside the CLI.
     "replay": {"commands", "config", "display", "errors", "events", "execution", "llm",
