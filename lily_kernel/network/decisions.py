@@ -28,11 +28,15 @@ class Destination:
 @dataclass(frozen=True)
 class Verdict:
     """The policy's answer for one destination. `reason` is the one line the model and the
-    person read when the connection is refused (empty when allowed)."""
+    person read when the connection is refused (empty when allowed). `exact`: the
+    destination is an address that `network.allow` names exactly, with its port (e.g.
+    `127.0.0.1:8765`): the one way a loopback, link-local or private address is reached
+    (the proxy refuses such an address otherwise, whatever `allowed` says)."""
 
     allowed: bool
     decided_by: Literal["policy", "person", "session", "refused-address", "no-answer"]
     reason: str = ""
+    exact: bool = False
 
 
 @dataclass(frozen=True)
