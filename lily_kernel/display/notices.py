@@ -5,10 +5,11 @@ what concerns the model and the record)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["SkillChosenBy", "event_log_off", "forced_skill_cut",
+__all__ = ["SkillChosenBy", "TrustApplied", "event_log_off", "forced_skill_cut",
            "mcp_server_failed", "selection_refused", "skill_chosen", "tool_arguments_not_json",
            "tool_ran", "trust_decided", "trust_help", "trust_store_problem",
            "trusted_from_elsewhere"]
@@ -23,13 +24,38 @@ def trust_help(workspace: Path, variable: str) -> str:
             f"`{variable}=workspace` for a runner without input")
 
 
+@dataclass(frozen=True)
+class TrustApplied:
+    """What trust changed that the person would not see otherwise: the model that answers
+    now, the Python kernel the next run starts in (and whether a running one was ended
+    for it), the policy profile now in force. None where nothing changed."""
+
+    model: str | None = None
+    python_kernel: str | None = None
+    kernel_ended: bool = False
+    profile: str | None = None
+
+    def words(self) -> str:
+        """`; now: model x, Python kernel y from the next run`, or "" when nothing changed."""
+        now = [f"model {self.model}"] if self.model else []
+        if self.python_kernel:
+            now.append(f"Python kernel {self.python_kernel} from the next run" + (
+                " (a new kernel: the variables of the running one are gone)"
+                if self.kernel_ended else ""))
+        if self.profile:
+            now.append(f"policy {self.profile}")
+        return f"; now: {', '.join(now)}" if now else ""
+
+
 def trust_decided(outcome: str, workspace: Path, trusted_before: bool,
-                  variable: str) -> str:
+                  variable: str, applied: TrustApplied | None = None) -> str:
     """What came of the trust question (its `approval` outcome): trusted (`approved`),
-    held as the person said (`declined`), or held as no one answered (what changed
-    since the workspace was trusted, or all that came with an untrusted one)."""
+    with what it changed (`applied`); held as the person said (`declined`), or held as
+    no one answered (what changed since the workspace was trusted, or all that came with
+    an untrusted one)."""
     if outcome == "approved":
-        return f"Trusted {workspace}: its skills, persona and lily.yaml apply."
+        now = applied.words() if applied is not None else ""
+        return f"Trusted {workspace}: its skills, persona and lily.yaml apply{now}."
     if outcome == "declined":
         return ("Held for this session: what the question listed. To trust it later, "
                 f"{trust_help(workspace, variable)}.")
@@ -44,9 +70,10 @@ def trust_store_problem(problem: str) -> str:
     return f"Trust: {problem}."
 
 
-def trusted_from_elsewhere(workspace: Path) -> str:
+def trusted_from_elsewhere(workspace: Path, applied: TrustApplied | None = None) -> str:
     """The person trusted the workspace from a terminal (or another notebook) meanwhile."""
-    return f"Trusted from elsewhere: what came with {workspace} applies from this cell."
+    now = applied.words() if applied is not None else ""
+    return f"Trusted from elsewhere: what came with {workspace} applies from this cell{now}."
 
 
 # --- the session's services -------------------------------------------------------------

@@ -80,6 +80,7 @@ class RuntimeCore:
         model = env.session_model()
         if model != session.model_config:
             session.model_config, self.model, self._model_loading = model, None, None
+            session.embedded_default = model is not env.config.llm
         self.update_profile("configuration", configured=env.config.policy)
 
     def update_profile(self, by: ProfileSetBy, **change: Profile) -> None:

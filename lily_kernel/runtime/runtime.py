@@ -168,8 +168,8 @@ class LilyRuntime(RuntimeCore):
         if self.env.trust.problem and self.told.first("trust store"):  # once, not every cell
             sink.show(Notice(trust_store_problem(self.env.trust.problem)))
         if trusted_elsewhere(self):  # `lily trust` in a terminal, meanwhile
-            take_up_trust(self)
-            sink.show(Notice(trusted_from_elsewhere(self.env.workspace)))
+            applied = take_up_trust(self)
+            sink.show(Notice(trusted_from_elsewhere(self.env.workspace, applied)))
         if needs_trust(self, parsed):
             await settle_trust(self, sink)
         if parsed is None:

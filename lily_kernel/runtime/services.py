@@ -51,7 +51,7 @@ class Services:
     def python(self) -> PythonHost:
         """The session's Python kernel (started by its first run). Its run settings are
         read at each run; the kernel it chooses and the paths it protects are the
-        workspace's when it is made (as before: a trust given later does not change them)."""
+        workspace's when it is made, and made anew when they change (`renew_python`)."""
         from lily_kernel.execution.python_host import PythonHost
 
         env = self.workspace()
@@ -80,6 +80,21 @@ class Services:
                                        replace(env.tool_context, services=self), self.log,
                                        redact=Redactor(secrets), state=self.policy_state)
         return self._gate[1]
+
+    def renew_python(self) -> bool:
+        """After a new workspace was taken up (trust given): the Python kernel, when the
+        kernel it chose or the paths it protects are no longer the workspace's, is ended
+        and made anew with them at its next run. Whether a running kernel was ended."""
+        if "python" not in self.__dict__:
+            return False
+        host, env = self.python, self.workspace()
+        if (host.kernel_name == env.config.python_kernel
+                and tuple(host.protected) == tuple(env.tool_context.protected)):
+            return False
+        running = host.running is not None
+        host.close()
+        del self.__dict__["python"]
+        return running
 
     def close(self) -> None:
         """End what runs: the MCP servers and the Python kernel, if they were started."""

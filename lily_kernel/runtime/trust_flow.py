@@ -17,7 +17,7 @@ import asyncio
 
 from lily_kernel.commands import CommandResult, ParsedCommand, resolve
 from lily_kernel.display import Notice, Text
-from lily_kernel.display.notices import trust_decided
+from lily_kernel.display.notices import TrustApplied, trust_decided
 from lily_kernel.events import Approval, TrustChecked, TrustDecided, TrustedBy
 from lily_kernel.runtime.approval import answer_of
 from lily_kernel.runtime.core import RuntimeCore
@@ -85,10 +85,11 @@ async def _decide_trust(runtime: RuntimeCore, sink: CellSink) -> str:
     runtime.log.emit(Approval(tool="trust", question=question, outcome=outcome))
     runtime.log.emit(TrustDecided(outcome=outcome, skills=skills, settings=settings))
     runtime.state.trust_answered = True
+    applied = None
     if outcome == "approved":
         env.trust.trust(digests)  # a store that cannot be written: the cell's error
-        take_up_trust(runtime)
-    return trust_decided(outcome, env.workspace, trusted, TRUST_VARIABLE)
+        applied = take_up_trust(runtime)
+    return trust_decided(outcome, env.workspace, trusted, TRUST_VARIABLE, applied)
 
 
 async def ask_trust(runtime: RuntimeCore, sink: CellSink) -> CommandResult:
@@ -128,10 +129,12 @@ def log_trust_checked(runtime: RuntimeCore) -> None:
         problem=trust.problem))
 
 
-def take_up_trust(runtime: RuntimeCore) -> None:
+def take_up_trust(runtime: RuntimeCore) -> TrustApplied:
     """After the person trusted the workspace: the configuration with its lily.yaml whole,
-    the skills no longer held, the policy, model and script time limit as it says."""
+    the skills no longer held, the policy, model, script time limit and Python kernel as
+    it says, each from its next use. What changed that the person would not see."""
     old = runtime.env
+    model, profile = runtime.session.model_config, runtime.state.policy.profile
     env = old.reread()
     runtime.take_up(env)
     session = runtime.session
@@ -139,3 +142,23 @@ def take_up_trust(runtime: RuntimeCore) -> None:
     if old.persona_roots != env.persona_roots:  # the workspace's persona/ was held
         session.persona = env.load_persona(session.active_agent)
     runtime.log_catalog(session.skill_snapshot)
+    ended = runtime.services.renew_python()  # the kernel it names, at the next run
+    kernel = env.config.python_kernel
+    return TrustApplied(
+        model=session.model_config.model if session.model_config != model else None,
+        python_kernel=_described(kernel) if kernel != old.config.python_kernel else None,
+        kernel_ended=ended,
+        profile=runtime.state.policy.profile
+        if runtime.state.policy.profile != profile else None)
+
+
+def _described(kernel: str | None) -> str:
+    """The Python kernel named `kernel` as `/python` shows it (its name alone when Jupyter
+    does not know it: the run says so)."""
+    from lily_kernel.errors import ToolError
+    from lily_kernel.execution.kernelspec import choose_kernel
+
+    try:
+        return choose_kernel(kernel).described()
+    except ToolError:
+        return str(kernel)
