@@ -62,6 +62,9 @@ def plan_process(command: Sequence[str], workspace: Path, protected: Sequence[Pa
 
         raise ToolError(root_workspace_reason("code"))
     mounts = sandbox_mounts(workspace, protected, environ, visible)
-    argv = sandboxed(sandbox.bwrap, limited(command, limits), workspace, mounts)
+    argv = sandboxed(sandbox.bwrap, limited(command, limits), workspace, mounts,
+                     sandbox.way_out)
+    if sandbox.way_out is not None:  # the proxy variables (execution/way_out.py)
+        env.update(sandbox.way_out.env)
     return ProcessPlan(argv=tuple(argv), cwd=workspace, env=env, sandboxed=True,
                        sandbox_note="", mounts=mounts, limits=limits)

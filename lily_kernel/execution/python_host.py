@@ -137,10 +137,12 @@ class PythonHost(ReadsSettings):
         group = self._group = open_run_group(self.limits)
 
         def wrap(argv: list[str]) -> list[str]:
-            command = sandboxed(bwrap, limited(argv, self.limits), workspace, mounts)
+            command = sandboxed(bwrap, limited(argv, self.limits), workspace, mounts,
+                                box.way_out)
             return group.argv(command) if group is not None else command
 
-        env = {**script_environment(self.environ, self.allowed_env), **choice.env}
+        env = {**script_environment(self.environ, self.allowed_env), **choice.env,
+               **(box.way_out.env if box.way_out is not None else {})}
         kernel = Subkernel(choice, wrap, workspace, env, folder)
         self._kernel = kernel
         try:

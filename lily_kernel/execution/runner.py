@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # asyncio, the sandbox and control groups come with the first
 
     from lily_kernel.execution.mounts import MountPlan
     from lily_kernel.execution.sandbox import Sandbox
+    from lily_kernel.execution.way_out import WayOut
 
 __all__ = ["MAX_OUTPUT_CHARS", "ProcessPlan", "RunResult", "ScriptHost", "ScriptPlan",
            "ScriptResult", "run_process", "run_script"]
@@ -253,6 +254,9 @@ class ScriptHost(ReadsSettings):
     environ: Mapping[str, str]
     settings: SettingsSource
     run: Callable[[ScriptPlan, float], Awaitable[RunResult]] = run_process
+    # The session's way out of the sandbox (its proxy, started on first use), given to
+    # every sandboxed run: runtime/services.py.
+    way_out: Callable[[], WayOut | None] | None = None
     _sandbox: Sandbox | None = field(default=None, repr=False)
 
 
@@ -261,4 +265,8 @@ class ScriptHost(ReadsSettings):
             from lily_kernel.execution.sandbox import find_sandbox
 
             self._sandbox = find_sandbox(self.environ)
+        if self.way_out is not None and self._sandbox.available:
+            from dataclasses import replace
+
+            return replace(self._sandbox, way_out=self.way_out())
         return self._sandbox
