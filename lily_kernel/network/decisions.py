@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from lily_kernel.events.kinds import NetworkDecidedBy
+from typing import Literal
 
 __all__ = ["Decider", "Destination", "Finished", "Reporter", "Verdict"]
 
@@ -35,7 +34,7 @@ class Verdict:
     (the proxy refuses such an address otherwise, whatever `allowed` says)."""
 
     allowed: bool
-    decided_by: NetworkDecidedBy  # (events/kinds.py says who each is)
+    decided_by: Literal["policy", "person", "session", "refused-address", "no-answer"]
     reason: str = ""
     exact: bool = False
 

@@ -24,7 +24,6 @@ from lily_kernel.tools import PolicyState
 if TYPE_CHECKING:  # each loads with its first use, not at the kernel's start
     from lily_kernel.execution.python_host import PythonHost
     from lily_kernel.mcp_tools.session import McpServers
-    from lily_kernel.runtime.network_flow import SessionNetwork
     from lily_kernel.runtime.tool_gate import ToolGate
 
 __all__ = ["Services"]
@@ -46,15 +45,8 @@ class Services:
     def scripts(self) -> ScriptHost:
         """How skill scripts and shell commands run here."""
         return ScriptHost(self.workspace().host.environ,
-                          lambda: self.workspace().script_settings(), run=self.run_script)
-
-    @cached_property
-    def network(self) -> SessionNetwork:
-        """The session's host decisions (network/asking.py), asked in the cell of the tool
-        call that runs (runtime/network_flow.py): the proxy's Decider and Reporter."""
-        from lily_kernel.runtime.network_flow import SessionNetwork
-
-        return SessionNetwork(self.workspace, self.policy_state, self.log)
+                          lambda: self.workspace().script_settings(), run=self.run_script,
+                          python=lambda: self.python.python_environment())
 
     @cached_property
     def python(self) -> PythonHost:
@@ -87,8 +79,7 @@ class Services:
             secrets = secret_values(os.environ) + secret_values(env.host.environ)
             self._gate = env, ToolGate(env.registry, env.policy,
                                        replace(env.tool_context, services=self), self.log,
-                                       redact=Redactor(secrets), state=self.policy_state,
-                                       network=self.network)
+                                       redact=Redactor(secrets), state=self.policy_state)
         return self._gate[1]
 
     def renew_python(self) -> bool:
@@ -112,5 +103,3 @@ class Services:
             self.mcp.close()
         if "python" in self.__dict__:
             self.python.close()
-        if "network" in self.__dict__:  # what ended after the last tool call
-            self.network.write_events(None)

@@ -32,7 +32,6 @@ from lily_kernel.config import (
     LilyConfig,
     McpServerConfig,
     ModelConfig,
-    NetworkConfig,
 )
 from lily_kernel.tools import ToolPolicy, ToolRegistry
 from lily_kernel.trust.servers import server_line
@@ -102,8 +101,8 @@ def _held(owner: type, full: Any, base: Any, held: list[str]) -> Any:
         wanted, kept = getattr(full, f.name), getattr(base, f.name)
         if rule is None or not _widens(rule, wanted, kept):
             continue
-        name = meta.get("label") or meta.get("key") or f.name  # network.allow
-        held.append(f"{name}: {_shown(wanted)} ({meta['why']}; stays {_shown(kept)})")
+        held.append(f"{meta.get('key') or f.name}: {_shown(wanted)} ({meta['why']}; "
+                    f"stays {_shown(kept)})")
         changes[f.name] = kept
     return replace(full, **changes) if changes else full
 
@@ -115,8 +114,7 @@ def untrusted_settings(full: LilyConfig, base: LilyConfig, workspace: Path
     held: list[str] = []
     config = _held(LilyConfig, full, base, held)
     llm = _held(ModelConfig, full.llm, base.llm, held)
-    network = _held(NetworkConfig, full.network, base.network, held)  # `allow` held
-    return replace(config, llm=llm, network=network), tuple(held)
+    return replace(config, llm=llm), tuple(held)
 
 
 def _stricter(wanted: Decision, kept: Decision) -> Decision:
