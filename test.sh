@@ -3,6 +3,10 @@
 # lint (ruff) and type (mypy) checks, then pytest. Both checks are configured and their
 # versions pinned in pyproject.toml.
 # Needs the environment ./setup.sh made. Extra arguments go to pytest.
+# pytest runs on two workers (pytest-xdist): most slow tests wait on a kernel, a browser
+# or a model, so two keep both cores busy; each slow module stays on one worker, the
+# slowest sent first (tests/support/parallel.py). LILY_TEST_WORKERS=N changes the count
+# (0: no workers, everything in this process).
 # The browser tests drive Debian's Chromium (never a downloaded browser): installed
 # here with apt when missing and possible; without it they skip and say why (CI fails).
 set -euo pipefail
@@ -16,4 +20,5 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
 fi
 .venv/bin/python -m ruff check .
 .venv/bin/python -m mypy
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest -n "${LILY_TEST_WORKERS:-2}" --dist loadgroup \
+  --no-loadscope-reorder "$@"

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 
 from lily_kernel.errors import ConfigError
+from lily_kernel.host_patterns import bad_host_entry
 from lily_kernel.validation import ShapeError, build, field_keys, parse_text, spec
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "LilyConfig",
     "McpServerConfig",
     "ModelConfig",
+    "NetworkConfig",
     "Profile",
     "ToolsConfig",
     "is_local_model",
@@ -111,6 +113,17 @@ def _limit(*, gt: float | None = None, ge: float | None = None, le: float | None
     """A number an untrusted lily.yaml may lower but not raise."""
     return spec(untrusted=LOWER, why="more than without the file", gt=gt, ge=ge, le=le,
                 litellm=litellm)
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Hosts sandboxed code may reach through the proxy (entries: host_patterns.py):
+    `allow` unasked, `deny` never (it wins); others are asked (network/policy.py)."""
+
+    allow: tuple[str, ...] = field(default=(), metadata=spec(
+        env_list="names", untrusted=FEWER, label="network.allow",
+        why="hosts the code could send workspace data to without asking"))
+    deny: tuple[str, ...] = field(default=(), metadata=spec(env_list="names"))
 
 
 @dataclass(frozen=True)
@@ -199,6 +212,8 @@ class LilyConfig:
     # does more than Lily without the file (replay is the default; fresh asks the
     # person's own model, as Lily always did), and a record is data either way.
     answers: Literal["replay", "fresh"] = "replay"
+    # The hosts sandboxed code may reach (docs/execution.md, Network).
+    network: NetworkConfig = NetworkConfig()
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 
@@ -217,6 +232,7 @@ _PERSONS_FOLDERS = _keys_where("folder", "person")
 LITELLM_KEYS = tuple(f.name for f in fields(ModelConfig)
                      if f.metadata.get("lily", {}).get("litellm"))
 _ENV_TOOLS = {f"LILY_TOOLS_{f.name.upper()}": f.name for f in fields(ToolsConfig)}
+_ENV_NETWORK = {f"LILY_NETWORK_{f.name.upper()}": f.name for f in fields(NetworkConfig)}
 _MODEL_KEYS = frozenset(key for _, key, _ in field_keys(ModelConfig))
 
 
@@ -306,7 +322,7 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
         if var in environ and key in _PATH_LISTS | _NAME_LISTS:
             values[key] = environ[var]  # split as a string in lily.yaml is
             origin[key] = var
-        elif var in environ and key != "tools":
+        elif var in environ and key not in ("tools", "network"):
             values[key] = parse_text(owner, attr, environ[var])
             origin[key] = var
     tools: dict[str, Any] = {}
@@ -316,6 +332,9 @@ def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
             origin[f"tools.{key}"] = var
     if tools:
         values["tools"] = tools
+    if network := {key: environ[var] for var, key in _ENV_NETWORK.items() if var in environ}:
+        values["network"] = network
+        origin.update({f"network.{k}": f"LILY_NETWORK_{k.upper()}" for k in network})
     return values, origin
 
 
@@ -335,8 +354,8 @@ def load_config(workspace: Path, environ: Mapping[str, str] | None = None,
     env_values, env_origin = _env_overrides(environ)
     merged = dict(data)
     for key, value in env_values.items():
-        if key == "tools" and isinstance(merged.get("tools"), dict):
-            merged["tools"] = {**merged["tools"], **value}
+        if key in ("tools", "network") and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
     try:
@@ -349,6 +368,10 @@ def load_config(workspace: Path, environ: Mapping[str, str] | None = None,
         if where.startswith("LILY_") and not exc.unknown and isinstance(exc.value, str):
             problem = f"expected {exc.expected} (got {exc.value!r})"
         raise ConfigError(f"{where}: key '{exc.key}': {problem}.") from None
+    for key in ("allow", "deny"):  # each entry names hosts (host_patterns.py)
+        if (bad := bad_host_entry(getattr(config.network, key))) is not None:
+            where = env_origin.get(f"network.{key}") or str(path)
+            raise ConfigError(f"{where}: key 'network.{key}': {bad}.")
     if not config.agent or "/" in config.agent or config.agent.startswith("."):
         where = env_origin.get("agent") or str(path)
         raise ConfigError(f"{where}: key 'agent': must be a plain folder name.")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import layers
+from tests.support import layers, parallel
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -69,12 +69,15 @@ def pytest_configure(config: pytest.Config) -> None:
     layers.watch_kernel_starts()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """`slow` on every test that starts a real kernel, subkernel, browser, gateway or
-    benchmark (tests/support/layers.py says how they are found)."""
+    benchmark (tests/support/layers.py says how they are found); under pytest-xdist
+    (./test.sh), each slow module's tests kept on one worker, the slow ones first."""
     for item in items:
         if layers.is_slow(item):
             item.add_marker(pytest.mark.slow)
+    parallel.arrange(items)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -88,8 +91,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    parallel.report_to_controller(session.config, layers.unmarked_starts())
     if layers.unmarked_starts() and session.exitstatus == 0:
         session.exitstatus = 1  # a fast run that starts kernels is a failure of the layers
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A pytest-xdist worker ended: its kernel starts outside `slow` tests count here."""
+    layers.add_unmarked_starts(parallel.worker_report(node))
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ from lily_kernel.commands.invocation import (
 )
 from lily_kernel.commands.listing import held_why, ranked_result, skills_result
 from lily_kernel.commands.mcp import mcp_command
+from lily_kernel.commands.network import network_command
 from lily_kernel.commands.parser import ParsedCommand
 from lily_kernel.commands.policy import policy_command, profile_line
 from lily_kernel.commands.python import python_command
@@ -323,6 +324,7 @@ def default_commands() -> CommandTable:
         policy_command(),
         python_command(),
         mcp_command(),
+        network_command(),
         *conversation_commands(),
     ])
 

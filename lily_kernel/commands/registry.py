@@ -27,6 +27,7 @@ from lily_kernel.skills import SkillSnapshot
 from lily_kernel.tools import ToolPolicy, ToolRegistry
 
 if TYPE_CHECKING:  # the kernel's machinery loads with the first run
+    from lily_kernel.display.network import NetworkOverview
     from lily_kernel.execution.python_host import PythonHost
 
 __all__ = [
@@ -145,7 +146,8 @@ class CommandContext:
     the command, where the person can be asked and tools shown (False: a script's or a
     test's `run_command`); `python`: the session's Python kernel, to describe it (`/python`;
     None: no Python here); `conversations`: the session's record (None: it keeps none);
-    `last_request`: the last turn's request (`/rerun`).
+    `last_request`: the last turn's request (`/rerun`); `network`: the session's hosts
+    and lists, as `/network` shows them (None: no network here).
     """
 
     session: Session
@@ -156,6 +158,7 @@ class CommandContext:
     python: Callable[[], PythonHost] | None = None
     conversations: ConversationBook | None = None
     last_request: str | None = None
+    network: Callable[[], NetworkOverview] | None = None
 
 
 @dataclass(frozen=True)

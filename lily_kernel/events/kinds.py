@@ -36,6 +36,8 @@ __all__ = [
     "McpServerStarted",
     "ModelCall",
     "ModelLoad",
+    "NetworkConnection",
+    "NetworkDecidedBy",
     "PolicyChanged",
     "ProfileSetBy",
     "RunStatus",
@@ -78,6 +80,11 @@ SelectionOutcome = Literal["selected", "none", "unknown", "malformed", "too_long
 DecidedBy = Literal["ranker", "model"]  # the shortlist's best match, or the model among several
 CallOutcome = Literal["ok", "cancelled", "error"] | ModelFault  # error: a bug in Lily
 LoadOutcome = ModelFault | Literal["interrupted"]  # a load that gave the cell no model
+# Who decided a connection through the session's proxy (network/): network.allow, deny or
+# full auto (`policy`), the person's answer to it (`person`), an answer given earlier in
+# the run or the session (`session`), the proxy for the address a name resolved to
+# (`refused-address`), or no one, as no one could be asked (`no-answer`).
+NetworkDecidedBy = Literal["policy", "person", "session", "refused-address", "no-answer"]
 # Who set the policy profile: the person's configuration (LILY_POLICY, a trusted
 # lily.yaml), or `/policy` in the notebook.
 ProfileSetBy = Literal["configuration", "command"]
@@ -336,6 +343,27 @@ class McpServerStarted(EventData):
     outcome: Literal["running", "failed"]
     tools: list[str] = field(default_factory=list)
     error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkConnection(EventData):
+    """One connection through the session's proxy, as it ended: where it asked to go,
+    what was decided and by whom (`reason`: why it was refused, or why an allowed one
+    failed), the address connected to ("" when none), the bytes sent and received, and
+    the tool call (and skill) that made it, where one was running. What happened, never
+    a grant: replay decides again under the policy in force."""
+
+    event: ClassVar[str] = "network"
+    host: str
+    port: int
+    allowed: bool
+    decided_by: NetworkDecidedBy
+    reason: str = ""
+    address: str = ""
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    tool: str | None = None
+    skill: str | None = None
 
 
 EVENT_KINDS: tuple[str, ...] = tuple(KINDS)  # Lily's own kinds, declared above

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lily_kernel.execution.mounts import MountPlan
+from lily_kernel.execution.way_out import WayOut
 from lily_kernel.redaction import Redactor, is_secret_name, secret_values
 
 __all__ = [
     "SCRIPT_ENV",
     "Sandbox",
     "find_sandbox",
-    "probe_argv",
     "sandboxed",
     "script_environment",
     "search_path",
@@ -36,6 +36,7 @@ class Sandbox:
 
     bwrap: str | None
     reason: str  # why there is no sandbox ("" when there is one)
+    way_out: WayOut | None = None  # the session's proxy, reached from inside (way_out.py)
 
     @property
     def available(self) -> bool:
@@ -109,18 +110,14 @@ def script_environment(environ: Mapping[str, str], allowed: Collection[str] = ()
     return env
 
 
-def probe_argv(bwrap: str, command: list[str]) -> list[str]:
-    """`command` in a sandbox that only looks: the host's files read-only, no network,
-    no capabilities (asking an interpreter where its environment is)."""
-    return [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_NAMESPACES,
-            "--new-session", "--chdir", "/", "--", *command]
-
-
-def sandboxed(bwrap: str, command: list[str], workspace: Path, mounts: MountPlan) -> list[str]:
+def sandboxed(bwrap: str, command: list[str], workspace: Path, mounts: MountPlan,
+              way_out: WayOut | None = None) -> list[str]:
     """`command` inside bubblewrap: the file system of `mounts` (execution/mounts.py), its
-    own namespaces, no capabilities, in `workspace`."""
-    return [bwrap, *mounts.argv, *_NAMESPACES, "--new-session", "--chdir", str(workspace),
-            "--", *command]
+    own namespaces, no capabilities, in `workspace`; with `way_out`, the proxy's socket
+    bound in and the command started behind its bridge (execution/way_out.py)."""
+    binds, command = (way_out.binds(), way_out.wrap(command)) if way_out else ([], command)
+    return [bwrap, *mounts.argv, *binds, *_NAMESPACES, "--new-session", "--chdir",
+            str(workspace), "--", *command]
 
 
 REAPER = Path(__file__).with_name("reaper.py")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+
+from lily_kernel.events.kinds import NetworkDecidedBy
 
 __all__ = ["Decider", "Destination", "Finished", "Reporter", "Verdict"]
 
@@ -34,7 +35,7 @@ class Verdict:
     (the proxy refuses such an address otherwise, whatever `allowed` says)."""
 
     allowed: bool
-    decided_by: Literal["policy", "person", "session", "refused-address", "no-answer"]
+    decided_by: NetworkDecidedBy  # (events/kinds.py says who each is)
     reason: str = ""
     exact: bool = False
 

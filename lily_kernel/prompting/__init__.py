@@ -1,6 +1,7 @@
 """Prompting: pure assembly of what the model reads: the system context, the per-turn
 request, a skill's SKILL.md, tool results and refusals. Every model-facing string is here."""
 
+from lily_kernel.prompting.network_policy import network_refusals_text
 from lily_kernel.prompting.request import EMPTY_REQUEST_TEXT, ModelRequest, build_model_request
 from lily_kernel.prompting.skill_text import (
     SKILL_FILES_NOTE,
@@ -29,6 +30,7 @@ __all__ = [
     "declared_skill_message",
     "declined_reason",
     "loaded_skill_text",
+    "network_refusals_text",
     "not_json_reason",
     "policy_reason",
     "selection_refusal",

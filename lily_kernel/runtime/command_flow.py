@@ -59,6 +59,7 @@ def command_context(runtime: RuntimeCore, stop: threading.Event | None = None, *
         python=lambda: runtime.services.python,
         conversations=runtime.record,
         last_request=state.last_turn[0].text if state.last_turn is not None else None,
+        network=lambda: runtime.services.network.overview(),
     )
 
 

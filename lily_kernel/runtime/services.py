@@ -1,5 +1,5 @@
 """The services a session runs: the tool gate, the script host, the Python kernel, the MCP
-servers (and next, the proxy).
+servers, and the proxy (the sandbox's way out, network/proxy.py).
 
 Each is made on first use and reads its settings from the workspace in force
 (`workspace()`, the runtime's) when it is used, never from a copy: taking up a new
@@ -10,6 +10,7 @@ time limit, variables and memory limit, the next tool call its policy.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -23,7 +24,10 @@ from lily_kernel.tools import PolicyState
 
 if TYPE_CHECKING:  # each loads with its first use, not at the kernel's start
     from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.execution.way_out import WayOut
     from lily_kernel.mcp_tools.session import McpServers
+    from lily_kernel.network.proxy import SessionProxy
+    from lily_kernel.runtime.network_flow import SessionNetwork
     from lily_kernel.runtime.tool_gate import ToolGate
 
 __all__ = ["Services"]
@@ -40,13 +44,41 @@ class Services:
     policy_state: PolicyState
     run_script: Callable[[ScriptPlan, float], Awaitable[ScriptResult]]
     _gate: tuple[Workspace, ToolGate] | None = field(default=None, repr=False)
+    _proxy: SessionProxy | None = field(default=None, repr=False)
+    _proxy_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @cached_property
     def scripts(self) -> ScriptHost:
         """How skill scripts and shell commands run here."""
         return ScriptHost(self.workspace().host.environ,
                           lambda: self.workspace().script_settings(), run=self.run_script,
-                          python=lambda: self.python.python_environment())
+                          way_out=self.way_out)
+
+    def way_out(self) -> WayOut | None:
+        """The sandbox's way out: the session's proxy (network/proxy.py), started with the
+        first sandboxed run, deciding each new host through `network` (None when it cannot
+        start: the sandbox then has no network, as before)."""
+        from lily_kernel.execution.folders import make_private_folder
+        from lily_kernel.execution.way_out import WayOut
+        from lily_kernel.network.proxy import BRIDGE, SessionProxy
+
+        with self._proxy_lock:
+            if self._proxy is None:
+                try:
+                    self._proxy = SessionProxy.start(
+                        make_private_folder("network"),
+                        self.network.decisions.decide, self.network.decisions.report)
+                except OSError:
+                    return None
+            return WayOut(self._proxy.socket, BRIDGE)
+
+    @cached_property
+    def network(self) -> SessionNetwork:
+        """The session's host decisions (network/asking.py), asked in the cell of the tool
+        call that runs (runtime/network_flow.py): the proxy's Decider and Reporter."""
+        from lily_kernel.runtime.network_flow import SessionNetwork
+
+        return SessionNetwork(self.workspace, self.policy_state, self.log)
 
     @cached_property
     def python(self) -> PythonHost:
@@ -79,7 +111,8 @@ class Services:
             secrets = secret_values(os.environ) + secret_values(env.host.environ)
             self._gate = env, ToolGate(env.registry, env.policy,
                                        replace(env.tool_context, services=self), self.log,
-                                       redact=Redactor(secrets), state=self.policy_state)
+                                       redact=Redactor(secrets), state=self.policy_state,
+                                       network=self.network)
         return self._gate[1]
 
     def renew_python(self) -> bool:
@@ -98,8 +131,15 @@ class Services:
         return running
 
     def close(self) -> None:
-        """End what runs: the MCP servers and the Python kernel, if they were started."""
+        """End what runs: the MCP servers, the Python kernel and the proxy, if they were
+        started."""
         if "mcp" in self.__dict__:
             self.mcp.close()
         if "python" in self.__dict__:
             self.python.close()
+        with self._proxy_lock:
+            proxy, self._proxy = self._proxy, None
+        if proxy is not None:
+            proxy.stop()
+        if "network" in self.__dict__:  # what ended after the last tool call
+            self.network.write_events(None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.commands import CommandOutcome, ToolDispatch, dispatched
 from lily_kernel.display import Notice
@@ -24,6 +24,7 @@ from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.events import Caller, EventLog, ToolCalled
 from lily_kernel.prompting import (
     declined_reason,
+    network_refusals_text,
     not_json_reason,
     policy_reason,
     tool_result_text,
@@ -46,6 +47,9 @@ from lily_kernel.tools import (
 )
 from lily_kernel.tools.questions import call_question, offering_always
 
+if TYPE_CHECKING:
+    from lily_kernel.runtime.network_flow import SessionNetwork
+
 __all__ = ["ToolGate"]
 
 
@@ -56,6 +60,12 @@ def _parsed(raw: str) -> dict[str, Any] | str:
     except ValueError as exc:
         return str(exc)
     return arguments if isinstance(arguments, dict) else "not an object"
+
+
+def with_refusals(outcome: ToolOutcome, refused: list[str]) -> ToolOutcome:
+    """The outcome with the hosts its run was refused, a line each, for the model."""
+    return replace(outcome, text=network_refusals_text(outcome.text, refused)) \
+        if refused else outcome
 
 
 def _announcement(tool: Tool | None, name: str, arguments: dict[str, Any],
@@ -79,6 +89,8 @@ class ToolGate:
     # a script that prints a credential (a .env, the kernel's environment) sends none.
     redact: Callable[[str], str] = str
     state: PolicyState = field(default_factory=PolicyState)
+    # The session's host decisions: a run's connections ask in its cell (None: none).
+    network: SessionNetwork | None = None
 
     @property
     def policy(self) -> ToolPolicy:
@@ -162,7 +174,12 @@ class ToolGate:
                 return ToolOutcome(tool.name, "refused", declined_reason(question.action))
             # The handler does what was made ready (and shown), not a new account of it.
             ctx = replace(ctx, prepared=question)
-            return ToolOutcome.returned(tool.name, await tool.handler(args, ctx))
+            if self.network is None:
+                return ToolOutcome.returned(tool.name, await tool.handler(args, ctx))
+            skill = ctx.skill.name if ctx.skill is not None else None
+            async with self.network.call(sink, tool.name, skill) as call:
+                returned = await tool.handler(args, ctx)
+            return with_refusals(ToolOutcome.returned(tool.name, returned), call.blocked)
         except ToolRefusedError as exc:
             return ToolOutcome(tool.name, "refused", str(exc))
         except ToolError as exc:

@@ -32,6 +32,7 @@ from lily_kernel.config import (
     LilyConfig,
     McpServerConfig,
     ModelConfig,
+    NetworkConfig,
 )
 from lily_kernel.tools import ToolPolicy, ToolRegistry
 from lily_kernel.trust.servers import server_line
@@ -101,8 +102,8 @@ def _held(owner: type, full: Any, base: Any, held: list[str]) -> Any:
         wanted, kept = getattr(full, f.name), getattr(base, f.name)
         if rule is None or not _widens(rule, wanted, kept):
             continue
-        held.append(f"{meta.get('key') or f.name}: {_shown(wanted)} ({meta['why']}; "
-                    f"stays {_shown(kept)})")
+        name = meta.get("label") or meta.get("key") or f.name  # network.allow
+        held.append(f"{name}: {_shown(wanted)} ({meta['why']}; stays {_shown(kept)})")
         changes[f.name] = kept
     return replace(full, **changes) if changes else full
 
@@ -114,7 +115,8 @@ def untrusted_settings(full: LilyConfig, base: LilyConfig, workspace: Path
     held: list[str] = []
     config = _held(LilyConfig, full, base, held)
     llm = _held(ModelConfig, full.llm, base.llm, held)
-    return replace(config, llm=llm), tuple(held)
+    network = _held(NetworkConfig, full.network, base.network, held)  # `allow` held
+    return replace(config, llm=llm, network=network), tuple(held)
 
 
 def _stricter(wanted: Decision, kept: Decision) -> Decision:

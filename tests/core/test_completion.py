@@ -36,11 +36,11 @@ def snapshot(tmp_path: Path) -> SkillSnapshot:
 
 def test_slash_lists_commands_aliases_and_skills(snapshot: SkillSnapshot) -> None:
     done = complete("/", 1, snapshot, ["default"])
-    assert done.matches == ("/agent", "/echo", "/help", "/mcp", "/new", "/pdf", "/plan",
-                            "/plan_compiler", "/policy", "/python", "/reload_skills", "/rerun",
-                            "/resume", "/skill", "/skills", "/trust")
-    assert done.types == ("command", "skill", "command", "command", "command", "skill", "alias",
-                          "skill", *["command"] * 8)
+    assert done.matches == ("/agent", "/echo", "/help", "/mcp", "/network", "/new", "/pdf",
+                            "/plan", "/plan_compiler", "/policy", "/python", "/reload_skills",
+                            "/rerun", "/resume", "/skill", "/skills", "/trust")
+    assert done.types == ("command", "skill", "command", "command", "command", "command",
+                          "skill", "alias", "skill", *["command"] * 8)
     assert (done.cursor_start, done.cursor_end) == (0, 1)
     assert complete("  /sk", 5, snapshot, []).matches == ("/skill", "/skills")
     assert complete("  /sk", 5, snapshot, []).cursor_start == 2

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lily_kernel.config import LilyConfig, ModelConfig, ToolsConfig
+from lily_kernel.config import LilyConfig, ModelConfig, NetworkConfig, ToolsConfig
 from lily_kernel.validation import field_keys, field_spec
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
@@ -29,8 +29,9 @@ def _rows() -> dict[str, list[str]]:
 
 
 def _keys() -> list[str]:
-    keys = [key for _, key, _ in field_keys(LilyConfig) if key != "tools"]
-    return keys + [f"tools.{f.name}" for f in fields(ToolsConfig)]
+    keys = [key for _, key, _ in field_keys(LilyConfig) if key not in ("tools", "network")]
+    return keys + [f"tools.{f.name}" for f in fields(ToolsConfig)] + [
+        f"network.{f.name}" for f in fields(NetworkConfig)]
 
 
 def test_every_key_has_its_row_and_variable() -> None:
@@ -62,16 +63,16 @@ def _said() -> dict[str, set[str]]:
     block = DOC[DOC.index("- **fixed**"):DOC.index("The rest (")]
     parts = re.split(r"\*\*([a-z ]+)\*\*", block)
     names = {label.strip("*"): rule for rule, label in BULLETS.items()}
-    return {names[label]: set(re.findall(r"`([a-z_]+)`", text))
+    return {names[label]: set(re.findall(r"`([a-z_.]+)`", text))
             for label, text in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def test_what_an_untrusted_file_may_do_is_each_keys_spec() -> None:
     said = _said()
     assert set(said) == set(BULLETS)
-    for cls in (LilyConfig, ModelConfig):
+    for cls in (LilyConfig, ModelConfig, NetworkConfig):
         for f in fields(cls):
-            rule = field_spec(cls, f.name).get("untrusted")
-            if rule:
-                assert f.name in said[rule], (f.name, rule)
+            spec = field_spec(cls, f.name)
+            if spec.get("untrusted"):
+                assert (spec.get("label") or f.name) in said[spec["untrusted"]], f.name
     assert said["lower"] >= {"python_timeout", "script_timeout", "memory_limit_mb"}

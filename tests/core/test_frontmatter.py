@@ -12,7 +12,7 @@ from lily_kernel.skills.frontmatter import (
     parse_allowed_tools,
     parse_skill_document,
 )
-from tests.conftest import SHARED
+from tests.support.corpus import CORPUS
 
 TRICKY = [
     "base: &b {x: 1}\nm:\n  <<: *b\n  y: 2\n",  # merge key
@@ -42,9 +42,8 @@ def test_fast_loader_equals_safe_load(doc: str) -> None:
     assert repr(actual) == repr(expected)
 
 
-@pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="../shared/corpus is not present")
 def test_fast_loader_equals_safe_load_on_the_corpus() -> None:
-    files = sorted((SHARED / "corpus").glob("*/*/SKILL.md"))
+    files = CORPUS.skill_files()
     for path in files:
         front, _ = _split(path.read_bytes().decode("utf-8-sig").replace("\r\n", "\n"))
         expected, actual = _load_both(front or "")

@@ -12,7 +12,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lily_kernel"
 CORE = ["skills", "persona", "session", "commands", "tools", "prompting", "display", "config.py",
-        "errors.py", "events", "host_files.py", "redaction.py", "validation.py", "visible.py"]
+        "errors.py", "events", "host_files.py", "host_patterns.py", "redaction.py",
+        "validation.py", "visible.py"]
 
 # What each part of lily_kernel may import from lily_kernel (besides itself). No sideways
 # edges: the kernel goes through the runtime only, commands hand the runtime an intent
@@ -27,7 +28,9 @@ ALLOWED = {
     "host_files": set(),
     # An error's short traceback: the words the model reads (prompting/runs.py).
     "display": {"config", "prompting", "visible"},
-    "config": {"errors", "validation"},
+    # How network.allow and network.deny name hosts (config checks, network/ matches).
+    "host_patterns": set(),
+    "config": {"errors", "host_patterns", "validation"},
     "persona": set(),
     "skills": {"config", "errors", "validation"},
     # Where and how code runs (bubblewrap, the reaper, the runner, the subkernel); what it
@@ -35,7 +38,8 @@ ALLOWED = {
     "execution": {"errors", "host_files", "prompting", "redaction", "visible"},
     # The sandbox's way out: the per-session proxy and the host policy (network/), below
     # the runtime that asks the person and beside execution, which binds its socket in.
-    "network": {"config", "errors", "events", "prompting", "validation", "visible"},
+    "network": {"config", "errors", "events", "host_patterns", "prompting", "validation",
+                "visible"},
     "tools": {"config", "display", "errors", "events", "execution", "host_files", "prompting",
               "redaction", "validation", "visible"},
     "session": {"config", "persona", "skills"},

@@ -25,7 +25,8 @@ from lily_kernel.skills import (
     query_words,
 )
 from lily_kernel.skills.embedding import find_encoder_files
-from tests.conftest import REPO, SHARED, write_skill
+from tests.conftest import REPO, write_skill
+from tests.support.corpus import CORPUS
 
 
 @dataclass(frozen=True)
@@ -133,16 +134,15 @@ def test_one_ranker_per_snapshot_of_its_model_visible_and_hidden_skills_kept_bes
     assert copy.deepcopy(snap) == snap and not hasattr(snap, "ranker")
 
 
-@pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")
 def test_the_whole_corpus_is_ranked(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    for skill in (SHARED / "corpus").glob("*/*/SKILL.md"):
+    for skill in CORPUS.skill_files():
         os.symlink(skill.parent, root / f"{skill.parent.parent.name}__{skill.parent.name}")
     # Composio's skills need their MCP server (`requires: {mcp: [rube]}`): configured.
     snap = load_snapshot((SkillRoot("workspace", str(root), True),),
                          LoadRules(mcp_servers=frozenset({"rube"})), Host())
-    assert len(snap.skills) > 1000
+    assert len(snap.skills) > CORPUS.pick(1000, 35)
     ranker = SkillRanker(snap.skills)
     ranked = ranker.rank("make a scatter plot with matplotlib")
     assert "matplotlib" in ranked[0].name
@@ -150,7 +150,7 @@ def test_the_whole_corpus_is_ranked(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # a benchmark's smoke run
-@pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")
+@pytest.mark.skipif(not CORPUS.full, reason="its eval set links into ../shared/corpus")
 def test_the_ranker_benchmark_prints_both_parts_beside_its_baseline() -> None:
     import subprocess
     import sys
@@ -166,7 +166,7 @@ def test_the_ranker_benchmark_prints_both_parts_beside_its_baseline() -> None:
 
 
 @pytest.mark.slow  # a benchmark's smoke run
-@pytest.mark.skipif(not (SHARED / "corpus").is_dir(), reason="needs ../shared/corpus")
+@pytest.mark.skipif(not CORPUS.full, reason="its eval set links into ../shared/corpus")
 @pytest.mark.skipif(find_encoder_files() is None,
                     reason="the `local` extra's encoder is not installed")
 def test_the_ranker_benchmark_measures_words_and_meaning_beside_words_alone() -> None:

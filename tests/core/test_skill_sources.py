@@ -19,7 +19,8 @@ import pytest
 from lily_kernel.environment import Workspace
 from lily_kernel.skills import Host, LoadRules, SkillRoot, load_snapshot
 from lily_kernel.skills.discovery import MAX_DEPTH
-from tests.conftest import SHARED, skill_text, write_skill
+from tests.conftest import skill_text, write_skill
+from tests.support.corpus import CORPUS as REAL
 
 LILY = [sys.executable, "-m", "lily_kernel.cli.main"]
 
@@ -188,10 +189,9 @@ def test_a_link_back_up_the_tree_ends(tmp_path: Path) -> None:
     assert skills == {"real": "group/real/SKILL.md"}
 
 
-CORPUS = SHARED / "corpus"
+CORPUS = REAL.root
 
 
-@pytest.mark.skipif(not (CORPUS / "manifest.json").is_file(), reason="needs ../shared/corpus")
 def test_the_corpus_in_its_repositories_layout_loads_as_the_flat_copy(tmp_path: Path) -> None:
     """Each of the nine repositories laid out as upstream (manifest.json's original
     paths) under one root loads the same SKILL.md files as the flat copy, but those

@@ -1,5 +1,6 @@
-"""Unmodified real skills from ../shared/corpus, end to end through a real kernel against
-the scripted loopback model (skipped cleanly when ../shared is absent).
+"""Unmodified real skills from ../shared/corpus (tests/fixtures/corpus on a clone without
+it, tests/support/corpus.py), end to end through a real kernel against the scripted
+loopback model.
 
 - obra/superpowers from a *bundled* root: `using-superpowers` points to
   `references/codex-tools.md`, read on demand.
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, SHARED, write_skill
+from tests.conftest import FIXTURES, write_skill
 from tests.kernel.conftest import lily_kernel
 from tests.llm.test_kernel_skills import (
     execute_answering,
@@ -31,12 +32,11 @@ from tests.llm.test_kernel_skills import (
     log_events,
     running_with,
 )
+from tests.support.corpus import CORPUS as REAL
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
-CORPUS = SHARED / "corpus"
+CORPUS = REAL.root
 SCANNER_SCRIPT = FIXTURES / "upstream" / "getsentry-skills" / "skill-scanner" / "scripts"
-
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
 
 
 @pytest.fixture(scope="module")

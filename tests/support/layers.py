@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.corpus import CORPUS
+
 TESTS = Path(__file__).resolve().parent.parent
 SLOW_FOLDERS = ("kernel", "browser", "gateway")
 # What starts a kernel, a subkernel or a Jupyter server, by qualified name.
@@ -145,6 +147,12 @@ def unmarked_starts() -> dict[str, int]:
     return {test: count for test, count in _started.items() if test}
 
 
+def add_unmarked_starts(starts: dict[str, int]) -> None:
+    """Starts a pytest-xdist worker saw (tests/support/parallel.py), counted here."""
+    for test, count in starts.items():
+        _started[test] = _started.get(test, 0) + count
+
+
 def _why(report: Any) -> str:
     """A skipped test's reason (pytest keeps it as (file, line, reason))."""
     longrepr = getattr(report, "longrepr", None)
@@ -161,11 +169,14 @@ def summarise(reporter: Any, config: pytest.Config) -> None:
                                 "(tests/support/layers.py)")
     for gap in _unwatched:
         reporter.write_line(f"layers: kernel starts not watched: {gap}", yellow=True)
+    if not CORPUS.full:  # a fresh clone without ../shared: said once
+        reporter.write_line(f"layers: the corpus tests read {CORPUS.describe()}, not the "
+                            "1,102-skill ../shared/corpus (not beside this clone)",
+                            yellow=True)
     corpus = [r for r in reporter.stats.get("skipped", ()) if "shared/corpus" in _why(r)]
-    if corpus:  # a fresh clone without ../shared: said once, with the count
-        reporter.write_line(f"layers: {len(corpus)} tests did not run: they read the "
-                            "1,102-skill corpus, and ../shared/corpus is not beside this "
-                            "clone", yellow=True)
+    if corpus:  # what needs the whole corpus still: said with the count
+        reporter.write_line(f"layers: {len(corpus)} tests did not run: they need "
+                            "../shared/corpus, which is not beside this clone", yellow=True)
     deselected = len(reporter.stats.get("deselected", ()))
     if deselected and "slow" in str(config.getoption("markexpr", "")):
         reporter.write_line(f"layers: {deselected} slow tests left out of this run "

@@ -1,0 +1,53 @@
+"""The session's host policy: `network.allow` and `network.deny` as patterns
+(host_patterns.py), and what they say of a destination before anyone is asked.
+
+Deny wins over allow; a host neither names is asked (network/asking.py), or refused
+under full auto: full auto runs code unasked, it does not open hosts nobody named. An
+address named exactly with its port (`127.0.0.1:8765`) is the one way to a loopback or
+private address (`Verdict.exact`; the proxy refuses those otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lily_kernel.config import NetworkConfig
+from lily_kernel.host_patterns import HostPattern, parse_host_pattern
+from lily_kernel.network.decisions import Destination, Verdict
+from lily_kernel.prompting import network_policy as words
+
+__all__ = ["NetworkPolicy"]
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    """The configured lists, read (config.py checked every entry)."""
+
+    allow: tuple[HostPattern, ...] = ()
+    deny: tuple[HostPattern, ...] = ()
+
+    @classmethod
+    def from_config(cls, network: NetworkConfig) -> NetworkPolicy:
+        return cls(tuple(map(parse_host_pattern, network.allow)),
+                   tuple(map(parse_host_pattern, network.deny)))
+
+    def denying(self, destination: Destination) -> HostPattern | None:
+        """The `deny` entry that names the destination, if any."""
+        return next((p for p in self.deny if p.matches(destination.host, destination.port)),
+                    None)
+
+    def allowing(self, destination: Destination) -> tuple[HostPattern, ...]:
+        """The `allow` entries that name the destination."""
+        return tuple(p for p in self.allow if p.matches(destination.host, destination.port))
+
+    def verdict(self, destination: Destination, auto: bool) -> Verdict | None:
+        """What the lists (and full auto) decide alone; None: the person is asked."""
+        host, port = destination.host, destination.port
+        if (entry := self.denying(destination)) is not None:
+            return Verdict(False, "policy", words.denied_host(host, str(entry)))
+        if allowing := self.allowing(destination):
+            return Verdict(True, "policy",
+                           exact=any(p.names_exactly(host, port) for p in allowing))
+        if auto:
+            return Verdict(False, "policy", words.refused_under_auto(host))
+        return None
