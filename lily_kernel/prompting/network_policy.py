@@ -40,5 +40,7 @@ def refused_under_auto(host: str) -> str:
 
 def network_refusals_text(text: str, refused: list[str]) -> str:
     """A run's result with the connections refused during it, one line each, so the
-    model reads why (a client's own message is often only `403 Forbidden`)."""
-    return "\n".join([text.rstrip("\n"), *refused]) if text.strip() else "\n".join(refused)
+    model reads why (a client's own message is often only `403 Forbidden`); a line the
+    output already holds (curl prints the proxy's) is not said twice."""
+    unsaid = [line for line in refused if line not in text]
+    return "\n".join([text.rstrip("\n"), *unsaid]) if unsaid else text

@@ -21,8 +21,10 @@ from lily_kernel.replay.scratch import PathMap
 
 __all__ = ["VOLATILE", "Comparison", "Divergence", "normalise"]
 
-# Fields that differ on every run by nature; never compared.
-VOLATILE = frozenset({"latency_ms", "duration_ms"})
+# Fields that differ on every run by nature; never compared: times, and what the network
+# answered (a `network` event's address and bytes: a server's answer is its own; whether
+# the connection was allowed, and by whom, is compared).
+VOLATILE = frozenset({"latency_ms", "duration_ms", "address", "bytes_sent", "bytes_received"})
 
 
 @dataclass(frozen=True)
