@@ -65,6 +65,9 @@ class Shows(Enum):
     PRIVATE = "an empty writable folder"  # what the script writes there vanishes
     EMPTY = "an empty read-only file or folder"  # hidden, or a placeholder
     LINK = "a link"  # where it points is covered by the mounts there
+    # Nothing laid: a path of Lily's that is missing in the workspace (no placeholder for
+    # the person to find, #37); what a run makes there is set aside after it.
+    WATCHED = "the host's files, writable; what a run makes there is set aside after it"
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class Mount:
             return ["--ro-bind-try" if self.optional else "--ro-bind", target, target]
         if self.shows is Shows.HOST_WRITABLE:
             return ["--bind-try" if self.optional else "--bind", target, target]
+        if self.shows is Shows.WATCHED:
+            return []
         if self.shows is Shows.LINK:
             return ["--symlink", self.link, target]
         if self.shows is Shows.EMPTY and not self.folder:
@@ -114,6 +119,11 @@ class MountPlan:
     found: Found
 
     @property
+    def watched(self) -> tuple[Path, ...]:
+        """Lily's missing paths in the workspace, held by no placeholder."""
+        return tuple(m.target for m in self.mounts if m.shows is Shows.WATCHED)
+
+    @property
     def placeholders(self) -> tuple[Path, ...]:
         return tuple(dict.fromkeys(m.target for m in self.mounts if m.placeholder))
 
@@ -142,6 +152,7 @@ class MountPlan:
                     if cover(self.mounts, _real(p)).shows is Shows.HOST_WRITABLE]
         changed += [workspace / name for name, target in self.found.links
                     if not link_holds(workspace / name, target)]
+        changed += [p for p in self.watched if os.path.lexists(p)]  # made meanwhile
         laid = [m for m in self.mounts if m.shows is not Shows.LINK and not m.optional]
         if bwrap is None:  # before the run: what each mount lies on is there
             changed += [m.target for m in laid if not m.placeholder and m.shows in (
@@ -158,7 +169,8 @@ class MountPlan:
         """Undo what a run made at the workspace's top that the rules forbid: a new
         dot-entry, a protected link replaced (execution/protected.py). The names."""
         return remove_made(self.found,
-                           lambda path: cover(self.mounts, path).shows is Shows.HOST_WRITABLE)
+                           lambda path: cover(self.mounts, path).shows is Shows.HOST_WRITABLE,
+                           self.watched)
 
     def tidy(self) -> tuple[str, ...]:
         """After a run whose sandbox has ended: its placeholders removed, and what it
@@ -216,6 +228,16 @@ def _held(path: Path) -> Mount:
                  folder=held != path or path.suffix not in _FILE_SUFFIXES)
 
 
+def _placeholder_kept(path: Path, workspace: Path) -> bool:
+    """Whether a missing `path` is still held by a placeholder rather than watched: where
+    the person does not look (outside the workspace, inside git's own folder `.git/`,
+    whose hooks and config must not be planted between the Python kernel's runs)."""
+    if not path.is_relative_to(workspace):
+        return True
+    parts = path.relative_to(workspace).parts
+    return len(parts) > 1 and parts[0] == ".git"
+
+
 def _showing(mounts: Sequence[Mount]) -> list[Mount]:
     """The mounts no later one covers, in order."""
     later: set[Path] = set()
@@ -236,13 +258,18 @@ def _read_only(path: Path, laid: Sequence[Mount], optional: bool = False) -> lis
               else replace(m) for m in inside)]
 
 
-def _keep(path: Path, laid: Sequence[Mount]) -> list[Mount]:
+def _keep(path: Path, laid: Sequence[Mount], workspace: Path) -> list[Mount]:
     """What keeps `path` from being written on the host, laid after `laid`: nothing
     where the sandbox already does (the mount over it is read-only, hidden or private,
-    and none inside it is writable); a placeholder when it is missing; else a read-only
-    bind over it, or over each writable mount inside it."""
+    and none inside it is writable); when it is missing, a watch at its highest missing
+    folder (`_watched`); else a read-only bind over it, or over each writable mount
+    inside it."""
     if not path.exists():
-        return [_held(path)] if cover(laid, path).shows is Shows.HOST_WRITABLE else []
+        if cover(laid, path).shows is not Shows.HOST_WRITABLE:
+            return []
+        held = _held(path)
+        return [held if _placeholder_kept(held.target, workspace)
+                else Mount(held.target, Shows.WATCHED)]
     kept = _read_only(path, laid) if cover(laid, path).shows is Shows.HOST_WRITABLE else []
     while writable := [m for m in _showing([*laid, *kept]) if m.shows is Shows.HOST_WRITABLE
                        and m.target.is_relative_to(path)]:
@@ -267,6 +294,9 @@ def plan_mounts(workspace: Path, protected: Sequence[Path], home: Path | None,
     mounts.append(Mount(workspace, Shows.HOST_WRITABLE))
     if home is not None and holds_home:
         mounts += _home_top(home)
+    if cover(mounts, workspace / ".lily").shows is Shows.HOST_WRITABLE:
+        with contextlib.suppress(OSError):  # Lily's own folder (kept read-only) is never
+            (workspace / ".lily").mkdir()  # watched: Lily sets aside into it while runs go on
     found = find_protected(workspace)
     # A link among them to nothing (yet) is held by nothing: no placeholder is made for
     # it (an editor's lock file is such a link). Lily's own paths are held missing or not.
@@ -276,7 +306,7 @@ def plan_mounts(workspace: Path, protected: Sequence[Path], home: Path | None,
     kept = [p for p in map(_real, found.read_only) if p.exists()]
     for path in _depth_first([*map(_real, [*(workspace / n for n in WORKSPACE_READ_ONLY),
                                            *protected]), *kept]):
-        mounts += _keep(path, mounts)
+        mounts += _keep(path, mounts, workspace)
     for path in visible:  # right after the mount it is under: later ones still apply in it
         under = cover(mounts, path)
         if (path.exists() and path != under.target

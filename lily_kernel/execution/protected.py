@@ -27,7 +27,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +38,9 @@ __all__ = ["WORKSPACE_HIDDEN", "WORKSPACE_ORDINARY", "WORKSPACE_READ_ONLY", "Fou
            "link_holds", "mount_points", "remove_made"]
 
 # In the workspace, read-only whether or not they exist yet: what Lily reads as
-# configuration or instructions, and what runs code later. A missing one is held by an
-# empty read-only placeholder for the run (removed after it), so none can be planted.
+# configuration or instructions, and what runs code later. A missing one is held by no
+# placeholder (nothing the person did not make appears in their workspace, #37): what a
+# run makes there is set aside after it (`remove_made`'s `watched`), so none is planted.
 WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".claude",
                        ".git")
 # Unreadable (an empty file or folder in their place), at the top and one level down:
@@ -155,16 +156,20 @@ def _set_aside(workspace: Path, name: str, stamp: str) -> None:
     a link to a folder the sandbox can write, and from there to the person's home): with
     a link there, the entry is renamed at the top out of its dot-name instead
     (`lily-removed.envrc`). The move itself follows nothing: a link moves as a link."""
-    top = os.open(workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    # `name` may lie below the top (a skills root inside the workspace: `team/skills`),
+    # its folder opened as the rest, and it is set aside as `team-skills`.
+    parent, _, entry = name.rpartition("/")
+    top = open_folder(workspace, parent)
     try:
         try:
             aside = open_folder(workspace, f"{SET_ASIDE}/{stamp}", make=True)
         except OSError:
-            aside, name_there = top, "lily-removed" + name
+            aside = top
+            name_there = "lily-removed" + (entry if entry.startswith(".") else "-" + entry)
         else:
-            name_there = name
+            name_there = name.replace("/", "-")
         try:
-            os.rename(name, _free(aside, name_there), src_dir_fd=top, dst_dir_fd=aside)
+            os.rename(entry, _free(aside, name_there), src_dir_fd=top, dst_dir_fd=aside)
         finally:
             if aside != top:
                 os.close(aside)
@@ -172,10 +177,12 @@ def _set_aside(workspace: Path, name: str, stamp: str) -> None:
         os.close(top)
 
 
-def remove_made(found: Found, writable: Callable[[Path], bool]) -> tuple[str, ...]:
+def remove_made(found: Found, writable: Callable[[Path], bool],
+                watched: Sequence[Path] = ()) -> tuple[str, ...]:
     """Undo what a run did at the top of `found`'s workspace that the rules forbid: a
     dot-entry that was not there when the run was planned is set aside into
-    `.lily/removed/<time>/` (Lily's own names aside: placeholders hold them), a
+    `.lily/removed/<time>/`, and so is what is now at a path of Lily's that was missing
+    then (`watched`: `lily.yaml`, `skills/`, a skills root inside the workspace…), a
     protected link it removed or replaced is made again (what was in its place set
     aside alike). Only where the run could write (`writable`): what the person makes
     meanwhile where it could not is theirs. The names undone."""
@@ -187,6 +194,8 @@ def remove_made(found: Found, writable: Callable[[Path], bool]) -> tuple[str, ..
     made = [name for name in names if name.startswith(".") and name not in found.dots
             and name not in WORKSPACE_READ_ONLY and name not in WORKSPACE_ORDINARY
             and writable(workspace / name)]
+    made += [str(path.relative_to(workspace)) for path in watched
+             if path.is_relative_to(workspace) and os.path.lexists(path)]
     moved = [(name, target) for name, target in found.links
              if writable(workspace / name) and not link_holds(workspace / name, target)]
     if (made or moved) and not os.access(workspace, os.W_OK):

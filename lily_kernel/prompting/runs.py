@@ -128,8 +128,8 @@ def removed_note(names: Sequence[str], *, links: bool) -> str:
     """What a run made that the sandbox does not keep (`links`: its links restored too)."""
     kept = "and its links as they were; " if links else ""
     return (f"[removed after the run: {', '.join(names)} (the sandbox keeps no new "
-            f"dot-entry at the workspace's top{', ' if links else '; '}{kept}set aside in "
-            ".lily/removed/)]")
+            "dot-entry at the workspace's top nor new files at Lily's own paths"
+            f"{', ' if links else '; '}{kept}set aside in .lily/removed/)]")
 
 
 def restarted_note(changed: Sequence[str]) -> str:

@@ -61,7 +61,7 @@ def test_a_workspace_holding_the_home_folder_keeps_placeholders_outside_it(tmp_p
     home = _home(tmp_path)
     workspace = home.parent
     plan = plan_mounts(workspace, [workspace / "lily.yaml", home / ".lily" / "persona"], home, [])
-    assert workspace / "lily.yaml" in plan.placeholders
+    assert workspace / "lily.yaml" in plan.watched  # no placeholder in the workspace (#37)
     assert not any(p.is_relative_to(home) for p in plan.placeholders)
     assert _shows(plan, workspace / "shared") is Shows.HOST_WRITABLE
     assert _shows(plan, home / ".bash_aliases") is Shows.EMPTY
@@ -122,9 +122,10 @@ def test_protected_by_rule_however_many_names_come_first(tmp_path: Path) -> None
         assert _shows(plan, workspace / hidden) is Shows.EMPTY, hidden
     for written in ("data.csv", "new.txt", "sub/out.txt", "-4999"):
         assert _shows(plan, workspace / written) is Shows.HOST_WRITABLE, written
-    # Placeholders only for Lily's own names: none for a protected name that is missing.
-    assert set(plan.placeholders) == {workspace / n for n in (
-        "lily.yaml", ".lily", "persona", "skills", ".agents", ".claude", ".git")}
+    # Watched, Lily's own missing names only (no placeholder, #37); `.lily` Lily makes.
+    assert plan.placeholders == ()
+    assert set(plan.watched) == {workspace / n for n in (
+        "lily.yaml", "persona", "skills", ".agents", ".claude", ".git")}
 
 
 def test_a_dotenv_folder_is_hidden_whole_and_a_link_to_nothing_gets_no_placeholder(
@@ -176,7 +177,7 @@ def _start_sandbox(plan: MountPlan, workspace: Path) -> subprocess.Popen[bytes]:
 def test_a_live_sandbox_is_a_change_once_the_host_replaced_what_a_mount_lay_on(
         tmp_path: Path) -> None:
     """A mount holds an entry, not a name: when the person saves .env by writing a new
-    file over it (as editors do), or makes .venv again, or removes the empty lily.yaml,
+    file over it (as editors do), or makes .venv again, or makes a lily.yaml,
     the running sandbox sees the new one as it is. The plan says so, by the mounts the
     sandbox still has (what the kernel asks before each run, and restarts for)."""
     workspace = _persons_workspace(tmp_path)
@@ -189,7 +190,7 @@ def test_a_live_sandbox_is_a_change_once_the_host_replaced_what_a_mount_lay_on(
         (workspace / ".env.new").replace(workspace / ".env")
         (workspace / ".venv").rename(workspace / "old-venv")
         (workspace / ".venv").mkdir()
-        (workspace / "lily.yaml").unlink()  # the placeholder, taken for clutter
+        (workspace / "lily.yaml").write_text("model: local\n")  # missing: watched
         (workspace / "report.csv").write_text("no change\n")
         changed = plan.changes(process.pid)
         assert {".env", ".venv", "lily.yaml"} <= set(changed), changed
@@ -221,17 +222,17 @@ def test_a_run_keeps_no_new_dot_entry_at_the_top_and_its_links_as_they_were(
     (workspace / ".tools").unlink()
     (workspace / ".tools" / "bin").mkdir(parents=True)
     (workspace / "out.txt").write_text("an output\n")
-    (workspace / ".git").mkdir()  # bubblewrap's placeholder, removed by its own rule
-    assert sorted(plan.remove_made()) == [".envrc", ".outside", ".tools", ".vscode2"]
+    (workspace / ".git").mkdir()  # one of Lily's names, missing when planned (#37)
+    assert sorted(plan.remove_made()) == [".envrc", ".git", ".outside", ".tools", ".vscode2"]
     assert os.readlink(workspace / ".tools") == "envs/main"
     assert (outside / "keep.txt").read_text() == "not the run's\n"
     # Set aside, not deleted (the person may have made one meanwhile): under .lily/.
     aside, = (workspace / ".lily" / "removed").iterdir()
-    assert sorted(p.name for p in aside.iterdir()) == [".envrc", ".outside", ".tools",
+    assert sorted(p.name for p in aside.iterdir()) == [".envrc", ".git", ".outside", ".tools",
                                                       ".vscode2"]
     assert (aside / ".envrc").read_text() == "echo pwned\n"
     assert (aside / ".outside").is_symlink() and (aside / ".tools" / "bin").is_dir()
-    for kept in ("out.txt", ".git", ".venv", ".vscode", ".env", ".pre-commit-config.yaml"):
+    for kept in ("out.txt", ".venv", ".vscode", ".env", ".pre-commit-config.yaml"):
         assert (workspace / kept).exists(), kept
     assert plan.remove_made() == ()
 

@@ -132,10 +132,11 @@ def test_what_was_cut_is_said_with_its_size() -> None:
 def test_what_a_run_left_and_the_sandbox_removed() -> None:
     assert removed_note([".x", ".y"], links=True) == (
         "[removed after the run: .x, .y (the sandbox keeps no new dot-entry at the "
-        "workspace's top, and its links as they were; set aside in .lily/removed/)]")
-    assert removed_note([".x"], links=False) == (
-        "[removed after the run: .x (the sandbox keeps no new dot-entry at the workspace's "
-        "top; set aside in .lily/removed/)]")
+        "workspace's top nor new files at Lily's own paths, and its links as they were; "
+        "set aside in .lily/removed/)]")
+    assert removed_note(["lily.yaml"], links=False) == (
+        "[removed after the run: lily.yaml (the sandbox keeps no new dot-entry at the "
+        "workspace's top nor new files at Lily's own paths; set aside in .lily/removed/)]")
     assert restarted_note([".env"]) == (
         "[the Python kernel was started again: .env changed in the workspace since it "
         "started, and its sandbox no longer protected it; its variables are gone]")

@@ -266,9 +266,10 @@ def test_policy_scripts_are_denied_by_default_and_star_does_not_cover_them() -> 
 
 
 def test_the_sandbox_keeps_lilys_files_even_before_they_exist(tmp_path: Path) -> None:
-    """A script cannot plant Lily's configuration or instructions (missing ones
-    included), nor code that runs later (.git hooks, a virtualenv), nor read the
-    workspace's .env or the home folder's private files; it still writes its outputs."""
+    """A script cannot plant Lily's configuration or instructions (a missing one, held
+    by no placeholder, is set aside after the run: #37), nor code that runs later (.git
+    hooks, a virtualenv), nor read the workspace's .env or the home folder's private
+    files; it still writes its outputs."""
     sandbox = sandbox_or_skip()
     folder = tmp_path / "skills-root" / "formfill"
     shutil.copytree(FIXTURES / "skill_files" / "formfill", folder)
@@ -309,15 +310,18 @@ def test_the_sandbox_keeps_lilys_files_even_before_they_exist(tmp_path: Path) ->
     for path in ("lily.yaml", "skills", ".env"):
         assert f"unmount {workspace / path}: refused" in out, out
     assert "remount-root: refused" in out and not marker.exists(), out
+    missing = ("lily.yaml", "persona/", "skills/", ".agents/", ".claude/")
     for path in planted:
-        assert f"plant {workspace / path}: refused" in out, out
+        done = "written" if path.startswith(missing) else "refused"
+        assert f"plant {workspace / path}: {done}" in out, out
         assert not (workspace / path).exists() or path == ".envrc", path
+    assert "[removed after the run: .agents, .claude, lily.yaml, persona, skills " in out, out
     assert "plant outputs/report.txt: written" in out
     assert (workspace / "outputs" / "report.txt").read_text() == "planted"
     assert "hunter2" not in out and "PRIVATE KEY" not in out, out
-    # The placeholders that held the missing paths are gone: the workspace is as it was.
+    # What the run made at the missing paths is set aside: the workspace is as it was.
     assert sorted(p.name for p in workspace.iterdir()) == [
-        ".env", ".env.local", ".envrc", ".git", ".venv", "app", "outputs"]
+        ".env", ".env.local", ".envrc", ".git", ".lily", ".venv", "app", "outputs"]
     assert (workspace / ".envrc").read_text() == "export MY_SECRET=hunter2-direnv\n"
 
 
@@ -398,11 +402,14 @@ def test_scripts_run_when_the_workspace_holds_the_home_folder_and_the_lily_home(
                        {**ENVIRON, "HOME": str(home)}, sandbox)
     result = run(plan)
     assert result.exit_code == 0, result.output
-    for path in planted:
-        assert f"plant {path}: refused" in result.output, result.output
+    for path in planted:  # at the workspace's top, missing: written, then set aside (#37)
+        done = "written" if path.parent in (workspace, workspace / "skills" / "x") \
+            and workspace != home else "refused"
+        assert f"plant {path}: {done}" in result.output, result.output
     assert f"plant {home / 'work' / 'out.txt'}: written" in result.output
-    assert _tree(workspace) == before | {(home / "work" / "out.txt").relative_to(workspace)
-                                         .as_posix()}
+    left = {p for p in _tree(workspace) - before if not p.startswith(".lily/removed")}
+    assert left == {(home / "work" / "out.txt").relative_to(workspace).as_posix()} | (
+        {".lily"} if workspace != home else set())
 
 
 @HOME_AT
@@ -448,8 +455,8 @@ def test_nothing_new_can_be_made_at_the_top_of_the_home_folder(tmp_path: Path,
     assert "PRIVATE KEY" not in out and "hunter2" not in out, out
     new = [home / "work" / "sub", home / "work" / "sub" / "out.txt",
            home / "work" / "via-link.txt"]
-    if workspace != home:
-        new += [workspace / "shared", workspace / "shared" / "out.txt"]
+    if workspace != home:  # and Lily's own folder, made by Lily where a run could write
+        new += [workspace / "shared", workspace / "shared" / "out.txt", workspace / ".lily"]
     assert _tree(workspace) == before | {p.relative_to(workspace).as_posix() for p in new}
 
 

@@ -143,12 +143,13 @@ def test_the_sandbox_holds_from_inside_python(py_kernel: LilyProcess) -> None:
         "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=2); found.append('net')\n"
         "except OSError:\n    pass\n"
         "found.append('secret') if any('SECRET' in v for v in os.environ.values()) else None\n"
-        "try:\n    open('lily.yaml', 'w').write('model: x'); found.append('config')\n"
-        "except OSError:\n    pass\n"
-        "print('escapes:', found)")
+        "print('escapes:', found)\n"
+        "with open('lily.yaml', 'w') as config:\n    config.write('policy: auto')")
     assert checks.status == "ok", checks.reply
     assert _streams(checks) == "escapes: []\n"
-    assert not (py_kernel.workspace / "lily.yaml").read_text()  # the empty placeholder
+    # No placeholder holds the missing lily.yaml (#37): the one the code wrote is set aside.
+    assert not (py_kernel.workspace / "lily.yaml").exists()
+    assert "[removed after the run: lily.yaml " in _streams(checks, "stderr")
 
 
 def test_the_stop_button_ends_the_cell_and_keeps_the_namespace(
