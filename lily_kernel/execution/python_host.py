@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.cgroups import RunGroup, open_run_group
@@ -32,6 +32,9 @@ from lily_kernel.execution.mounts import MountPlan, remove_placeholders
 from lily_kernel.execution.plan import sandbox_mounts
 from lily_kernel.execution.sandbox import Sandbox, sandboxed, script_environment
 from lily_kernel.execution.subkernel import RunReply, Subkernel
+
+if TYPE_CHECKING:
+    from lily_kernel.execution.installs import RunEnvironment
 
 __all__ = ["MAX_KEPT_BYTES", "MAX_RUN_BYTES", "PythonHost"]
 
@@ -78,10 +81,23 @@ class PythonHost(ReadsSettings):
         return kernel if kernel is not None and kernel.alive else None
 
     def choice(self) -> KernelChoice:
-        """The kernel a run uses (looked up once; raises ToolError)."""
+        """The kernel a run uses (looked up once, its environment asked where it is;
+        raises ToolError)."""
         if self._choice is None:
-            self._choice = choose_kernel(self.kernel_name)
+            self._choice = choose_kernel(self.kernel_name, self.workspace.resolve(),
+                                         self.environ, self.sandbox().bwrap)
         return self._choice
+
+    def python_environment(self) -> RunEnvironment | None:
+        """The kernel's environment as runs get it (the kernel, the shell, skill
+        scripts), the workspace's installs made; None when it is not known (no sandbox,
+        a kernelspec that does not start a Python). Raises ToolError."""
+        environment = self.choice().environment
+        if environment is None:
+            return None
+        from lily_kernel.execution.installs import prepare_environment
+
+        return prepare_environment(environment, self.workspace.resolve(), self.environ)
 
     def check(self) -> KernelChoice:
         """Whether Python can run here at all, before anyone is asked: a sandbox, a
@@ -129,8 +145,11 @@ class PythonHost(ReadsSettings):
         bwrap = box.bwrap
         folder = make_private_folder("python")  # the connection file's, read-only inside
         workspace = self.workspace.resolve()
-        mounts = self._mounts = sandbox_mounts(workspace, self.protected, self.environ,
-                                               [choice.installation, folder])
+        python = self.python_environment()
+        shown = [*python.shown] if python is not None else [choice.installation]
+        mounts = self._mounts = sandbox_mounts(
+            workspace, self.protected, self.environ, [*shown, folder],
+            installs=python.installs if python is not None else None)
         # The kernel and all it starts in one control group where the host allows it:
         # the process and memory limits for them together (a fork bomb from Python meets
         # pids.max, as a shell command's does), and what is left is killed with it.
@@ -143,6 +162,10 @@ class PythonHost(ReadsSettings):
 
         env = {**script_environment(self.environ, self.allowed_env), **choice.env,
                **(box.way_out.env if box.way_out is not None else {})}
+        if python is not None:  # its installs' interpreter, its bin/ first on PATH
+            env = python.applied(env)
+            if choice.argv[0] == str(python.environment.interpreter):
+                choice = replace(choice, argv=(str(python.python), *choice.argv[1:]))
         kernel = Subkernel(choice, wrap, workspace, env, folder)
         self._kernel = kernel
         try:

@@ -29,6 +29,7 @@ OUTPUT_MESSAGES = ("stream", "display_data", "execute_result", "error", "update_
 Status = Literal["ok", "error", "timeout", "interrupted", "output_limit"]
 _TEXT = re.compile(rb'"text"\s*:\s*"')
 _NAME = re.compile(rb'"name"\s*:\s*"(stdout|stderr)"')
+_MISSING = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 
 
 def _output(msg: dict[str, Any]) -> dict[str, Any]:
@@ -133,3 +134,17 @@ class RunReply:
     kernel_ended: bool = False
     timeout: float = 0.0  # the time limit it ran under, in seconds
     limit_bytes: int = 0  # the output it was allowed at most (past it: `output_limit`)
+
+    @property
+    def error_name(self) -> str | None:
+        """The error's class name (`ModuleNotFoundError`), when the run raised one."""
+        return self.error.split(":", 1)[0].strip() or None if self.error else None
+
+    @property
+    def missing_module(self) -> str | None:
+        """The top-level module an import did not find (`polars` of `polars.io`), when
+        the run failed for that."""
+        if self.error_name != "ModuleNotFoundError" or self.error is None:
+            return None
+        found = _MISSING.search(self.error)
+        return found[1].split(".")[0] if found else None

@@ -24,6 +24,7 @@ from lily_kernel.execution.limits import Limits, ReadsSettings, SettingsSource
 if TYPE_CHECKING:  # asyncio, the sandbox and control groups come with the first run:
     import asyncio  # `lily skills` and the kernel's start build no run
 
+    from lily_kernel.execution.installs import RunEnvironment
     from lily_kernel.execution.mounts import MountPlan
     from lily_kernel.execution.sandbox import Sandbox
     from lily_kernel.execution.way_out import WayOut
@@ -254,10 +255,25 @@ class ScriptHost(ReadsSettings):
     environ: Mapping[str, str]
     settings: SettingsSource
     run: Callable[[ScriptPlan, float], Awaitable[RunResult]] = run_process
+    # The session's Python environment (the kernel's, with the workspace's installs):
+    # its bin/ first on every run's PATH, skill scripts' Python. runtime/services.py.
+    python: Callable[[], RunEnvironment | None] | None = None
     # The session's way out of the sandbox (its proxy, started on first use), given to
     # every sandboxed run: runtime/services.py.
     way_out: Callable[[], WayOut | None] | None = None
     _sandbox: Sandbox | None = field(default=None, repr=False)
+
+    def python_environment(self) -> RunEnvironment | None:
+        """The session's Python environment for a run; None when there is none or it
+        cannot be found (the `python` tool says why; a command runs with the host's PATH)."""
+        if self.python is None:
+            return None
+        from lily_kernel.errors import LilyError
+
+        try:
+            return self.python()
+        except LilyError:
+            return None
 
 
     def sandbox(self) -> Sandbox:

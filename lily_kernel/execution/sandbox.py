@@ -23,6 +23,7 @@ __all__ = [
     "SCRIPT_ENV",
     "Sandbox",
     "find_sandbox",
+    "probe_argv",
     "sandboxed",
     "script_environment",
     "search_path",
@@ -108,6 +109,13 @@ def script_environment(environ: Mapping[str, str], allowed: Collection[str] = ()
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the skill folder is read-only in the sandbox
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def probe_argv(bwrap: str, command: list[str]) -> list[str]:
+    """`command` in a sandbox that only looks: the host's files read-only, no network,
+    no capabilities (asking an interpreter where its environment is)."""
+    return [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_NAMESPACES,
+            "--new-session", "--chdir", "/", "--", *command]
 
 
 def sandboxed(bwrap: str, command: list[str], workspace: Path, mounts: MountPlan,

@@ -52,7 +52,8 @@ class Services:
         """How skill scripts and shell commands run here."""
         return ScriptHost(self.workspace().host.environ,
                           lambda: self.workspace().script_settings(), run=self.run_script,
-                          way_out=self.way_out)
+                          way_out=self.way_out,
+                          python=lambda: self.python.python_environment())
 
     def way_out(self) -> WayOut | None:
         """The sandbox's way out: the session's proxy (network/proxy.py), started with the

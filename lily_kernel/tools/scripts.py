@@ -29,6 +29,7 @@ from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolResult
 from lily_kernel.tools.skill_files import active_skill, resolve_in_skill
 
 if TYPE_CHECKING:  # the sandbox's machinery loads with the first run, not at the start
+    from lily_kernel.execution.installs import RunEnvironment
     from lily_kernel.execution.sandbox import Sandbox
 
 __all__ = ["RUN_SKILL_SCRIPT", "plan_script", "run_skill_script_tool"]
@@ -40,14 +41,16 @@ _SHELLS = {".sh": "sh", ".bash": "bash", ".zsh": "zsh"}
 _NODE = (".js", ".mjs", ".cjs")
 
 
-def _interpreter(path: Path, relative: str, environ: Mapping[str, str]) -> list[str]:
-    """The command that runs `path`: by extension, else by its `#!` line."""
+def _interpreter(path: Path, relative: str, environ: Mapping[str, str],
+                 python: str = sys.executable) -> list[str]:
+    """The command that runs `path`: by extension, else by its `#!` line (`python`: the
+    session's Python, the kernel's)."""
     from lily_kernel.execution.sandbox import search_path
 
     search = search_path(environ)
     suffix = path.suffix.lower()
     if suffix == ".py":
-        return [sys.executable]
+        return [python]
     if suffix in _SHELLS:
         shell = shutil.which(_SHELLS[suffix], path=search) or (
             "/bin/sh" if suffix == ".sh" else None)
@@ -74,7 +77,7 @@ def _interpreter(path: Path, relative: str, environ: Mapping[str, str]) -> list[
         raise ToolError(f"'{relative}' has an empty #! line.")
     name = Path(words[0]).name
     if name.startswith("python"):
-        return [sys.executable, *words[1:]]
+        return [python, *words[1:]]
     found = shutil.which(words[0], path=search) if "/" not in words[0] else words[0]
     if found is None or not os.path.exists(found):
         raise ToolError(f"'{relative}' needs {words[0]}, which is not installed.")
@@ -83,9 +86,11 @@ def _interpreter(path: Path, relative: str, environ: Mapping[str, str]) -> list[
 
 def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: ToolContext,
                 environ: Mapping[str, str], sandbox: Sandbox,
-                allowed_env: Sequence[str] = (), limits: Limits | None = None) -> ScriptPlan:
+                allowed_env: Sequence[str] = (), limits: Limits | None = None,
+                python: RunEnvironment | None = None) -> ScriptPlan:
     """Resolve the script inside the skill's `scripts/` and build its command line
-    (sandboxed where bubblewrap works, under `limits`: execution/plan.py)."""
+    (sandboxed where bubblewrap works, under `limits`: execution/plan.py; a Python
+    script with the session's Python, `python`, where there is one)."""
     target, relative = resolve_in_skill(skill, script)
     if not relative.startswith("scripts/"):
         raise ToolError(f"'{short_path(script)}' is not in the skill's scripts/ folder; "
@@ -100,13 +105,16 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
         digest = hashlib.sha256(target.read_bytes()).hexdigest()
     except OSError as exc:
         raise ToolError(f"cannot read '{relative}': {exc.strerror}.") from None
-    command = [*_interpreter(target, relative, environ), str(target), *arguments]
+    interpreter = str(python.python) if python is not None else sys.executable
+    command = [*_interpreter(target, relative, environ, interpreter), str(target),
+               *arguments]
     from lily_kernel.execution.plan import plan_process
 
     process = plan_process(command, ctx.workspace, ctx.protected, environ, sandbox,
                            limits=limits or Limits(), allowed_env=allowed_env,
                            visible=[skill.folder.resolve(),
-                                    Path(command[0]).resolve().parent.parent])
+                                    Path(command[0]).resolve().parent.parent],
+                           python=python)
     return ScriptPlan(skill=skill.name, script=relative, sha256=digest,
                       arguments=tuple(arguments), **vars(process))
 
@@ -143,7 +151,7 @@ async def _plan(args: RunSkillScriptArgs, ctx: ToolContext) -> ScriptPlan:
 
     return await asyncio.to_thread(lambda: plan_script(
         active_skill(ctx), args.script, args.args, ctx, host.environ, host.sandbox(),
-        host.allowed_env, host.limits))
+        host.allowed_env, host.limits, host.python_environment()))
 
 
 async def _prepare(args: RunSkillScriptArgs, ctx: ToolContext) -> Question:

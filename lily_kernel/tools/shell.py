@@ -67,7 +67,7 @@ def plan_shell(command: str, ctx: ToolContext, host: ScriptHost) -> ShellPlan:
 
     process = plan_process([SHELL, "-c", command], ctx.workspace, ctx.protected,
                            host.environ, sandbox, limits=host.limits,
-                           allowed_env=host.allowed_env)
+                           allowed_env=host.allowed_env, python=host.python_environment())
     return ShellPlan(command=command, sha256=hashlib.sha256(command.encode()).hexdigest(),
                      **vars(process))
 

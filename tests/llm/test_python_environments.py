@@ -1,0 +1,215 @@
+"""The person's environment as the kernel, the shell and pip meet it (#36, items 2 and 3):
+a venv under the home folder or /tmp named as `python_kernel` (by its folder, and by a
+kernelspec's name) starts and runs code; the shell's `python` and `pip` are the kernel's;
+`pip install` of a wheel the test builds lands in the workspace's environment, imports in
+the running kernel and in the shell, and leaves Lily's own environment and the person's
+untouched. Real bubblewrap, real IPython subkernels, the real gate."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lily_kernel.events import EventLog
+from lily_kernel.execution.installs import INSTALLS
+from lily_kernel.execution.limits import Limits, RunSettings
+from lily_kernel.execution.python_host import PythonHost
+from lily_kernel.execution.runner import ScriptHost
+from lily_kernel.execution.sandbox import find_sandbox
+from lily_kernel.prompting import tool_result_text
+from lily_kernel.runtime.tool_gate import ToolGate
+from lily_kernel.tools import Hosts, ToolContext, default_registry
+from tests.support.shell_gate import shell_policy
+from tests.support.sink import RecordingSink
+
+VERSION = "{}.{}".format(*sys.version_info[:2])
+LILYS_SITE = Path(sys.prefix) / "lib" / f"python{VERSION}" / "site-packages"
+
+pytestmark = pytest.mark.skipif(
+    not find_sandbox(os.environ).available and os.environ.get("CI") != "true",
+    reason=f"no working bubblewrap here ({find_sandbox(os.environ).reason})")
+
+
+def make_venv(folder: Path, *, ipykernel: bool = True) -> Path:
+    """A real venv (`python -m venv`), holding a module of its own (`dsmarker`): only its
+    own site-packages has it. Its ipykernel (and pip) are Lily's, through a `.pth` file,
+    as a venv made with --system-site-packages over an environment would have them."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    site = folder / "lib" / f"python{VERSION}" / "site-packages"
+    (site / "dsmarker.py").write_text(f"WHERE = {str(folder)!r}\n")
+    if ipykernel:
+        (site / "from_lily.pth").write_text(f"{LILYS_SITE}\n")
+    return folder
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def build_wheel(folder: Path, name: str, version: str = "1.0") -> Path:
+    """A pure-Python wheel of one module `name` (`VALUE = 42`), as a build backend makes
+    one: its files, METADATA, WHEEL and a RECORD with their hashes."""
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": b"VALUE = 42\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                 .encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: lily-tests\n"
+                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{path},sha256={_digest(data)},{len(data)}" for path, data in files.items()]
+    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+@dataclass
+class Session:
+    """A session's two hosts wired as runtime/services.py wires them: the shell's runs
+    get the kernel's environment."""
+
+    workspace: Path
+    kernel: PythonHost
+    scripts: ScriptHost
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
+        """The model's call through the real gate, allowed: its status and its text."""
+        context = ToolContext(self.workspace, services=Hosts(self.scripts, self.kernel))
+        gate = ToolGate(default_registry(), shell_policy(allow=("python", "shell")),
+                        context, EventLog(None, "test"))
+        outcome = asyncio.run(gate.run(RecordingSink(), tool, arguments, "model",
+                                       offered=[tool]))
+        return outcome.status, tool_result_text(outcome.status, outcome.text)
+
+    def python(self, code: str) -> str:
+        status, text = self.call("python", {"code": code})
+        assert status == "ran", text
+        return text
+
+    def shell(self, command: str) -> str:
+        status, text = self.call("shell", {"command": command})
+        assert status == "ran", text
+        return text
+
+
+@pytest.fixture
+def session_of(workspace: Path) -> Iterator[Any]:
+    made: list[PythonHost] = []
+
+    def start(kernel: str | None, environ: dict[str, str]) -> Session:
+        settings = RunSettings(240, limits=Limits())
+        scripts = ScriptHost(environ, settings)
+        host = PythonHost(environ, workspace, [], scripts.sandbox, kernel, settings=settings)
+        scripts.python = host.python_environment
+        made.append(host)
+        return Session(workspace, host, scripts)
+
+    yield start
+    for host in made:
+        host.close()
+
+
+def _said(text: str) -> dict[str, Any]:
+    line = next(line for line in text.splitlines() if line.startswith("{"))
+    return dict(json.loads(line))
+
+
+_WHERE = ("import json, sys, dsmarker; print(json.dumps({'prefix': sys.prefix, "
+          "'base': sys.base_prefix, 'marker': dsmarker.WHERE}))")
+
+
+def test_a_venv_under_home_named_by_its_folder_is_the_kernels_and_the_shells(
+        session_of: Any, workspace: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    venv = make_venv(home / ".venvs" / "ds")
+    session = session_of("~/.venvs/ds", {"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    kernel = _said(session.python(_WHERE))
+    installs = str(workspace.resolve() / INSTALLS)
+    assert kernel == {"prefix": installs, "base": os.path.realpath(sys.base_prefix),
+                      "marker": str(venv)}
+    shell = _said(session.shell(f"python -c \"{_WHERE}\""))
+    assert shell == kernel
+    which = session.shell("command -v python; command -v pip")
+    assert f"{installs}/bin/python\n{installs}/bin/pip\n" in which
+    # The model reads which module is missing, and that installing needs the person.
+    status, text = session.call("python", {"code": "import polars_not_here"})
+    assert "the module 'polars_not_here' is not installed" in text, (status, text)
+
+
+def test_a_venv_under_tmp_named_by_a_kernelspec_starts(
+        session_of: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = make_venv(tmp_path / "venvs" / "ds2")
+    spec = tmp_path / "jupyter" / "kernels" / "ds2"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f",
+                 "{connection_file}"], "display_name": "Python (ds2)", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    session = session_of("ds2", {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    assert _said(session.python(_WHERE))["marker"] == str(venv)
+
+
+def test_an_environment_without_ipykernel_says_the_command_that_adds_it(
+        session_of: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = make_venv(tmp_path / "home" / ".venvs" / "bare", ipykernel=False)
+    environ = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    status, text = session_of("~/.venvs/bare", environ).call("python", {"code": "1"})
+    assert status != "ran"
+    assert f"`{venv}/bin/python -m pip install ipykernel`" in text, text
+    spec = tmp_path / "jupyter" / "kernels" / "bare"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f",
+                 "{connection_file}"], "display_name": "Bare", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    status, text = session_of("bare", environ).call("python", {"code": "1"})
+    assert status != "ran" and "-m pip install ipykernel" in text, text
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def test_pip_installs_into_the_workspaces_environment_for_the_kernel_and_the_shell(
+        session_of: Any, workspace: Path, tmp_path: Path) -> None:
+    venv = make_venv(tmp_path / "home" / ".venvs" / "ds")
+    build_wheel(workspace / "wheels", "lilywheelone")
+    build_wheel(workspace / "wheels", "lilywheeltwo")
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    before = {"lily": _files(LILYS_SITE), "venv": _files(venv)}
+    session = session_of("~/.venvs/ds", {"HOME": str(tmp_path / "home"),
+                                         "PATH": "/usr/bin:/bin"})
+    assert "No module named 'lilywheelone'" in session.call(
+        "python", {"code": "import lilywheelone"})[1]  # the kernel runs before the install
+    installed = session.shell("pip install --no-index --find-links wheels lilywheelone")
+    assert "Successfully installed lilywheelone-1.0" in installed, installed
+    assert "42 " + str(workspace.resolve() / INSTALLS) in session.python(
+        "import lilywheelone, sys; print(lilywheelone.VALUE, sys.prefix)")
+    assert "42" in session.shell("python -c 'import lilywheelone; print(lilywheelone.VALUE)'")
+    # From Python too (`%pip`, as a notebook does), into the same environment.
+    assert "Successfully installed lilywheeltwo" in session.python(
+        "%pip install --no-index --find-links wheels lilywheeltwo")
+    assert "42" in session.shell("python -c 'import lilywheeltwo; print(lilywheeltwo.VALUE)'")
+    site = workspace / INSTALLS / "lib" / f"python{VERSION}" / "site-packages"
+    assert (site / "lilywheelone" / "__init__.py").is_file()
+    assert (site / "lilywheeltwo" / "__init__.py").is_file()
+    # Lily's own environment and the person's venv are as they were; git ignores it all.
+    assert {"lily": _files(LILYS_SITE), "venv": _files(venv)} == before
+    status = subprocess.run(["git", "-C", str(workspace), "status", "--porcelain",
+                             "--untracked-files=all"], capture_output=True, text=True,
+                            check=True).stdout
+    assert ".lily" not in status and "wheels/" in status
