@@ -53,7 +53,29 @@ from lily_kernel.trust import (
     untrusted_settings,
 )
 
-__all__ = ["Workspace"]
+__all__ = ["Workspace", "served_folder"]
+
+def served_folder(environ: Mapping[str, str]) -> Path | None:
+    """The folder the Jupyter server that started this kernel serves (its `root_dir`,
+    from `jpserver-<pid>.json` in Jupyter's runtime folder, the pid this process's
+    parent's): where a notebook's project ends outside a repository (skills/roots.py).
+    None where no server started it (a terminal, nbclient: no `JPY_SESSION_NAME`), or
+    its file says nothing usable. The notebook's path alone cannot tell: jupyter_server 2
+    gives it in full, and the kernel's folder is the notebook's."""
+    if not environ.get("JPY_SESSION_NAME"):
+        return None
+    import json
+
+    from jupyter_core.paths import jupyter_runtime_dir  # loaded with the kernel already
+
+    try:
+        info = Path(jupyter_runtime_dir()) / f"jpserver-{os.getppid()}.json"
+        root = json.loads(info.read_text(encoding="utf-8")).get("root_dir")
+    except (OSError, ValueError, AttributeError):
+        return None
+    path = Path(root).expanduser() if isinstance(root, str) and root else None
+    return path.resolve() if path is not None and path.is_absolute() else None
+
 
 def _person_home(environ: Mapping[str, str] | None) -> Path | None:
     """The home folder of the environment given (its HOME), else the process's."""
@@ -102,6 +124,7 @@ class Workspace:
         own = tuple(r.path for r in resolve_skill_roots(base, workspace, home)
                     if r.source not in ARRIVING_SOURCES)  # the person's own hold no arrival
         host_environ = environ if environ is not None else os.environ
+        served = served_folder(host_environ)
         trust = TrustState(workspace, store, trusted_by_environment(host_environ),
                            person_roots=own,
                            digests=DigestCache(lily_home(base) / "cache" / DIGEST_CACHE_FILE),
@@ -136,7 +159,7 @@ class Workspace:
             registry=registry,
             commands=commands,
             policy=policy,
-            skill_roots=resolve_skill_roots(config, workspace, home),
+            skill_roots=resolve_skill_roots(config, workspace, home, served),
             persona_roots=persona,
             host=host or Host(environ=dict(environ) if environ is not None else Host().environ),
             trust=trust,
