@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run Lily's whole test suite (the README's second command; .ci/run calls it too): the
-# lint (ruff) and type (mypy) checks, then pytest. Both checks are configured and their
-# versions pinned in pyproject.toml.
+# lint check (ruff), then pytest with the type check (mypy) beside it. Both checks are
+# configured and their versions pinned in pyproject.toml.
 # Needs the environment ./setup.sh made. Extra arguments go to pytest.
 # pytest runs on two workers (pytest-xdist): most slow tests wait on a kernel, a browser
 # or a model, so two keep both cores busy; each slow module stays on one worker, the
@@ -19,6 +19,18 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
     || { echo "test.sh: chromium could not be installed:" >&2; tail -5 /tmp/lily-chromium-install.log >&2; }
 fi
 .venv/bin/python -m ruff check .
-.venv/bin/python -m mypy
-exec .venv/bin/python -m pytest -n "${LILY_TEST_WORKERS:-2}" --dist loadgroup \
-  --no-loadscope-reorder "$@"
+# mypy runs beside pytest (on a fresh clone its cold cache takes minutes, mostly of one
+# core, while most slow tests wait): its report is printed after pytest's, and either
+# failing fails the run.
+types=$(mktemp)
+trap 'rm -f "$types"' EXIT
+.venv/bin/python -m mypy >"$types" 2>&1 &
+mypy_pid=$!
+status=0
+.venv/bin/python -m pytest -n "${LILY_TEST_WORKERS:-2}" --dist loadgroup \
+  --no-loadscope-reorder "$@" || status=$?
+types_status=0
+wait "$mypy_pid" || types_status=$?
+sed 's/^/mypy: /' "$types"
+[ "$types_status" = 0 ] || { [ "$status" != 0 ] || status=$types_status; }
+exit "$status"

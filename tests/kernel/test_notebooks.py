@@ -147,8 +147,11 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     out = tmp_path / "executed.ipynb"
     done = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "run",
                            "notebooks/quickstart.ipynb", "--output", str(out)],
-                          cwd=REPO, env=kernel_env(tmp_path / "home"), capture_output=True,
-                          text=True, timeout=900)
+                          # Answers of at most 256 tokens (1,024 by default), as in
+                          # tests/llm/test_local_model.py: three whole answers, in a
+                          # fraction of the time on a loaded machine.
+                          cwd=REPO, env=kernel_env(tmp_path / "home", LILY_MAX_TOKENS="256"),
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("In [1]: /help\n    Lily commands\n")
     nb = nbformat.read(out, as_version=4)
