@@ -11,7 +11,6 @@ it); addresses compare as addresses (`::0001` is `::1`).
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -60,6 +59,8 @@ class HostPattern:
 
 
 def _address(text: str) -> str | None:
+    import ipaddress  # (a lily.yaml naming hosts only: not on the kernel's start path)
+
     try:
         return str(ipaddress.ip_address(text))
     except ValueError:

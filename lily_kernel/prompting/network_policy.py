@@ -43,4 +43,6 @@ def network_refusals_text(text: str, refused: list[str]) -> str:
     model reads why (a client's own message is often only `403 Forbidden`); a line the
     output already holds (curl prints the proxy's) is not said twice."""
     unsaid = [line for line in refused if line not in text]
-    return "\n".join([text.rstrip("\n"), *unsaid]) if unsaid else text
+    if not unsaid:
+        return text
+    return "\n".join([text.rstrip("\n"), *unsaid] if text.strip() else unsaid)

@@ -137,3 +137,15 @@ def test_an_untrusted_lily_yaml_allow_is_held_and_named(tmp_path: Path) -> None:
                           trust_store=TrustStore(None))
     assert mine.config.network.allow == ("pypi.org",)  # the person's own: applies
     assert not [line for line in mine.held_settings if line.startswith("network.allow")]
+
+
+def test_a_refusal_the_output_says_already_is_not_added_twice() -> None:
+    from lily_kernel.prompting.network_policy import network_refusals_text
+
+    line = "blocked by Lily's network policy: example.org (not allowed; ask the person or " \
+           "add it to network.allow)"
+    assert network_refusals_text("[exit code 56]\ncurl: (56) 403", [line]) == \
+        f"[exit code 56]\ncurl: (56) 403\n{line}"
+    assert network_refusals_text(f"[exit code 56]\n{line}\n", [line]) == \
+        f"[exit code 56]\n{line}\n"
+    assert network_refusals_text("", [line]) == line
