@@ -89,13 +89,21 @@ def test_allowed_asked_denied_unattended_full_auto_and_replayed(
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "lily.yaml").write_text(
-        "tools:\n  allow: [shell]\nnetwork:\n  deny: [blocked.test]\n")
+        "tools:\n  allow: [shell, python]\nnetwork:\n  deny: [blocked.test]\n")
     allowed = f"127.0.0.1:{files}"
     settings = _settings(server, LILY_NETWORK_ALLOW=allowed)
     with lily_kernel(workspace, tmp_path / "home", **settings) as kernel:
         # Named in network.allow: reached, nobody asked.
         read, prompts, _ = _cell(kernel, server, _fetch(f"http://{allowed}/hello.txt"), [])
         assert prompts == [] and "hello-lily" in read
+        # The session's Python kernel goes through the same proxy, under the same policy.
+        server.replies.clear()
+        server.script(Reply(tool_calls=[tool_call("python", {"code": (
+            "import urllib.request\n"
+            f"print(urllib.request.urlopen('http://{allowed}/hello.txt').read())")})]),
+            Reply(text="Done."))
+        run, prompts = execute_answering(kernel, "Go", [])
+        assert run.status == "ok" and prompts == [] and "hello-lily" in _result(server)
         # Nobody named it: asked; no.
         unnamed = f"http://localhost:{files}/hello.txt"
         read, prompts, shown = _cell(kernel, server, _fetch(unnamed), ["n"])
@@ -134,7 +142,8 @@ def test_allowed_asked_denied_unattended_full_auto_and_replayed(
     assert ("localhost", files, False, "refused-address") in seen
     assert ("blocked.test", 80, False, "policy") in seen
     assert ("localhost", files + 1, False, "no-answer") in seen
-    assert all(e["tool"] == "shell" for e in events)
+    assert [e["tool"] for e in events][:2] == ["shell", "python"]
+    assert all(e["tool"] == "shell" for e in events[2:])
     # The session replayed: the network decided again, the same way.
     [log] = (workspace / ".lily" / "sessions").glob("*.jsonl")
     environ = kernel_env(tmp_path / "home", **settings)
@@ -144,7 +153,7 @@ def test_allowed_asked_denied_unattended_full_auto_and_replayed(
     # nothing, the replay refuses it, and the first run's output differs (its `code_run`
     # comes before the call's `network` events).
     (workspace / "lily.yaml").write_text(
-        f"tools:\n  allow: [shell]\nnetwork:\n  deny: [blocked.test, '{allowed}']\n")
+        f"tools:\n  allow: [shell, python]\nnetwork:\n  deny: [blocked.test, '{allowed}']\n")
     denied = replay_session(log, environ=environ).describe()
     assert "(code_run) differs in output_bytes" in denied, denied
 
