@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Literal
 
 __all__ = ["SkillChosenBy", "TrustApplied", "event_log_off", "forced_skill_cut",
-           "mcp_server_failed", "selection_refused", "skill_chosen", "tool_arguments_not_json",
-           "tool_ran", "trust_decided", "trust_help", "trust_store_problem",
-           "trusted_from_elsewhere"]
+           "mcp_server_failed", "rerun_replaced", "selection_refused", "skill_chosen",
+           "tool_arguments_not_json", "tool_ran", "trust_decided", "trust_help",
+           "trust_store_problem", "trusted_from_elsewhere"]
 
 # --- the workspace's trust ------------------------------------------------------------
 
@@ -74,6 +74,12 @@ def trusted_from_elsewhere(workspace: Path, applied: TrustApplied | None = None)
     """The person trusted the workspace from a terminal (or another notebook) meanwhile."""
     now = applied.words() if applied is not None else ""
     return f"Trusted from elsewhere: what came with {workspace} applies from this cell{now}."
+
+
+def rerun_replaced(text: str) -> str:
+    """`/rerun` of the last turn: which turn the new answer takes the place of."""
+    return (f'Asked again in place of the last turn, "{text}" (its answer is no longer in '
+            "the conversation).")
 
 
 # --- the session's services -------------------------------------------------------------

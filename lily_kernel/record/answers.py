@@ -14,7 +14,9 @@ tools it called run again through the gate, under today's policy.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lily_kernel.commands import Conversation, ConversationChange
@@ -36,6 +38,7 @@ from lily_kernel.record.notebook import (
     notebook_from_cell,
     notebook_of,
     read_saved_cells,
+    renamed_notebook,
     saved_cell,
     shown_path,
 )
@@ -46,6 +49,7 @@ from lily_kernel.validation import ShapeError, build
 __all__ = ["NotebookRecord", "TurnRef"]
 
 LISTED = 20  # conversations /resume lists
+MAX_FORMER = 20  # other notebooks' conversations looked into for a renamed one's, at most
 UNREADABLE = "their record cannot be read"
 
 
@@ -73,6 +77,7 @@ class NotebookRecord(RecordKeeper):
         self.index = RecordIndex(opening.workspace, writable=opening.log is not None)
         self.path = notebook_of(opening.environ, opening.workspace)
         self._told = False  # a damaged index is said once a session
+        self._cells: set[str] = set()  # the ids of this session's chat cells
         # Read as the session starts (the kernel starts it in the background, while the
         # front end connects): a cell then only looks its turn up.
         self._problem = self.index.refresh()
@@ -88,6 +93,10 @@ class NotebookRecord(RecordKeeper):
         notices = [problem] if problem and not self._told else []
         self._told = self._told or bool(problem)
         self.path = notebook_from_cell(facts.cell_id) or self.path
+        if facts.cell_id is not None:
+            self._cells.add(facts.cell_id)
+        if self.path is not None:  # renamed meanwhile (the first save's rename)
+            self.path = renamed_notebook(self.path, self._cells) or self.path
         first, self.considered = not self.considered, True
         history = list(inputs.history)
         parts, key = self.key(inputs, history)
@@ -191,7 +200,32 @@ class NotebookRecord(RecordKeeper):
         mine = self.opening.session_id[:8]
         turns = [e for e in self.index.turns(notebook)
                  if not e.conversation.startswith(f"{mine}-")]
-        return turns[0].conversation if turns else None
+        return turns[0].conversation if turns else self._former(mine)
+
+    def _former(self, mine: str) -> str | None:
+        """The newest conversation recorded under a name this notebook had before it was
+        renamed: the notebook by that name is gone, and one of its turns' cells is in this
+        notebook's saved file (a copy, whose file is still there, takes up nothing)."""
+        cells = read_saved_cells(self.path) if self.path is not None else "no notebook"
+        ids = set() if isinstance(cells, str) else {c.id for c in cells if c.id}
+        if not ids:
+            return None
+        looked: set[str] = set()
+        for entry in self.index.turns():  # newest first
+            if (entry.notebook in (None, self.notebook()) or entry.conversation in looked
+                    or entry.conversation.startswith(f"{mine}-")):
+                continue
+            looked.add(entry.conversation)
+            if len(looked) > MAX_FORMER:
+                return None
+            named = Path(entry.notebook)
+            if os.path.lexists(named if named.is_absolute()
+                               else self.opening.workspace / named):
+                continue
+            turn = self._turn(entry)
+            if turn is not None and turn[0].cell_id in ids:
+                return entry.conversation
+        return None
 
     def conversation_turns(self, conversation: str) -> list[TurnRef]:
         """A recorded conversation's turns, in order: those it took up, then its own
@@ -228,10 +262,14 @@ class NotebookRecord(RecordKeeper):
         for entry in self.index.turns():
             by.setdefault(entry.conversation, []).append(entry)
         newest = sorted(by.values(), key=lambda es: max(e.ts for e in es), reverse=True)
-        return [Conversation(es[0].conversation, es[0].notebook,
-                             recorded_time(max(e.ts for e in es)), len(es),
-                             min(es, key=lambda e: e.ts).text)
-                for es in newest[:LISTED]]
+        listed = []
+        for es in newest[:LISTED]:  # one that took turns up is listed with them, by its first
+            whole = self.conversation_turns(es[0].conversation)
+            first = whole[0].text if whole else min(es, key=lambda e: e.ts).text
+            listed.append(Conversation(es[0].conversation, es[0].notebook,
+                                       recorded_time(max(e.ts for e in es)),
+                                       max(len(whole), len(es)), first))
+        return listed
 
     def resume(self, wanted: str) -> ConversationChange:
         self.index.refresh()

@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = ["MAX_NOTEBOOK_BYTES", "SavedCell", "TurnCell", "earlier_turns",
-           "notebook_from_cell", "notebook_of", "read_saved_cells", "saved_cell", "shown_path"]
+           "notebook_from_cell", "notebook_of", "read_saved_cells", "renamed_notebook",
+           "saved_cell", "shown_path"]
 
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # outputs included; a notebook is rarely 10 MiB
 VSCODE_CELL = "vscode-notebook-cell"
@@ -50,6 +51,30 @@ def notebook_from_cell(cell_id: str | None) -> Path | None:
     if len(path) > 3 and path[0] == "/" and path[2] == ":":  # /c:/Users/… on Windows
         path = path[1:]
     return Path(path) if path.endswith(".ipynb") else None
+
+
+# How many notebooks beside a renamed one are looked into for its cells, at most.
+MAX_NEIGHBOURS = 200
+
+
+def renamed_notebook(old: Path, cell_ids: Collection[str]) -> Path | None:
+    """Where the notebook `old` went when it is gone: the newest notebook in its folder
+    whose saved cells hold one of `cell_ids` (cell ids are random: a renamed notebook
+    keeps them). JupyterLab renames `Untitled.ipynb` on its first save without telling
+    the kernel, whose JPY_SESSION_NAME keeps the old name. None when `old` is there, or
+    no notebook holds them."""
+    if os.path.lexists(old) or not cell_ids:
+        return None
+    try:
+        found = sorted(old.parent.glob("*.ipynb"), key=lambda p: p.stat().st_mtime,
+                       reverse=True)[:MAX_NEIGHBOURS]
+    except OSError:
+        return None
+    for path in found:
+        cells = read_saved_cells(path)
+        if not isinstance(cells, str) and any(c.id in cell_ids for c in cells):
+            return path
+    return None
 
 
 def shown_path(notebook: Path, workspace: Path) -> str:

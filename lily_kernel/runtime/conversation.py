@@ -14,7 +14,7 @@ from lily_kernel.commands import AskAgain
 from lily_kernel.commands.python import looks_like_python
 from lily_kernel.display import Notice
 from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE, PYTHON_CELL_HINT
-from lily_kernel.display.notices import forced_skill_cut
+from lily_kernel.display.notices import forced_skill_cut, rerun_replaced
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.record.key import offered_tools, persona_digest
@@ -98,6 +98,7 @@ async def ask_again(runtime: RuntimeCore, again: AskAgain, code: str, cell_id: s
                            "longer in this session's snapshot.")
     messages = runtime.session.conversation_state.messages
     dropped, messages[start:] = messages[start:], []
+    sink.show(Notice(rerun_replaced(last.text)))
     try:
         await converse(runtime, replace(last, code=code, cell_id=cell_id, fresh=True,
                                         rerun=True), forced, sink, stop)

@@ -231,7 +231,9 @@ def test_rerun_asks_the_last_turn_again_and_the_record_keeps_the_new_answer(
         run(again, "/rerun")
     run(again, CELLS[0])
     model, sink = run(again, "/rerun", reply("Four, freshly."))
-    assert sink.replies == ["Four, freshly."] and not sink.notices
+    assert sink.replies == ["Four, freshly."]
+    assert sink.notices == [f'Asked again in place of the last turn, "{CELLS[0]}" (its '
+                            'answer is no longer in the conversation).']
     assert [m["content"] for m in model.requests[0].messages[1:]] == [CELLS[0]]
     assert [m["content"] for m in again.session.conversation_state.messages] == \
         [CELLS[0], "Four, freshly."]
