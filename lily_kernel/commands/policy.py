@@ -39,7 +39,8 @@ def profile_line(policy: ToolPolicy, registry: ToolRegistry) -> str:
     if policy.auto:
         return (f"Policy: FULL AUTO: the tools that run code ({tools}) run without asking, "
                 "in the sandbox; `/policy ask` asks again. Still asked: tools.ask, and "
-                "every call that changes a folder you have not trusted.")
+                "every call that changes a folder you have not trusted. Hosts network.allow "
+                "does not name are refused, not asked (`/network`).")
     return (f"Policy: ask: the tools that run code ({tools}) ask before each call (answer "
             "`a` to stop asking about one for this session); `/policy auto` lets them run "
             "without asking.")

@@ -136,6 +136,12 @@ def test_full_auto_refuses_a_host_nobody_named(workspace: Path,
     assert sink.questions == []
     assert "full auto opens no host that network.allow does not name" in text
     assert _call(runtime, sink, "pypi.org") == "connected"
+    shown = RecordingSink()
+    asyncio.run(runtime.run_cell("/policy", shown))
+    from lily_kernel.display import render_plain
+
+    said = render_plain(shown.values[0])  # type: ignore[arg-type]
+    assert "Hosts network.allow does not name are refused, not asked" in said
 
 
 def test_an_untrusted_folders_allow_is_held_so_its_host_is_asked(
