@@ -117,6 +117,7 @@ class MountPlan:
 
     mounts: tuple[Mount, ...]
     found: Found
+    installs: Path | None = None  # the workspace's environment for packages, writable
 
     @property
     def watched(self) -> tuple[Path, ...]:
@@ -148,8 +149,8 @@ class MountPlan:
             return (str(workspace),)
         changed = [p for p in now.hidden
                    if cover(self.mounts, _real(p)).shows not in (Shows.EMPTY, Shows.PRIVATE)]
-        changed += [p for p in now.read_only
-                    if cover(self.mounts, _real(p)).shows is Shows.HOST_WRITABLE]
+        changed += [p for p in now.read_only if _real(p) != self.installs
+                    and cover(self.mounts, _real(p)).shows is Shows.HOST_WRITABLE]
         changed += [workspace / name for name, target in self.found.links
                     if not link_holds(workspace / name, target)]
         changed += [p for p in self.watched if os.path.lexists(p)]  # made meanwhile
@@ -278,12 +279,15 @@ def _keep(path: Path, laid: Sequence[Mount], workspace: Path) -> list[Mount]:
 
 
 def plan_mounts(workspace: Path, protected: Sequence[Path], home: Path | None,
-                visible: Sequence[Path], writable: Sequence[Path] = ()) -> MountPlan:
+                visible: Sequence[Path], writable: Sequence[Path] = (),
+                installs: Path | None = None) -> MountPlan:
     """The mounts for a script run in `workspace` (resolved), by the rules above.
     `protected`: Lily's own paths (the tool context's); `home`: the home folder
     (resolved); `visible`: what shows read-only through the private and hidden folders
     (the skill's folder, the interpreter's installation); `writable`: private folders
-    of Lily's shown writable (a Python kernel's sockets), laid before the workspace."""
+    of Lily's shown writable (a Python kernel's sockets), laid before the workspace;
+    `installs`: the workspace's environment for packages (execution/installs.py),
+    writable though the rules keep environments and `.lily` read-only, laid last."""
     home = home if home is not None and home.is_dir() and home != Path("/") else None
     holds_home = home is not None and home.is_relative_to(workspace)
     mounts = [Mount(p, Shows.PRIVATE) for p in (Path("/tmp"), *_RUN_FOLDERS)
@@ -313,7 +317,10 @@ def plan_mounts(workspace: Path, protected: Sequence[Path], home: Path | None,
                 and under.shows in (Shows.PRIVATE, Shows.EMPTY)):
             at = len(mounts) - [*reversed(mounts)].index(under)
             mounts.insert(at, Mount(path, Shows.HOST_READ_ONLY))
-    return MountPlan(tuple(mounts), found)
+    if installs is not None and installs.is_dir() and installs.is_relative_to(workspace):
+        mounts.append(Mount(installs, Shows.HOST_WRITABLE))
+    return MountPlan(tuple(mounts), found,
+                     installs if installs is not None and installs.is_dir() else None)
 
 
 def remove_placeholders(placeholders: Sequence[Path]) -> None:

@@ -10,6 +10,7 @@ words. Pure: values in, text out (the facts are described by shape, not imported
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -24,6 +25,7 @@ __all__ = [
     "cut_read",
     "kernel_status",
     "kernel_text",
+    "missing_module_note",
     "no_sandbox_reason",
     "not_started_reason",
     "outgrown_reason",
@@ -66,6 +68,8 @@ class KernelEnd(Protocol):
     def outputs(self) -> Sequence[Mapping[str, Any]]: ...
     @property
     def error(self) -> str | None: ...
+    @property
+    def missing_module(self) -> str | None: ...
     @property
     def output_bytes(self) -> int: ...
     @property
@@ -151,6 +155,9 @@ def process_status(end: ProcessEnd, limit_seconds: float | None = None) -> str:
 def process_text(end: ProcessEnd, limit_seconds: float | None = None) -> str:
     """A process's run as the model reads it: how it ended, then what it printed."""
     body = end.output if end.output.strip() else "(no output)"
+    missing = _missing_in(end.output[-4000:]) if end.exit_code not in (0, None) else None
+    if missing:
+        body += "\n" + missing_module_note(missing)
     return f"[{process_status(end, limit_seconds)}]\n{body}"
 
 
@@ -204,6 +211,26 @@ def _said(output: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z0-9_.]+)'")
+
+
+def missing_module_note(module: str) -> str:
+    """What the model reads after an import failed: which module, and how a package is
+    added (execution/installs.py: the workspace's environment, through the network)."""
+    return (f"[the module '{module}' is not installed in this session's Python "
+            "environment. `pip install <package>` (in the shell, or `%pip install` in "
+            "Python) installs it into the workspace's environment, which the kernel and "
+            "the shell share; the package's name may differ from the module's "
+            "(sklearn: scikit-learn). Installing reaches the package index's host: the "
+            "person must say yes to it first, so ask them before you install.]")
+
+
+def _missing_in(text: str) -> str | None:
+    """The top-level module a process's output says it could not import, if any."""
+    found = _MISSING.findall(text)
+    return found[-1].split(".")[0] if found else None
+
+
 def kernel_text(reply: KernelEnd, max_chars: int) -> str:
     """A kernel's run as the model reads it: how it ended, then its outputs, capped."""
     body = "".join(_said(o) for o in reply.outputs).rstrip("\n") or "(no output)"
@@ -211,4 +238,6 @@ def kernel_text(reply: KernelEnd, max_chars: int) -> str:
     if reply.dropped:
         body += (f"\n[... {reply.dropped:,} more outputs not kept "
                  f"({reply.output_bytes:,} bytes in all)]")
+    if reply.missing_module:
+        body += "\n" + missing_module_note(reply.missing_module)
     return f"[{kernel_status(reply)}]\n{body}"
