@@ -1,12 +1,14 @@
 """The sandbox's end of the way out, run inside bubblewrap before the command
 (`python -I -S bridge.py <socket> <port> -- <command…>`, the standard library only): it
 listens on 127.0.0.1:<port> in the sandbox's own network namespace, then forks; the child
-forwards each TCP connection to the proxy's Unix socket (bound in), the parent becomes
-the command. The child dies with the sandbox (its process namespace ends with the
-command), so nothing of it outlives the run or the session's Python kernel.
+hands each TCP connection it accepts to the proxy over its Unix socket (bound in) as the
+descriptor itself (SCM_RIGHTS), so the proxy reads and writes the client's connection
+directly and no byte is relayed inside the sandbox; the parent becomes the command. The
+child dies with the sandbox (its process namespace ends with the command), so nothing of
+it outlives the run or the session's Python kernel.
 
-Anthropic's sandbox-runtime does the same with socat; this machine has Python wherever
-Lily runs, not always socat.
+Anthropic's sandbox-runtime bridges with socat (a relay); this machine has Python
+wherever Lily runs, not always socat.
 """
 
 from __future__ import annotations
@@ -15,41 +17,19 @@ import os
 import socket
 import sys
 
-CHUNK = 256 * 1024
-
 
 def _bridge(path: str, listener: socket.socket) -> None:
-    """Forward every connection `listener` accepts to the Unix socket `path` (asyncio
-    imported here, in the child: the command does not wait for it)."""
-    import asyncio
-
-    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Hand every connection `listener` accepts to the proxy at `path`."""
+    while True:
+        conn, _ = listener.accept()
         try:
-            while data := await reader.read(CHUNK):
-                writer.write(data)
-                await writer.drain()
-            if writer.can_write_eof():
-                writer.write_eof()
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as proxy:
+                proxy.connect(path)
+                socket.send_fds(proxy, [b"\0"], [conn.fileno()])
         except OSError:
-            writer.close()
-
-    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_unix_connection(path, limit=CHUNK)
-        except OSError:
-            writer.close()
-            return
-        try:
-            await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+            pass  # no proxy: the client sees its connection closed
         finally:
-            up_writer.close()
-            writer.close()
-
-    async def serve() -> None:
-        server = await asyncio.start_server(forward, sock=listener, limit=CHUNK)
-        await server.serve_forever()
-
-    asyncio.run(serve())
+            conn.close()
 
 
 def main(argv: list[str]) -> None:

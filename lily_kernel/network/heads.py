@@ -10,8 +10,8 @@ one request with `Connection: close`.
 
 from __future__ import annotations
 
-import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -55,10 +55,11 @@ class ProxyRequest:
     parser: h11.Connection | None = None  # reads the body that follows (plain HTTP)
 
 
-async def read_head(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
-    """The request's head (through its blank line) and what came after it. Raises
-    BadRequestError on a bare LF or a head over MAX_HEAD_BYTES (the caller bounds the time)."""
-    data = b""
+def read_head(receive: Callable[[], bytes], first: bytes = b"") -> tuple[bytes, bytes]:
+    """The request's head (through its blank line) and what came after it, from `first`
+    and then `receive()` (which bounds the time: socket.timeout). Raises BadRequestError
+    on a bare LF or a head over MAX_HEAD_BYTES."""
+    data = first
     while True:
         end = data.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4)
         if end >= 0:
@@ -70,7 +71,7 @@ async def read_head(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
             raise BadRequestError(400, "a line ends in a bare LF")
         if len(data) >= MAX_HEAD_BYTES + 4:
             raise BadRequestError(431, f"its headers exceed {MAX_HEAD_BYTES // 1024} KiB")
-        chunk = await reader.read(MAX_HEAD_BYTES)
+        chunk = receive()
         if not chunk:
             raise BadRequestError(400, "the connection closed before the headers ended")
         data += chunk

@@ -18,26 +18,28 @@ The API the runtime uses (runtime/services.py)::
                         # (execution/way_out.py: WayOut(proxy.socket, BRIDGE))
     proxy.stop()        # idempotent; at the session's end (the folder removed)
 
-`decide` is called on a thread of its own for each new connection (it may block while
-the person is asked; it should give up when the session ends); `report` on the proxy's
-thread, once per connection that named a destination. Neither may raise into the proxy:
+`decide` is called on the connection's own thread (it may block while the person is
+asked; it should give up when the session ends); `report` on that thread too, once per
+connection that named a destination. Neither may raise into the proxy:
 a Decider that fails refuses, a Reporter that fails is ignored.
 
 The sandbox reaches the socket through network/bridge.py, run inside it before the
-command: it listens on 127.0.0.1 in the sandbox's own network namespace and forwards
-each connection to the socket; the proxy variables point there.
+command: it listens on 127.0.0.1 in the sandbox's own network namespace and hands each
+connection it accepts to the proxy over the socket (the descriptor itself, SCM_RIGHTS),
+so the bytes cross no relay inside the sandbox; a client may also speak HTTP on the
+socket directly. Each connection has a thread of its own (two while it relays), at most
+`max_connections` at once; past that, a refusal at once.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import socket
 import threading
-from collections.abc import Callable
+import time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from lily_kernel.network.addresses import Resolver, is_address, refused_kind, resolve_host
 from lily_kernel.network.decisions import Decider, Destination, Finished, Reporter, Verdict
@@ -48,12 +50,12 @@ __all__ = ["BRIDGE", "MAX_CONNECTIONS", "SessionProxy", "refuse_everything"]
 
 # The script the sandbox runs before the command to reach the socket (execution/way_out.py).
 BRIDGE = Path(__file__).with_name("bridge.py")
-
 MAX_CONNECTIONS = 256
 HEAD_SECONDS = 10.0
 CONNECT_SECONDS = 10.0
+# Once the answer has ended, how long the client may still send before both are closed.
+CLOSE_SECONDS = 5.0
 CHUNK = 256 * 1024
-T = TypeVar("T")
 
 
 def refuse_everything(destination: Destination) -> Verdict:
@@ -86,12 +88,12 @@ class SessionProxy:
         self.decide, self.report, self.resolve = decide, report, resolve
         self.max_connections = max_connections
         self.head_seconds, self.connect_seconds = head_seconds, connect_seconds
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._open = 0
-        self._ready = threading.Event()
-        self._failed: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="lily-network-proxy",
+        self._listener: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._serving = 0
+        self._sockets: set[socket.socket] = set()  # every open one, closed by stop()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._accept, name="lily-network-proxy",
                                         daemon=True)
 
     @classmethod
@@ -103,10 +105,18 @@ class SessionProxy:
             raise OSError(f"{folder} is not this user's")
         os.chmod(folder, 0o700)
         proxy = cls(folder, decide, report, **options)
+        with contextlib.suppress(FileNotFoundError):
+            proxy.socket.unlink()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(proxy.socket))
+            os.chmod(proxy.socket, 0o600)
+            listener.listen(1024)
+        except OSError:
+            listener.close()
+            raise
+        proxy._listener = listener
         proxy._thread.start()
-        proxy._ready.wait()
-        if proxy._failed is not None:
-            raise proxy._failed
         return proxy
 
     @property
@@ -115,10 +125,17 @@ class SessionProxy:
 
     def stop(self) -> None:
         """Stop listening and end every connection (idempotent)."""
-        loop, stopping = self._loop, self._stopping
-        if loop is not None and stopping is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(stopping.set)
+        with self._lock:
+            self._stopped = True
+            listener, self._listener = self._listener, None
+            sockets = list(self._sockets)
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        for sock in sockets:  # their threads see the end and finish
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(10)
         with contextlib.suppress(OSError):
@@ -126,243 +143,259 @@ class SessionProxy:
         with contextlib.suppress(OSError):
             self.folder.rmdir()
 
-    def _run(self) -> None:
-        loop = self._loop = asyncio.new_event_loop()
-        try:
-            loop.run_until_complete(self._main())
-        except BaseException as exc:  # noqa: BLE001 - said to the starter, never raised here
-            self._failed = exc
-        finally:
-            self._ready.set()
-            loop.close()
+    def _keep(self, sock: socket.socket) -> bool:
+        """Count `sock` among the open ones (False once the proxy stopped)."""
+        with self._lock:
+            if self._stopped:
+                return False
+            self._sockets.add(sock)
+            return True
 
-    async def _main(self) -> None:
-        self._stopping = asyncio.Event()
-        with contextlib.suppress(FileNotFoundError):
-            self.socket.unlink()
-        server = await asyncio.start_unix_server(self._serve, path=str(self.socket),
-                                                 backlog=1024)
-        os.chmod(self.socket, 0o600)
-        self._ready.set()
-        await self._stopping.wait()
-        server.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    def _drop(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.discard(sock)
+        sock.close()
 
-    def _in_thread(self, work: Callable[[], T]) -> asyncio.Future[T]:
-        """`work` on a daemon thread of its own (a Decider may block on the person; a
-        resolver on the system's): never holds the loop, nor the process at its exit."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-
-        def settle(result: T | None, error: BaseException | None) -> None:
-            if not future.done():
-                if error is not None:
-                    future.set_exception(error)
-                else:
-                    future.set_result(result)  # type: ignore[arg-type]
-
-        def run() -> None:
+    def _accept(self) -> None:
+        while (listener := self._listener) is not None:
             try:
-                result = work()
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-                loop.call_soon_threadsafe(settle, None, exc)
-            else:
-                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                    loop.call_soon_threadsafe(settle, result, None)
+                conn, _ = listener.accept()
+            except OSError:
+                return  # stopped
+            with self._lock:
+                full = self._serving >= self.max_connections
+                self._serving += 0 if full else 1
+            if full:  # refused at once, on the bridge's handoff if it came already
+                target: socket.socket | None = None
+                with contextlib.suppress(OSError):
+                    _, fds = _receive(conn, 1, socket.MSG_DONTWAIT)
+                    target = _handed(fds) if fds else None
+                _refuse(target or conn, 503, words.too_many(self.max_connections))
+                for sock in (target, conn):
+                    if sock is not None:
+                        sock.close()
+                continue
+            threading.Thread(target=self._serve, args=(conn,), name="lily-network-conn",
+                             daemon=True).start()
 
-        threading.Thread(target=run, name="lily-network-work", daemon=True).start()
-        return future
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= self.max_connections:
-            await _refuse(writer, 503, words.too_many(self.max_connections))
-            return
-        self._open += 1
+    def _serve(self, conn: socket.socket) -> None:
+        client: socket.socket | None = None
         try:
-            await self._handle(reader, writer)
-        except (OSError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            if not self._keep(conn):
+                return
+            deadline = time.monotonic() + self.head_seconds
+            conn.settimeout(self.head_seconds)
+            first, fds = _receive(conn, 65536)
+            if fds:  # the bridge's handoff: the client's own connection, in the sandbox
+                client, first = _handed(fds), b""
+                if client is None or not self._keep(client):
+                    return
+            self._handle(client or conn, first, deadline)
+        except OSError:
             pass  # the client or the server went away, or the proxy stops
         finally:
-            self._open -= 1
-            writer.close()
+            for sock in (client, conn):
+                if sock is not None:
+                    self._drop(sock)
+            with self._lock:
+                self._serving -= 1
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _handle(self, client: socket.socket, first: bytes, deadline: float) -> None:
+        def receive() -> bytes:
+            client.settimeout(max(0.001, deadline - time.monotonic()))
+            return client.recv(65536)
+
         try:
-            head, rest = await asyncio.wait_for(read_head(reader), self.head_seconds)
+            head, rest = read_head(receive, first)
             request = parse_head(head, rest)
         except TimeoutError:
-            await _refuse(writer, 408, words.too_slow(self.head_seconds))
+            _refuse(client, 408, words.too_slow(self.head_seconds))
             return
         except BadRequestError as exc:
-            await _refuse(writer, exc.status, words.bad_request(exc.why))
+            _refuse(client, exc.status, words.bad_request(exc.why))
             return
+        client.settimeout(None)
         destination = request.destination
         try:
-            verdict = await self._in_thread(lambda: self.decide(destination))
+            verdict = self.decide(destination)
         except Exception:  # noqa: BLE001 - a Decider that failed answered no
             verdict = Verdict(False, "no-answer", words.no_network(destination.host))
         if not verdict.allowed:
-            await _refuse(writer, 403, verdict.reason or words.no_network(destination.host))
+            _refuse(client, 403, verdict.reason or words.no_network(destination.host))
             self._finished(Finished(destination, verdict, "", 0, 0))
             return
         try:
-            upstream, address = await self._connect(destination, verdict)
+            upstream, address = self._connect(destination, verdict)
         except _RefusedError as refused:
-            await _refuse(writer, refused.status, refused.verdict.reason)
+            _refuse(client, refused.status, refused.verdict.reason)
             self._finished(Finished(destination, refused.verdict, "", 0, 0))
             return
         counts = [0, 0]
         try:
+            if not self._keep(upstream):
+                return
             if request.tunnel:
-                await _tunnel(request, reader, writer, upstream, counts)
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                _relay(client, upstream, counts, lambda: _copy(client, upstream, counts, 0),
+                       request.rest, upstream.sendall)
             else:
-                await _forward(request, reader, writer, upstream, counts)
+                _relay(client, upstream, counts, lambda: _send_request(request, client,
+                                                                       upstream, counts))
         finally:
-            upstream[1].close()
+            self._drop(upstream)
             self._finished(Finished(destination, verdict, address, counts[0], counts[1]))
 
     def _finished(self, finished: Finished) -> None:
         with contextlib.suppress(Exception):  # a reporter's failure ends nothing here
             self.report(finished)
 
-    async def _connect(self, destination: Destination, verdict: Verdict
-                       ) -> tuple[tuple[asyncio.StreamReader, asyncio.StreamWriter], str]:
+    def _connect(self, destination: Destination, verdict: Verdict
+                 ) -> tuple[socket.socket, str]:
         """A connection to the destination's host, resolved once, every address checked
         (unless named exactly), to exactly an address checked."""
         host, port = destination.host, destination.port
         try:
-            addresses = [host] if is_address(host) else await asyncio.wait_for(
-                self._in_thread(lambda: self.resolve(host, port)), self.connect_seconds)
+            addresses = [host] if is_address(host) else self.resolve(host, port)
         except Exception as exc:  # noqa: BLE001 - any resolver's failure: not resolved
-            why = "no answer in time" if isinstance(exc, TimeoutError) else str(exc)[:120]
-            raise _RefusedError(502, Verdict(True, verdict.decided_by,
-                                        words.not_resolved(host, why))) from None
+            raise _RefusedError(502, Verdict(True, verdict.decided_by, words.not_resolved(
+                host, str(exc)[:120]))) from None
         if not addresses:
             raise _RefusedError(502, Verdict(True, verdict.decided_by,
-                                        words.not_resolved(host, "no address")))
+                                             words.not_resolved(host, "no address")))
         if not verdict.exact:
             for address in addresses:
                 kind = refused_kind(address)
                 if kind is not None:
-                    raise _RefusedError(403, Verdict(False, "refused-address",
-                                                words.address_refused(host, address, kind)))
+                    raise _RefusedError(403, Verdict(
+                        False, "refused-address", words.address_refused(host, address, kind)))
         why = ""
         for address in addresses:
-            try:
-                streams = await asyncio.wait_for(_open(address, port), self.connect_seconds)
-            except (OSError, TimeoutError) as exc:
+            sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+            try:  # the address itself, a literal: nothing is looked up again
+                sock.settimeout(self.connect_seconds)
+                sock.connect((address, port))
+            except OSError as exc:
+                sock.close()
                 why = "no answer in time" if isinstance(exc, TimeoutError) else (
                     exc.strerror or str(exc))
                 continue
-            return streams, address
+            sock.settimeout(None)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock, address
         raise _RefusedError(502, Verdict(True, verdict.decided_by,
-                                    words.unreachable(host, port, why)))
+                                         words.unreachable(host, port, why)))
 
 
-async def _open(address: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A TCP connection to `address` itself (a literal: nothing is looked up again)."""
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+def _receive(conn: socket.socket, size: int, flags: int = 0) -> tuple[bytes, list[int]]:
+    """Up to `size` bytes from `conn` and the descriptors that came with them (the
+    standard library's `socket.recv_fds` drops its `flags`)."""
+    import array
+
+    fds = array.array("i")
+    data, ancillary, _, _ = conn.recvmsg(size, socket.CMSG_SPACE(4 * fds.itemsize),
+                                         flags | socket.MSG_CMSG_CLOEXEC)
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
+
+
+def _handed(fds: list[int]) -> socket.socket | None:
+    """The TCP connection the bridge handed over (its first descriptor; any other closed,
+    and one that is not a TCP stream socket refused)."""
+    for extra in fds[1:]:
+        os.close(extra)
     try:
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        await asyncio.get_running_loop().sock_connect(sock, (address, port))
-    except BaseException:
+        sock = socket.socket(fileno=fds[0])
+    except OSError:
+        os.close(fds[0])
+        return None
+    if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
         sock.close()
-        raise
-    return await asyncio.open_connection(sock=sock, limit=CHUNK)
+        return None
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
-async def _refuse(writer: asyncio.StreamWriter, status: int, reason: str) -> None:
-    """Answer `status` with `reason` (status line, header, body) and close."""
+def _refuse(client: socket.socket, status: int, reason: str) -> None:
+    """Answer `status` with `reason` (status line, header, body)."""
     phrase = _phrase(reason)
     body = (reason + "\n").encode("utf-8", "replace")
-    writer.write(f"HTTP/1.1 {status} {phrase}\r\nX-Lily-Refused: {phrase}\r\n"
-                 "Content-Type: text/plain; charset=utf-8\r\n"
-                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode("ascii")
-                 + body)
-    with contextlib.suppress(OSError, TimeoutError):
-        await asyncio.wait_for(writer.drain(), 5)
-    writer.close()
+    with contextlib.suppress(OSError):
+        client.settimeout(5)
+        client.sendall(f"HTTP/1.1 {status} {phrase}\r\nX-Lily-Refused: {phrase}\r\n"
+                       "Content-Type: text/plain; charset=utf-8\r\n"
+                       f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                       .encode("ascii") + body)
 
 
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                counts: list[int], side: int) -> None:
-    """Copy until the reader's end, then half-close the writer."""
-    while data := await reader.read(CHUNK):
+def _copy(source: socket.socket, target: socket.socket, counts: list[int], side: int) -> None:
+    """Copy until the source's end, then half-close the target."""
+    while data := source.recv(CHUNK):
         counts[side] += len(data)
-        writer.write(data)
-        await writer.drain()
-    if writer.can_write_eof():
-        with contextlib.suppress(OSError):
-            writer.write_eof()
+        target.sendall(data)
+    target.shutdown(socket.SHUT_WR)
 
 
-async def _both(*pumps: Any) -> None:
-    """Both directions until each has ended; an error in one ends the other."""
-    tasks = [asyncio.ensure_future(p) for p in pumps]
+def _relay(client: socket.socket, upstream: socket.socket, counts: list[int],
+           sending: Any, rest: bytes = b"", send: Any = None) -> None:
+    """`sending` (client to upstream) on a thread of its own, the answer copied back on
+    this one; an error in either ends both, and once the answer has ended the client has
+    CLOSE_SECONDS to finish."""
+    def run() -> None:
+        try:
+            if rest:
+                counts[0] += len(rest)
+                send(rest)
+            sending()
+        except OSError:
+            _end(client, upstream)
+        except Exception:  # noqa: BLE001 - a malformed body (h11): both end
+            _end(client, upstream)
+
+    helper = threading.Thread(target=run, name="lily-network-send", daemon=True)
+    helper.start()
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        _copy(upstream, client, counts, 1)
+    except OSError:
+        _end(client, upstream)
+    helper.join(CLOSE_SECONDS)
+    if helper.is_alive():
+        _end(client, upstream)
+        helper.join()
 
 
-async def _tunnel(request: ProxyRequest, reader: asyncio.StreamReader,
-                  writer: asyncio.StreamWriter,
-                  upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+def _end(*sockets: socket.socket) -> None:
+    for sock in sockets:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _send_request(request: ProxyRequest, client: socket.socket, upstream: socket.socket,
                   counts: list[int]) -> None:
-    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    if request.rest:
-        upstream[1].write(request.rest)
-        counts[0] += len(request.rest)
-    await _both(_pump(reader, upstream[1], counts, 0), _pump(upstream[0], writer, counts, 1))
-
-
-async def _forward(request: ProxyRequest, reader: asyncio.StreamReader,
-                   writer: asyncio.StreamWriter,
-                   upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                   counts: list[int]) -> None:
     """One plain-HTTP request, re-framed by h11 (origin-form, `Connection: close`), its
-    body read through the client's parser; the answer copied back until the end."""
+    body read through the client's parser."""
     import h11
 
     parser, out = request.parser, h11.Connection(h11.CLIENT)
     assert parser is not None
-    up = upstream[1]
 
     def send(event: Any) -> None:
         data = out.send(event) or b""
         counts[0] += len(data)
-        up.write(data)
+        upstream.sendall(data)
 
-    async def body() -> None:
-        send(h11.Request(method=request.method, target=request.target,
-                         headers=[*request.headers, (b"connection", b"close")]))
-        while True:
-            event = parser.next_event()
-            if event is h11.NEED_DATA:
-                data = await reader.read(CHUNK)
-                parser.receive_data(data)
-                continue
-            if isinstance(event, h11.Data):
-                send(h11.Data(data=event.data))
-                await up.drain()
-            elif isinstance(event, h11.EndOfMessage):
-                send(h11.EndOfMessage())
-                await up.drain()
-                return
-            else:  # the client went away mid-body
-                raise ConnectionResetError("the client closed mid-request")
-
-    async def answer() -> None:
-        while data := await upstream[0].read(CHUNK):
-            counts[1] += len(data)
-            writer.write(data)
-            await writer.drain()
-
-    await _both(body(), answer())  # a protocol error in the body ends both
+    send(h11.Request(method=request.method, target=request.target,
+                     headers=[*request.headers, (b"connection", b"close")]))
+    while True:
+        event = parser.next_event()
+        if event is h11.NEED_DATA:
+            parser.receive_data(client.recv(CHUNK))
+        elif isinstance(event, h11.Data):
+            send(h11.Data(data=event.data))
+        elif isinstance(event, h11.EndOfMessage):
+            send(h11.EndOfMessage())
+            return
+        else:  # the client went away mid-body
+            raise ConnectionResetError("the client closed mid-request")

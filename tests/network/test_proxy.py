@@ -240,7 +240,8 @@ def test_a_thousand_connections_are_bounded_and_the_proxy_still_answers(start) -
             client.close()
     began = time.perf_counter()
     later = wait_until(lambda: _answered(proxy.socket), "the proxy", 10)
-    assert status(later)[0] == 403 and time.perf_counter() - began < 10
+    assert later is not None and status(later)[0] == 403
+    assert time.perf_counter() - began < 10
 
 
 def _answered(path: Path) -> bytes | None:

@@ -1,0 +1,151 @@
+"""Benchmark, the sandbox's way out (issue 36's goals), each figure beside its baseline
+from the same run:
+
+    .venv/bin/python benchmarks/network_proxy.py [--samples 20] [--megabytes 50]
+
+A loopback HTTP server (`python -m http.server`, a process of its own, as a server the
+person runs would be) on the host; curl run in the sandbox (bubblewrap, the session's proxy socket bound in, the
+bridge on 127.0.0.1:3128, the proxy variables set: what the shell tool runs) against
+the same curl run directly on the host. The proxy's Decider names 127.0.0.1 exactly
+and refuses every other host.
+
+1. connect: curl's `time_pretransfer` for a tunnel (`-p`, CONNECT through the bridge
+   and the proxy, the Decider asked, the upstream connected) against a direct TCP
+   connect; the median difference. Target: <= 5 ms added.
+2. download: `--megabytes` MB through the proxy (plain HTTP, absolute URI) against
+   directly; the ratio of the rates (medians of 3). Target: >= 0.8x.
+3. refused: a host the policy refuses, curl's `time_total` until the 403 with Lily's
+   reason. Target: <= 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from lily_kernel.execution.limits import Limits
+from lily_kernel.execution.plan import plan_process
+from lily_kernel.execution.runner import run_process
+from lily_kernel.execution.sandbox import Sandbox, find_sandbox
+from lily_kernel.execution.way_out import WayOut
+from lily_kernel.network.decisions import Destination, Verdict
+from lily_kernel.network.proxy import BRIDGE, SessionProxy
+
+
+@contextmanager
+def file_server(folder: Path) -> Iterator[int]:
+    """`python -m http.server` on 127.0.0.1 serving `folder`; its port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                               str(port)], cwd=folder, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield port
+    finally:
+        server.kill()
+        server.wait()
+
+
+def decide(destination: Destination) -> Verdict:
+    if destination.host == "127.0.0.1":
+        return Verdict(True, "policy", exact=True)
+    return Verdict(False, "policy", f"blocked by Lily's network policy: {destination.host}")
+
+
+def in_sandbox(script: str, sandbox: Sandbox, workspace: Path) -> str:
+    plan = plan_process(["/bin/sh", "-c", script], workspace, [], dict(os.environ), sandbox,
+                        limits=Limits())
+    result = asyncio.run(run_process(plan, 600))
+    if result.exit_code != 0:
+        sys.exit(f"the sandboxed run failed: {result.output[-2000:]}")
+    return result.output
+
+
+def direct(script: str, workspace: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    return subprocess.run(["/bin/sh", "-c", script], cwd=workspace, env=env, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def numbers(text: str) -> list[float]:
+    return [float(line) for line in text.split()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--megabytes", type=int, default=50)
+    args = parser.parse_args()
+    curl = shutil.which("curl")
+    found = find_sandbox(os.environ)
+    if curl is None or found.bwrap is None:
+        sys.exit(f"needs curl and bubblewrap ({found.reason or 'curl is not installed'})")
+    with tempfile.TemporaryDirectory(prefix="lily-bench-net-") as scratch:
+        root = Path(scratch)
+        served, workspace, folder = root / "served", root / "workspace", root / "net"
+        for made in (served, workspace, folder):
+            made.mkdir()
+        (served / "small").write_bytes(b"x" * 100)
+        (served / "big").write_bytes(os.urandom(1024 * 1024) * args.megabytes)
+        proxy = SessionProxy.start(folder, decide, lambda finished: None)
+        sandbox = Sandbox(found.bwrap, "", WayOut(proxy.socket, BRIDGE))
+        try:
+            with file_server(served) as port:
+                small, big = (f"http://127.0.0.1:{port}/small", f"http://127.0.0.1:{port}/big")
+                n = args.samples
+
+                def loop(flags: str, url: str, field: str, times: int) -> str:
+                    return (f"for i in $(seq {times}); do {curl} -s -o /dev/null {flags} "
+                            f"-w '%{{{field}}}\\n' '{url}'; done")
+
+                tunnel = numbers(in_sandbox(loop("-p", small, "time_pretransfer", n),
+                                            sandbox, workspace))
+                plain = numbers(direct(loop("", small, "time_pretransfer", n), workspace))
+                added = (statistics.median(tunnel) - statistics.median(plain)) * 1000
+                print(f"connect through the proxy (CONNECT, curl -p, in the sandbox): median "
+                      f"{statistics.median(tunnel) * 1000:.2f} ms over {n}")
+                print(f"connect directly (on the host): median "
+                      f"{statistics.median(plain) * 1000:.2f} ms over {n}")
+                print(f"added to the connect: {added:.2f} ms (target <= 5 ms)")
+
+                proxied = numbers(in_sandbox(loop("", big, "time_total", 3), sandbox,
+                                             workspace))
+                straight = numbers(direct(loop("", big, "time_total", 3), workspace))
+                rate = args.megabytes / statistics.median(proxied)
+                baseline = args.megabytes / statistics.median(straight)
+                print(f"{args.megabytes} MB through the proxy (in the sandbox): "
+                      f"{rate:.0f} MB/s; directly: {baseline:.0f} MB/s")
+                print(f"download ratio proxy / direct: {rate / baseline:.2f}x "
+                      "(target >= 0.8x)")
+
+                refused = numbers(in_sandbox(
+                    loop("", "http://refused.example/", "time_total", n), sandbox,
+                    workspace))
+                print(f"refused connection (403 with Lily's reason): median "
+                      f"{statistics.median(refused) * 1000:.2f} ms, max "
+                      f"{max(refused) * 1000:.2f} ms over {n} (target <= 100 ms)")
+        finally:
+            proxy.stop()
+
+
+if __name__ == "__main__":
+    main()
