@@ -24,9 +24,9 @@ from lily_kernel.kernel.interrupt import cancel_on_sigint
 from lily_kernel.kernel.output import CellError, KernelSink, Send, no_answer, redacted
 from lily_kernel.kernel.stdin import request_input
 from lily_kernel.lifecycle import BackgroundRuntime, workspace_from_environment
-from lily_kernel.redaction import Redactor, secret_values
 
 if TYPE_CHECKING:
+    from lily_kernel.redaction import Redactor
     from lily_kernel.runtime.runtime import LilyRuntime
 
 __all__ = ["LilyKernel"]
@@ -215,6 +215,10 @@ def _clamped(code: str, cursor_pos: int | None) -> int:
 def _redactor() -> Redactor:
     """Hides the credentials of this moment's environment (built per request, so a
     key set while the kernel runs is hidden too)."""
+    # Its patterns compile as it loads: in the session's start thread (the runtime
+    # imports it), not on the main thread before the kernel listens.
+    from lily_kernel.redaction import Redactor, secret_values
+
     return Redactor(secret_values())
 
 

@@ -3,11 +3,13 @@ session's record among them (its seam: record/seam.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lily_kernel.commands import CommandResult
+from lily_kernel.commands import CommandResult, Conversation, ConversationChange
 from lily_kernel.config import ModelConfig
 from lily_kernel.display import render_plain
 from lily_kernel.execution.runner import ScriptPlan, ScriptResult, run_script
@@ -17,7 +19,9 @@ from lily_kernel.record.seam import (
     MakeRecord,
     RecordOpening,
     SessionRecord,
+    Tell,
     TurnFacts,
+    TurnInputs,
     TurnPlan,
 )
 
@@ -44,10 +48,41 @@ class Collaborators:
     record: MakeRecord | None = None
 
 
-def _notebook_record(opening: RecordOpening, emit: Emit) -> SessionRecord:
-    from lily_kernel.record.answers import NotebookRecord  # in the session's start thread
+class _RecordOnFirstUse:
+    """The notebook's record (record/answers.py), made with its first use (a chat turn,
+    /new, /resume; commands only hold it) from the opening taken as the session started:
+    the record's modules and the workspace's index are not on the kernel's start path."""
 
-    return NotebookRecord(opening, emit)
+    def __init__(self, opening: RecordOpening, emit: Emit) -> None:
+        self._opening, self._emit = opening, emit
+        self._record: SessionRecord | None = None
+        self._making = threading.Lock()
+
+    def _made(self) -> SessionRecord:
+        with self._making:
+            if self._record is None:
+                from lily_kernel.record.answers import NotebookRecord
+
+                self._record = NotebookRecord(self._opening, self._emit)
+            return self._record
+
+    async def plan(self, inputs: TurnInputs, notice: Tell) -> TurnPlan:
+        # Made off the event loop: it reads the workspace's index.
+        record = await asyncio.to_thread(self._made)
+        return await record.plan(inputs, notice)
+
+    def started(self, change: ConversationChange) -> None:
+        self._made().started(change)
+
+    def conversations(self) -> list[Conversation]:
+        return self._made().conversations()
+
+    def resume(self, wanted: str) -> ConversationChange:
+        return self._made().resume(wanted)
+
+
+def _notebook_record(opening: RecordOpening, emit: Emit) -> SessionRecord:
+    return _RecordOnFirstUse(opening, emit)
 
 
 # The kernel's: its turns recorded, and answered from the record (docs/sessions.md).

@@ -15,11 +15,19 @@ from tests.conftest import write_skill
 from tests.kernel.conftest import kernel_env, lily_kernel
 
 # Loaded with their first use (issue 35): a run (the sandbox, control groups, the Python
-# kernel), an MCP server, a model's prompt or refusal, a record to read (sqlite3).
+# kernel), an MCP server, a model's prompt or refusal, the record (a chat turn, /new,
+# /resume: its modules, and sqlite3 for its index), the network's proxy and policy (a
+# sandboxed run, the first network question).
 LAZY = {"lily_kernel.execution.sandbox", "lily_kernel.execution.mounts",
         "lily_kernel.execution.cgroups", "lily_kernel.execution.plan",
         "lily_kernel.execution.python_host", "lily_kernel.execution.subkernel",
-        "lily_kernel.mcp_tools.session", "lily_kernel.prompting", "sqlite3"}
+        "lily_kernel.mcp_tools.session", "lily_kernel.prompting", "sqlite3",
+        "lily_kernel.record.answers", "lily_kernel.record.index",
+        "lily_kernel.record.keeper", "lily_kernel.record.notebook",
+        "lily_kernel.record.shapes", "lily_kernel.record.turn_model",
+        "lily_kernel.network.proxy", "lily_kernel.network.bridge",
+        "lily_kernel.network.policy", "lily_kernel.network.decisions",
+        "lily_kernel.network.asking", "lily_kernel.execution.way_out"}
 
 START = f"LAZY = {sorted(LAZY)!r}\n" + """
 import json, sys
@@ -32,7 +40,7 @@ print(json.dumps({
     "features": info["supported_features"],
     "heavy": sorted({m.split(".")[0] for m in sys.modules}
                     & {"litellm", "openai", "debugpy", "numpy", "tokenizers", "mcp",
-                       "fastmcp", "nh3"}),
+                       "fastmcp", "nh3", "h11"}),
     "lazy": sorted(set(sys.modules) & set(LAZY)),
 }))
 """
