@@ -198,7 +198,8 @@ class LilyConfig:
     policy: Profile = field(default="ask", metadata=spec(
         untrusted=FIXED, why="would let the model run code without asking"))
     # The Jupyter kernel the `python` tool and `/python` run in (a kernelspec name, e.g.
-    # the person's data-science environment; None: a Python of Lily's own environment).
+    # the person's data-science environment, or an environment's folder or interpreter
+    # by its path; None: a Python of Lily's own environment). execution/kernelspec.py.
     python_kernel: str | None = field(default=None, metadata=spec(
         untrusted=FIXED, why="chooses the interpreter the model's code runs in"))
     # A Python run's time limit, in seconds (the kernel is interrupted; its state stays).
