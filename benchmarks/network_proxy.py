@@ -11,7 +11,9 @@ and refuses every other host.
 
 1. connect: curl's `time_pretransfer` for a tunnel (`-p`, CONNECT through the bridge
    and the proxy, the Decider asked, the upstream connected) against a direct TCP
-   connect; the median difference. Target: <= 5 ms added.
+   connect; the difference of the medians and of the minimums (on a loaded machine
+   the minimums say what the proxy adds, the medians mostly the scheduler). Target:
+   <= 5 ms added.
 2. download: `--megabytes` MB through the proxy (plain HTTP, absolute URI) against
    directly; the ratio of the rates (medians of 3). Target: >= 0.8x.
 3. refused: a host the policy refuses, curl's `time_total` until the 403 with Lily's
@@ -121,11 +123,15 @@ def main() -> None:
                                             sandbox, workspace))
                 plain = numbers(direct(loop("", small, "time_pretransfer", n), workspace))
                 added = (statistics.median(tunnel) - statistics.median(plain)) * 1000
+                least = (min(tunnel) - min(plain)) * 1000
                 print(f"connect through the proxy (CONNECT, curl -p, in the sandbox): median "
-                      f"{statistics.median(tunnel) * 1000:.2f} ms over {n}")
+                      f"{statistics.median(tunnel) * 1000:.2f} ms, min "
+                      f"{min(tunnel) * 1000:.2f} ms over {n}")
                 print(f"connect directly (on the host): median "
-                      f"{statistics.median(plain) * 1000:.2f} ms over {n}")
-                print(f"added to the connect: {added:.2f} ms (target <= 5 ms)")
+                      f"{statistics.median(plain) * 1000:.2f} ms, min "
+                      f"{min(plain) * 1000:.2f} ms over {n}")
+                print(f"added to the connect: {added:.2f} ms by the medians, {least:.2f} ms by "
+                      "the minimums (target <= 5 ms)")
 
                 proxied = numbers(in_sandbox(loop("", big, "time_total", 3), sandbox,
                                              workspace))
