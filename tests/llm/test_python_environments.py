@@ -16,21 +16,28 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lily_kernel.config import NetworkConfig
 from lily_kernel.events import EventLog
 from lily_kernel.execution.installs import INSTALLS
 from lily_kernel.execution.limits import Limits, RunSettings
 from lily_kernel.execution.python_host import PythonHost
 from lily_kernel.execution.runner import ScriptHost
 from lily_kernel.execution.sandbox import find_sandbox
+from lily_kernel.execution.way_out import WayOut
+from lily_kernel.network.decisions import Destination, Finished, Verdict
+from lily_kernel.network.policy import NetworkPolicy
+from lily_kernel.network.proxy import BRIDGE, SessionProxy
 from lily_kernel.prompting import tool_result_text
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.tools import Hosts, ToolContext, default_registry
+from tests.network.servers import file_server
 from tests.support.shell_gate import shell_policy
 from tests.support.sink import RecordingSink
 
@@ -110,9 +117,10 @@ class Session:
 def session_of(workspace: Path) -> Iterator[Any]:
     made: list[PythonHost] = []
 
-    def start(kernel: str | None, environ: dict[str, str]) -> Session:
+    def start(kernel: str | None, environ: dict[str, str],
+              way_out: WayOut | None = None) -> Session:
         settings = RunSettings(240, limits=Limits())
-        scripts = ScriptHost(environ, settings)
+        scripts = ScriptHost(environ, settings, way_out=(lambda: way_out) if way_out else None)
         host = PythonHost(environ, workspace, [], scripts.sandbox, kernel, settings=settings)
         scripts.python = host.python_environment
         made.append(host)
@@ -213,3 +221,67 @@ def test_pip_installs_into_the_workspaces_environment_for_the_kernel_and_the_she
                              "--untracked-files=all"], capture_output=True, text=True,
                             check=True).stdout
     assert ".lily" not in status and "wheels/" in status
+
+
+def package_index(folder: Path, *names: str) -> Path:
+    """A PEP 503 simple index in `folder`: each name's page links its wheel (built here)
+    with its sha256, as an index serves them."""
+    for name in names:
+        wheel = build_wheel(folder / "files", name)
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        page = folder / "simple" / name / "index.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f'<a href="/files/{wheel.name}#sha256={digest}">{wheel.name}</a>\n')
+    return folder
+
+
+@contextmanager
+def session_proxy(folder: Path, allow: tuple[str, ...], finished: list[Finished]
+                  ) -> Iterator[WayOut]:
+    """The session's proxy deciding by network.allow (a host it does not name refused:
+    no one is asked here), each ending connection noted in `finished`."""
+    policy = NetworkPolicy.from_config(NetworkConfig(allow=allow))
+
+    def decide(destination: Destination) -> Verdict:
+        return policy.verdict(destination, auto=True) or Verdict(False, "policy", "no")
+
+    folder.mkdir()
+    proxy = SessionProxy.start(folder, decide, finished.append)
+    try:
+        yield WayOut(proxy.socket, BRIDGE)
+    finally:
+        proxy.stop()
+
+
+def test_pip_installs_from_a_loopback_index_the_policy_names_through_the_proxy(
+        session_of: Any, workspace: Path, tmp_path: Path) -> None:
+    """The whole way (#36 items 1 and 3): pip in the sandbox, the proxy, a loopback index
+    named in network.allow, the workspace's environment; the kernel imports it."""
+    make_venv(tmp_path / "home" / ".venvs" / "ds")
+    index = package_index(tmp_path / "index", "lilyproxied")
+    finished: list[Finished] = []
+    environ = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    with file_server(index) as port, session_proxy(
+            tmp_path / "net", (f"127.0.0.1:{port}",), finished) as way_out:
+        session = session_of("~/.venvs/ds", environ, way_out)
+        installed = session.shell(
+            f"pip install --index-url http://127.0.0.1:{port}/simple/ lilyproxied")
+        assert "Successfully installed lilyproxied-1.0" in installed, installed
+        assert "42" in session.python("import lilyproxied; print(lilyproxied.VALUE)")
+        refused = session.shell("pip install --retries 0 --timeout 5 --index-url "
+                                "https://pypi.org/simple/ lilynothere; echo exit=$?")
+    assert "exit=1" in refused
+    hosts = {(f.destination.host, f.destination.port, f.verdict.allowed) for f in finished}
+    assert ("127.0.0.1", port, True) in hosts and ("pypi.org", 443, False) in hosts
+
+
+@pytest.mark.slow
+def test_the_pip_benchmark_prints_its_ratio() -> None:
+    """benchmarks/pip_install.py still runs (one sample) and prints the figure
+    docs/benchmarks.md records; no timing is asserted here."""
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(repo / "benchmarks" / "pip_install.py"),
+                           "--samples", "1"], cwd=repo, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ratio sandbox / outside:" in done.stdout
