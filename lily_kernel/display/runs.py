@@ -15,14 +15,15 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from lily_kernel.display.markup import clean_html
 from lily_kernel.visible import program_output
 
-__all__ = ["Code", "RunOutput", "code_bundle", "output_message"]
+__all__ = ["Code", "RunOutput", "code_bundle", "files_written", "image_output",
+           "output_cut", "output_message", "process_ended", "stream_output"]
 
 # Images shown as they are: the bytes are base64 (checked), never markup.
 _IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -106,3 +107,73 @@ def output_message(item: RunOutput) -> tuple[str, dict[str, Any]]:
             for m, size in metadata.items() if m in _IMAGES and isinstance(size, dict)}
     return "display_data", {"data": _safe_data(output.get("data") or {}),
                             "metadata": kept, "transient": {}}
+
+
+# --- a process's run (a shell command, a skill's script) and the files a run wrote ---
+
+
+def stream_output(name: str, text: str) -> RunOutput:
+    """What a process printed on `name` (stdout or stderr), as it came."""
+    return RunOutput({"output_type": "stream", "name": name, "text": text})
+
+
+def output_cut(total_bytes: int) -> RunOutput:
+    """The line under a process's output the cap cut in the cell."""
+    return stream_output("stderr", f"\n[... output cut here: {total_bytes:,} bytes in all]\n")
+
+
+def process_ended(what: str, status: str, sandboxed: bool | None = None) -> str:
+    """The notice under a process's output: what ran (`Shell "ls"`, `Script
+    "scripts/x.py"`) and how it ended (prompting/runs.py's status words); whether it was
+    sandboxed, where that is known."""
+    where = {True: " (sandboxed)", False: " (not sandboxed)", None: ""}[sandboxed]
+    return f"{what}: {status}{where}"
+
+
+class Written(Protocol):
+    """A file a run created or changed (execution/written.py's WrittenFile)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def created(self) -> bool: ...
+
+
+FILES_SHOWN = 12  # the files a notice names; the rest are counted
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size:,} bytes"
+    value = size / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GB"
+
+
+def files_written(files: Sequence[Written], complete: bool = True) -> str:
+    """The notice naming the files a run created or changed in the workspace ("" when
+    none was seen and the look was whole)."""
+    if not files:
+        return "" if complete else ("Files written: none seen (the workspace is too large "
+                                    "to look at whole).")
+    named = ", ".join(f"`{f.path.replace('`', chr(39))}` ({_size(f.size)}"
+                      f"{', new' if f.created else ''})" for f in files[:FILES_SHOWN])
+    more = f" and {len(files) - FILES_SHOWN:,} more" if len(files) > FILES_SHOWN else ""
+    partial = "" if complete else " (the workspace is too large to look at whole)"
+    return f"Files written: {named}{more}{partial}."
+
+
+def image_output(path: str, mime: str, data: bytes) -> RunOutput:
+    """An image a run wrote, shown as any image a run displays is (made safe by
+    `output_message`: raster bytes as base64, SVG only as an image)."""
+    if mime == "image/svg+xml":
+        content = {"image/svg+xml": data.decode("utf-8", "replace")}
+    else:
+        content = {mime: base64.b64encode(data).decode()}
+    return RunOutput({"output_type": "display_data", "metadata": {},
+                      "data": {**content, "text/plain": f"<image {path}>"}})

@@ -24,6 +24,7 @@ from lily_kernel.execution.protected import (
     WORKSPACE_READ_ONLY,
     Found,
     find_protected,
+    held_paths,
     link_holds,
     mount_points,
     remove_made,
@@ -50,6 +51,7 @@ __all__ = [
 # entries not starting with "." are bound back, writable (a link as the same link), so
 # its dotfiles are not there and nothing new can be made there, dotfile or not.
 _FILE_SUFFIXES = (".yaml", ".yml", ".json", ".md", ".env")
+_FILE_NAMES = ("config", "config.worktree")  # a repository's (execution/protected.py)
 # Emptied: where the host keeps its Unix sockets (Docker's, D-Bus's, the user's agents
 # under /run/user/<uid>), which --unshare-net does not cut off.
 _RUN_FOLDERS = (Path("/run"), Path("/var/run"))
@@ -225,8 +227,8 @@ def _held(path: Path) -> Mount:
     held = path
     while not held.parent.exists():
         held = held.parent
-    return Mount(held, Shows.EMPTY, placeholder=True,
-                 folder=held != path or path.suffix not in _FILE_SUFFIXES)
+    return Mount(held, Shows.EMPTY, placeholder=True, folder=held != path or (
+        path.suffix not in _FILE_SUFFIXES and path.name not in _FILE_NAMES))
 
 
 def _placeholder_kept(path: Path, workspace: Path) -> bool:
@@ -302,14 +304,14 @@ def plan_mounts(workspace: Path, protected: Sequence[Path], home: Path | None,
         with contextlib.suppress(OSError):  # Lily's own folder (kept read-only) is never
             (workspace / ".lily").mkdir()  # watched: Lily sets aside into it while runs go on
     found = find_protected(workspace)
+    mounts += [Mount(p, Shows.HOST_WRITABLE) for p in found.pinned]  # (protected.py)
     # A link among them to nothing (yet) is held by nothing: no placeholder is made for
     # it (an editor's lock file is such a link). Lily's own paths are held missing or not.
     for path in _depth_first(p for p in map(_real, found.hidden) if p.exists()):
         if cover(mounts, path).shows in (Shows.HOST_READ_ONLY, Shows.HOST_WRITABLE):
             mounts.append(Mount(path, Shows.EMPTY, folder=path.is_dir()))
     kept = [p for p in map(_real, found.read_only) if p.exists()]
-    for path in _depth_first([*map(_real, [*(workspace / n for n in WORKSPACE_READ_ONLY),
-                                           *protected]), *kept]):
+    for path in _depth_first([*map(_real, [*held_paths(workspace), *protected]), *kept]):
         mounts += _keep(path, mounts, workspace)
     for path in visible:  # right after the mount it is under: later ones still apply in it
         under = cover(mounts, path)

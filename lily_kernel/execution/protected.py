@@ -9,7 +9,12 @@ The rules (docs/execution.md, "Protected paths"; execution/mounts.py lays them):
   `.pre-commit-config.yaml`…) but Jupyter's checkpoints (`WORKSPACE_ORDINARY`); one
   named like a dotenv file (`WORKSPACE_HIDDEN`) is hidden instead.
 - At the top and one level down, every environment (a folder holding `pyvenv.cfg` or
-  `conda-meta/`, whatever its name) and `.git/` are read-only, and dotenv files hidden.
+  `conda-meta/`, whatever its name) and `.git/` are read-only, and dotenv files hidden;
+  but the workspace's own repository (`.git`, a folder at its top) is written by git
+  (`git commit`, `git branch`, `git worktree add`), all of it but what git reads as its
+  configuration or runs later (`GIT_READ_ONLY`, `GIT_WORKTREE_READ_ONLY`), read-only
+  whether or not it exists; the folders holding those are pinned (`Found.pinned`: a
+  mount point cannot be moved away and made again without them).
 - The top and each of its folders are listed whole: no number of other entries pushes
   one of these out of sight. A folder that cannot be listed is hidden whole, an entry
   whose kind cannot be told is taken for an environment: nothing is left open because
@@ -33,9 +38,20 @@ from pathlib import Path
 
 from lily_kernel.host_files import open_folder
 
-__all__ = ["WORKSPACE_HIDDEN", "WORKSPACE_ORDINARY", "WORKSPACE_READ_ONLY", "Found",
-           "find_protected",
-           "link_holds", "mount_points", "remove_made"]
+__all__ = [
+    "GIT_READ_ONLY",
+    "GIT_WORKTREE_READ_ONLY",
+    "WORKSPACE_HIDDEN",
+    "WORKSPACE_ORDINARY",
+    "WORKSPACE_READ_ONLY",
+    "Found",
+    "find_protected",
+    "held_paths",
+    "link_holds",
+    "mount_points",
+    "own_repository",
+    "remove_made",
+]
 
 # In the workspace, read-only whether or not they exist yet: what Lily reads as
 # configuration or instructions, and what runs code later. A missing one is held by no
@@ -46,6 +62,19 @@ WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".c
 # Unreadable (an empty file or folder in their place), at the top and one level down:
 # dotenv files (`.env`, `.env.local`…) and direnv's `.envrc` (run on entering a folder).
 WORKSPACE_HIDDEN = (".env", ".env.*", ".envrc")
+# In the workspace's own repository (`.git`, a folder), read-only whether or not they
+# exist: what git reads as configuration or runs later. `config` (hooksPath, fsmonitor,
+# filters, aliases, includes), `config.worktree` (read with extensions.worktreeConfig),
+# `hooks/`, `info/` (attributes name the filters and diff drivers that run), `modules/`
+# (each submodule's repository, its own config and hooks). `commondir` names another
+# folder as the repository (its config, its hooks): one that exists is kept read-only,
+# and since an empty one stops git, a missing one is held by no placeholder: one a run
+# made is set aside after it (`remove_made`).
+GIT_READ_ONLY = ("config", "config.worktree", "hooks", "info", "modules")
+GIT_COMMONDIR = "commondir"
+# In each linked worktree's folder that exists (`.git/worktrees/<name>/`), what redirects
+# or configures the worktree; a worktree a run adds is the run's, as its checkout is.
+GIT_WORKTREE_READ_ONLY = ("commondir", "config.worktree")
 # Dot-entries at the top that are the workspace's like any file: Jupyter's checkpoints
 # of the notebooks (which a run may write anyway). Neither kept nor set aside: made on
 # a notebook's first save, one would restart the session's kernel or be moved away.
@@ -62,6 +91,10 @@ class Found:
     read_only: tuple[Path, ...] = ()  # the top's dot-entries, environments, .git/
     dots: frozenset[str] = frozenset()  # the top's dot-entries, Lily's names aside
     links: tuple[tuple[str, str], ...] = ()  # the top's protected links, where each points
+    # Writable folders holding protected entries, bound on themselves so that a run cannot
+    # move one away and make it again without them (the own repository's `.git`, its
+    # `worktrees/` and each linked worktree's folder).
+    pinned: tuple[Path, ...] = ()
 
 
 # What every hidden name starts with, looked at first: a folder may hold a million names.
@@ -99,6 +132,59 @@ def _kept(entry: os.DirEntry[str], top: bool) -> bool:
             or name == ".git" or _environment(entry))
 
 
+def own_repository(workspace: Path) -> Path | None:
+    """The workspace's own repository, which git may write: `.git` at its top when it
+    is a folder (not a link, nor a file naming a repository elsewhere, which stay
+    read-only whole)."""
+    git = workspace / ".git"
+    return git if git.is_dir() and not git.is_symlink() else None
+
+
+def _worktree_config(git: Path) -> bool:
+    """Whether the repository's config turns on per-worktree configuration (then a
+    missing `config.worktree` is held too)."""
+    try:
+        with open(git / "config", "rb") as config:
+            return b"worktreeconfig" in config.read(1 << 20).lower()
+    except OSError:
+        return True  # what it says cannot be known: as if it did
+
+
+def _git_rules(git: Path) -> tuple[list[Path], list[Path]]:
+    """The own repository's (pinned folders, paths read-only whether or not they exist):
+    its `GIT_READ_ONLY` and an existing `commondir`; for each linked worktree's folder,
+    its `GIT_WORKTREE_READ_ONLY` that exist (a missing `config.worktree` too when the
+    config reads one)."""
+    per_worktree = _worktree_config(git)
+    held = [git / name for name in GIT_READ_ONLY
+            if name != "config.worktree" or per_worktree or (git / name).exists()]
+    if os.path.lexists(git / GIT_COMMONDIR):
+        held.append(git / GIT_COMMONDIR)
+    pinned = [git]
+    worktrees = git / "worktrees"
+    if worktrees.is_dir() and not worktrees.is_symlink():
+        pinned.append(worktrees)
+        try:
+            folders = [Path(e.path) for e in _listed(worktrees)
+                       if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            folders, held = [], [*held, worktrees]  # cannot be looked into: read-only whole
+        for folder in folders:
+            pinned.append(folder)
+            held += [folder / name for name in GIT_WORKTREE_READ_ONLY
+                     if os.path.lexists(folder / name) or per_worktree]
+    return pinned, held
+
+
+def held_paths(workspace: Path) -> list[Path]:
+    """The paths of `workspace` read-only whether or not they exist: Lily's names
+    (`WORKSPACE_READ_ONLY`; the own repository's `.git` but what git may write) and the
+    own repository's (`_git_rules`)."""
+    git = own_repository(workspace)
+    names = [workspace / n for n in WORKSPACE_READ_ONLY if git is None or n != ".git"]
+    return names if git is None else [*names, *_git_rules(git)[1]]
+
+
 def find_protected(workspace: Path) -> Found:
     """The entries of `workspace` (resolved) that the rules protect. Raises OSError
     when its top cannot be listed (then nothing can be protected, nor run)."""
@@ -106,9 +192,16 @@ def find_protected(workspace: Path) -> Found:
     read_only: list[Path] = []
     links: list[tuple[str, str]] = []
     top = _listed(workspace)
+    git = own_repository(workspace)
+    pinned: list[Path] = []
+    if git is not None:  # what git may not write there, as it exists
+        pinned, held = _git_rules(git)
+        read_only += [p for p in held if os.path.lexists(p)]
     for entry in top:
         if _hidden_name(entry.name):
             hidden.append(Path(entry.path))
+        elif git is not None and entry.name == ".git":
+            continue
         elif _kept(entry, top=True):
             read_only.append(Path(entry.path))
         else:
@@ -131,7 +224,8 @@ def find_protected(workspace: Path) -> Found:
                 read_only.append(Path(entry.path))
     dots = frozenset(e.name for e in top
                      if e.name.startswith(".") and e.name not in WORKSPACE_READ_ONLY)
-    return Found(workspace, tuple(hidden), tuple(read_only), dots, tuple(links))
+    return Found(workspace, tuple(hidden), tuple(read_only), dots, tuple(links),
+                 tuple(pinned))
 
 
 SET_ASIDE = ".lily/removed"  # where a run's forbidden dot-entries go (Lily's, read-only)
@@ -213,7 +307,33 @@ def remove_made(found: Found, writable: Callable[[Path], bool],
                 _set_aside(workspace, name, stamp)
             (workspace / name).symlink_to(target)
             undone.append(name)
+    commondir = workspace / ".git" / GIT_COMMONDIR
+    if (workspace / ".git") in found.pinned and commondir not in found.read_only \
+            and os.path.lexists(commondir) and writable(commondir):
+        with contextlib.suppress(OSError):
+            _set_aside_in_git(workspace, stamp)
+            undone.append(f".git/{GIT_COMMONDIR}")
     return tuple(undone)
+
+
+def _set_aside_in_git(workspace: Path, stamp: str) -> None:
+    """The own repository's `commondir` a run made, moved into `.lily/removed/<stamp>/`
+    (each folder opened without following a link); where that cannot be made, removed:
+    git must not read it."""
+    git = open_folder(workspace, ".git")
+    try:
+        try:
+            aside = open_folder(workspace, f"{SET_ASIDE}/{stamp}", make=True)
+        except OSError:
+            os.unlink(GIT_COMMONDIR, dir_fd=git)
+            return
+        try:
+            os.rename(GIT_COMMONDIR, _free(aside, "git-commondir"), src_dir_fd=git,
+                      dst_dir_fd=aside)
+        finally:
+            os.close(aside)
+    finally:
+        os.close(git)
 
 
 def link_holds(link: Path, target: str) -> bool:

@@ -29,10 +29,14 @@ if TYPE_CHECKING:  # asyncio, the sandbox and control groups come with the first
     from lily_kernel.execution.sandbox import Sandbox
     from lily_kernel.execution.way_out import WayOut
 
-__all__ = ["MAX_OUTPUT_CHARS", "ProcessPlan", "RunResult", "ScriptHost", "ScriptPlan",
+__all__ = ["KEPT_BYTES", "MAX_OUTPUT_CHARS", "OnOutput", "ProcessPlan", "RunResult",
+           "ScriptHost", "ScriptPlan",
            "ScriptResult", "run_process", "run_script"]
 
 MAX_OUTPUT_CHARS = 20_000
+# What a run's output keeps (and the cell shows) at most: MAX_OUTPUT_CHARS characters of
+# UTF-8 at their widest.
+KEPT_BYTES = MAX_OUTPUT_CHARS * 4
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,20 +118,37 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
     await process.wait()
 
 
+# Where a run's output goes as it comes (the cell: tools/shell.py, tools/scripts.py):
+# which stream ("stdout" or "stderr") and its text, only what the cap keeps.
+OnOutput = Callable[[str, str], None]
+
+
+def _quiet(name: str, text: str) -> None:
+    """The `on_output` of a run no one watches."""
+
+
 @dataclass
 class _Output:
-    """What a script printed: at most `limit` bytes kept, everything counted (so a
-    chatty script never blocks on a full pipe)."""
+    """What a script printed, stdout and stderr in the order they came: at most `limit`
+    bytes kept (and passed on as they come), everything counted (so a chatty script
+    never blocks on a full pipe)."""
 
     limit: int
+    on_output: OnOutput = _quiet
     kept: bytearray = field(default_factory=bytearray)
     total: int = 0
 
-    async def collect(self, stream: asyncio.StreamReader) -> None:
+    async def collect(self, stream: asyncio.StreamReader, name: str = "stdout") -> None:
+        import codecs
+
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
         while chunk := await stream.read(65536):
             self.total += len(chunk)
             if len(self.kept) < self.limit:
-                self.kept += chunk[: self.limit - len(self.kept)]
+                part = chunk[: self.limit - len(self.kept)]
+                self.kept += part
+                if text := decoder.decode(part, final=len(self.kept) >= self.limit):
+                    self.on_output(name, text)
 
 
 # Once the script itself has ended, how long its output may still arrive: a process it
@@ -135,11 +156,11 @@ class _Output:
 OUTPUT_GRACE = 1.0
 
 
-def _kill_holders(pipe: int) -> None:
-    """Kill every process of ours still holding the output pipe's write end: a child the
+def _kill_holders(pipes: list[int]) -> None:
+    """Kill every process of ours still holding an output pipe's write end: a child the
     script detached (setsid, a double fork) outside its process group. Linux: by the
-    pipe's inode in /proc/<pid>/fd."""
-    wanted = f"pipe:[{os.fstat(pipe).st_ino}]"
+    pipes' inodes in /proc/<pid>/fd."""
+    wanted = {f"pipe:[{os.fstat(pipe).st_ino}]" for pipe in pipes}
     me = os.getpid()
     for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else ()):
         if int(pid) == me:
@@ -147,7 +168,7 @@ def _kill_holders(pipe: int) -> None:
         with contextlib.suppress(OSError):
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 with contextlib.suppress(OSError):
-                    if os.readlink(f"/proc/{pid}/fd/{fd}") == wanted:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
                         os.kill(int(pid), signal.SIGKILL)
                         break
 
@@ -157,10 +178,13 @@ ScriptResult = RunResult
 
 
 async def run_process(plan: ProcessPlan, timeout: float,
-                      max_chars: int = MAX_OUTPUT_CHARS) -> RunResult:
+                      max_chars: int = MAX_OUTPUT_CHARS, *,
+                      on_output: OnOutput = _quiet) -> RunResult:
     """Run the plan; a cancellation (the stop button) kills its process group. The
-    output comes through a pipe of Lily's own (not the subprocess transport's), so the
-    run ends when the command does, whatever a process it left behind holds. Started
+    output comes through pipes of Lily's own (not the subprocess transport's), one for
+    stdout and one for stderr, so the run ends when the command does, whatever a process
+    it left behind holds; what the cap keeps of it is passed to `on_output` as it comes
+    (in the order it is read: the two streams' order within a moment is not kept). Started
     from the event loop's thread (bubblewrap's `--die-with-parent` follows the thread
     that started it), never from a worker thread."""
     import asyncio
@@ -176,29 +200,36 @@ async def run_process(plan: ProcessPlan, timeout: float,
     group = open_run_group(plan.limits) if plan.sandboxed and plan.limits else None
     argv = group.argv(plan.argv) if group is not None else plan.argv
     started = time.perf_counter()
-    read_end, write_end = os.pipe()
+    pipes = {name: os.pipe() for name in ("stdout", "stderr")}
     try:
         process = await asyncio.create_subprocess_exec(
             *argv, cwd=plan.cwd, env=plan.env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=write_end, stderr=asyncio.subprocess.STDOUT,
+            stdout=pipes["stdout"][1], stderr=pipes["stderr"][1],
             start_new_session=True)  # its own process group: killed as a whole
     except OSError as exc:
-        os.close(read_end)
+        for read_end, _ in pipes.values():
+            os.close(read_end)
         if group is not None:
             await group.close()
         from lily_kernel.prompting.runs import not_started_reason
 
         raise ToolError(not_started_reason(plan.label, exc.strerror or str(exc))) from None
     finally:
-        os.close(write_end)
+        for _, write_end in pipes.values():
+            os.close(write_end)
     loop = asyncio.get_running_loop()
-    stdout = asyncio.StreamReader()
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(stdout), os.fdopen(read_end, "rb", 0))
     timed_out = False
     code: int | None
-    output = _Output(max_chars * 4)
-    reading = asyncio.ensure_future(output.collect(stdout))
+    output = _Output(KEPT_BYTES * max_chars // MAX_OUTPUT_CHARS, on_output)
+    transports, readers = [], []
+    for name, (read_end, _) in pipes.items():
+        stream = asyncio.StreamReader()
+        transport, _ = await loop.connect_read_pipe(
+            lambda stream=stream: asyncio.StreamReaderProtocol(stream),  # type: ignore[misc]
+            os.fdopen(read_end, "rb", 0))
+        transports.append(transport)
+        readers.append(output.collect(stream, name))
+    reading = asyncio.ensure_future(asyncio.gather(*readers))
 
     async def finish() -> int:
         code = await process.wait()
@@ -220,9 +251,10 @@ async def run_process(plan: ProcessPlan, timeout: float,
         _kill_group(process)  # children it left behind in its group
         if not reading.done():  # and those outside it, still holding the output
             with contextlib.suppress(OSError):
-                _kill_holders(read_end)
+                _kill_holders([read_end for read_end, _ in pipes.values()])
         reading.cancel()
-        transport.close()
+        for transport in transports:
+            transport.close()
         if group is not None:  # whatever is left in the run's control group
             await asyncio.shield(group.close())
         # Once nothing of the run is left: its placeholders, what it may not keep.
@@ -255,12 +287,12 @@ class ScriptHost(ReadsSettings):
     environ: Mapping[str, str]
     settings: SettingsSource
     run: Callable[[ScriptPlan, float], Awaitable[RunResult]] = run_process
-    # The session's Python environment (the kernel's, with the workspace's installs):
-    # its bin/ first on every run's PATH, skill scripts' Python. runtime/services.py.
-    python: Callable[[], RunEnvironment | None] | None = None
     # The session's way out of the sandbox (its proxy, started on first use), given to
     # every sandboxed run: runtime/services.py.
     way_out: Callable[[], WayOut | None] | None = None
+    # The session's Python environment (the kernel's, with the workspace's installs):
+    # its bin/ first on every run's PATH, skill scripts' Python. runtime/services.py.
+    python: Callable[[], RunEnvironment | None] | None = None
     _sandbox: Sandbox | None = field(default=None, repr=False)
 
     def python_environment(self) -> RunEnvironment | None:
@@ -275,6 +307,15 @@ class ScriptHost(ReadsSettings):
         except LilyError:
             return None
 
+    async def run_shown(self, plan: ScriptPlan, on_output: OnOutput) -> RunResult:
+        """The plan run with `run`, its output passed to `on_output` as it comes (a
+        runner that does not stream, replay's, gives it whole once the run ended)."""
+        if self.run is run_process:
+            return await run_process(plan, self.timeout, on_output=on_output)
+        result = await self.run(plan, self.timeout)
+        if result.output:
+            on_output("stdout", result.output)
+        return result
 
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:

@@ -31,11 +31,13 @@ __all__ = [
     "outgrown_reason",
     "process_status",
     "process_text",
+    "refusal_note",
     "removed_note",
     "restarted_note",
     "root_workspace_reason",
     "stopped_reason",
     "traceback_summary",
+    "written_note",
 ]
 
 TRACEBACK_ENTRIES = 3  # the last entries of a traceback: where it failed, and why
@@ -241,3 +243,65 @@ def kernel_text(reply: KernelEnd, max_chars: int) -> str:
     if reply.missing_module:
         body += "\n" + missing_module_note(reply.missing_module)
     return f"[{kernel_status(reply)}]\n{body}"
+
+
+class Written(Protocol):
+    """A file a run created or changed (execution/written.py's WrittenFile)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def created(self) -> bool: ...
+
+
+WRITTEN_NAMED = 20  # the files a result names; the rest are counted
+
+
+def written_note(files: Sequence[Written], complete: bool = True) -> str:
+    """The files a run created or changed in the workspace, as the model reads them ("" when
+    none); `complete`: False when the workspace was too large to look at whole."""
+    if not files and complete:
+        return ""
+    named = ", ".join(f"{f.path} ({f.size:,} bytes{', new' if f.created else ''})"
+                      for f in files[:WRITTEN_NAMED])
+    more = f" and {len(files) - WRITTEN_NAMED:,} more" if len(files) > WRITTEN_NAMED else ""
+    partial = ("" if complete else
+               "; the workspace is too large to look at whole: others may have changed")
+    if not files:
+        return f"[files written in the workspace: none seen{partial}]"
+    return f"[files written in the workspace: {named}{more}{partial}]"
+
+
+# What a sandbox's refusal looks like in what a run printed: a write where the sandbox
+# keeps files read-only (EROFS, as coreutils, Python and git word it; EBUSY where a file
+# is replaced or moved: a protected entry is a mount point), a command absent.
+_READ_ONLY = re.compile(
+    r"\[Errno (?:30|16)\] (?:Read-only file system|Device or resource busy): "
+    r"'(?P<python>[^'\n]{1,300})'"
+    r"|(?:['\u2018](?P<quoted>[^'\u2019\n]{1,300})['\u2019]|(?P<bare>[^\s:'\"]{1,300}))"
+    r":? ?(?:Read-only file system|Device or resource busy)")
+_NOT_FOUND = re.compile(
+    r"^(?:[^:\n]*: (?:\d+: )?(?:line \d+: )?)?(?P<name>[^\s:]{1,200}): (?:command )?not found$",
+    re.MULTILINE)
+
+
+def refusal_note(output: str, exit_code: int | None) -> str:
+    """One line on what the sandbox refused the run, if its output shows it ("" if not):
+    a write to a protected path (read-only in the sandbox), a command that is not there
+    (exit code 127). Network refusals are worded with the network policy."""
+    notes = []
+    found = _READ_ONLY.search(output)
+    if found is not None:
+        path = found["quoted"] or found["bare"] or found["python"] or "a protected path"
+        notes.append(f"[refused by the sandbox: {path} is protected, read-only there (docs: "
+                     "Protected paths); write somewhere else in the workspace, or ask the "
+                     "person to change it]")
+    missing = _NOT_FOUND.search(output)
+    if missing is not None or exit_code == 127:
+        name = f"'{missing['name']}'" if missing is not None else "a command it ran"
+        notes.append(f"[refused by the sandbox: {name} is not installed here or not on "
+                     "the sandbox's PATH (exit code 127); use a command that is, or ask "
+                     "the person to install it]")
+    return "\n".join(notes)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lily_kernel.commands import CommandOutcome, ToolDispatch, dispatched
 from lily_kernel.display import Notice
 from lily_kernel.display.notices import tool_arguments_not_json, tool_ran
+from lily_kernel.display.returned import tool_returned
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.events import Caller, EventLog, ToolCalled
 from lily_kernel.prompting import (
@@ -110,9 +111,13 @@ class ToolGate:
             return self.redact(tool_result_text(failed.status, failed.text))
         outcome = await self.run(sink, name, arguments, "model", offered=offered, step=step,
                                  skill=skill, skills=skills)
-        notice = _announcement(self.registry.get(name), name, arguments, outcome)
+        tool = self.registry.get(name)
+        notice = _announcement(tool, name, arguments, outcome)
         if notice is not None:
             sink.show(Notice(notice))
+        if tool is not None and tool.announce is None and outcome.status == "ran":
+            # What it ran with and returned (a tool that announces shows its own run).
+            sink.show(tool_returned(arguments, outcome.text))
         return self.redact(tool_result_text(outcome.status, outcome.text))
 
     async def run(self, sink: CellSink, name: str, arguments: dict[str, Any], caller: Caller,

@@ -17,7 +17,7 @@ from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.runner import ScriptHost
 
 if TYPE_CHECKING:  # events load with the first tool call, not with `lily skills`
-    from lily_kernel.display import Code, RunOutput
+    from lily_kernel.display import Shown
     from lily_kernel.events import Caller, EventData
     from lily_kernel.execution.python_host import PythonHost
 
@@ -111,7 +111,7 @@ def _nowhere(event: EventData) -> None:
     """Events of a context that logs nothing (a test's, or a tool run on its own)."""
 
 
-def _unseen(item: Code | RunOutput) -> None:
+def _unseen(item: Shown) -> None:
     """What a context outside a cell shows: nothing."""
 
 
@@ -122,8 +122,8 @@ class ToolContext:
     persona, the Lily home, `.lily`), inside the workspace or not, which no tool may
     write; `skill`: the active skill (None outside a skill); `ask`: a yes/no question to
     the person; `emit`: an event for the session log; `services`: the session's (how
-    skill scripts and Python run here; None: they cannot); `show`: code that runs and
-    its outputs, to the cell (display/runs.py);
+    skill scripts and Python run here; None: they cannot); `show`: code that runs, its
+    outputs and what else a run shows (the files it wrote), to the cell (display/runs.py);
     `caller`: who made the call (`model`, or `owner`: the person's command); `skills`:
     the request's skill selection (None: no selection is open, e.g. a command's tool
     call); `prepared`: the call as it was made ready (`Tool.prepare`) and, where someone
@@ -135,7 +135,7 @@ class ToolContext:
     ask: Ask = _no_one_to_ask
     emit: Callable[[EventData], object] = _nowhere
     services: ToolServices | None = None
-    show: Callable[[Code | RunOutput], None] = _unseen
+    show: Callable[[Shown], None] = _unseen
     caller: Caller = "model"
     skills: SkillSelector | None = None
     prepared: Question | None = None

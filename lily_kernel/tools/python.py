@@ -22,6 +22,7 @@ from lily_kernel.execution.runner import MAX_OUTPUT_CHARS
 from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.tools.questions import code_refusal, python_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolOutcome, ToolResult
+from lily_kernel.tools.run_view import watch_run
 
 if TYPE_CHECKING:  # the kernel's machinery loads with the first run, not `lily skills`
     from lily_kernel.execution.python_host import PythonHost
@@ -76,6 +77,7 @@ async def _run(args: PythonArgs, ctx: ToolContext) -> ToolResult:
     ctx.show(Code(code))
     stopped = CodeRun(tool=PYTHON, caller=ctx.caller, code=code,
                       sha256=hashlib.sha256(code.encode()).hexdigest(), status="interrupted")
+    watch = await watch_run(ctx)
     try:
         reply = await host.run(code, lambda output: ctx.show(RunOutput(output)))
     except asyncio.CancelledError:
@@ -89,7 +91,10 @@ async def _run(args: PythonArgs, ctx: ToolContext) -> ToolResult:
         stopped, status=reply.status, error=reply.error, duration_ms=reply.duration_ms,
         output_sha256=reply.output_sha256, output_bytes=reply.output_bytes)
     ctx.emit(ran)
-    return ToolResult(kernel_text(reply, MAX_OUTPUT_CHARS), reply,
+    # The files it wrote, shown and named; what the sandbox refused it (tools/run_view.py).
+    notes = await watch.finish(reply.error or "", None)
+    text = kernel_text(reply, MAX_OUTPUT_CHARS)
+    return ToolResult(f"{text}\n{notes}" if notes else text, reply,
                       failed=reply.status == "error")
 
 

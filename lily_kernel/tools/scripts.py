@@ -12,21 +12,26 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from lily_kernel.display import Code
+from lily_kernel.display.runs import process_ended
 from lily_kernel.errors import ToolError, ToolRefusedError
 from lily_kernel.execution.limits import Limits
-from lily_kernel.execution.runner import ScriptPlan
+from lily_kernel.execution.runner import KEPT_BYTES, ScriptPlan
 from lily_kernel.tools.context import ActiveSkill, Question, ToolContext
 from lily_kernel.tools.files import short_path
 from lily_kernel.tools.questions import script_question
-from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolResult
+from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolOutcome, ToolResult
+from lily_kernel.tools.run_view import CellOutput, watch_run
 from lily_kernel.tools.skill_files import active_skill, resolve_in_skill
+from lily_kernel.visible import shown
 
 if TYPE_CHECKING:  # the sandbox's machinery loads with the first run, not at the start
     from lily_kernel.execution.installs import RunEnvironment
@@ -175,16 +180,34 @@ async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> ToolResult:
     stopped = SkillScriptRun(skill=plan.skill, script=plan.script, sha256=plan.sha256,
                              arguments=list(plan.arguments), sandboxed=plan.sandboxed,
                              outcome="interrupted")
+    # The person sees what runs, its output as it comes, how it ended (`_announce`) and
+    # the files it wrote (tools/run_view.py).
+    ctx.show(Code(shlex.join([plan.script, *plan.arguments]), "sh"))
+    watch = await watch_run(ctx)
+    cell = CellOutput(ctx)
     try:
-        result = await host.run(plan, host.timeout)
+        result = await host.run_shown(plan, cell)
     except asyncio.CancelledError:
         ctx.emit(stopped)
         raise
+    cell.cut(result.output_bytes, KEPT_BYTES)
     ran = dataclasses.replace(
         stopped, outcome="timeout" if result.timed_out else "ran", exit_code=result.exit_code,
         duration_ms=result.duration_ms, output_bytes=result.output_bytes, output=result.output)
     ctx.emit(ran)
-    return ToolResult(process_text(result, host.timeout), result)
+    notes = await watch.finish(result.output, result.exit_code)
+    text = process_text(result, host.timeout)
+    return ToolResult(f"{text.rstrip(chr(10))}\n{notes}" if notes else text, result)
+
+
+def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str:
+    from lily_kernel.execution.runner import RunResult
+    from lily_kernel.prompting.runs import process_status
+
+    script = f"Script {shown(str(arguments.get('script', '')), 100)}"
+    if not isinstance(outcome.result, RunResult):  # it did not run
+        return f"{script}: {outcome.detail.rstrip('.')}"
+    return process_ended(script, process_status(outcome.result))
 
 
 def run_skill_script_tool() -> Tool:
@@ -196,4 +219,5 @@ def run_skill_script_tool() -> Tool:
         # Its working directory is the workspace, writable in the sandbox: in a folder the
         # person does not trust, a script may not change it unasked any more than `write`.
         kept_by=frozenset({"bash"}), prepare=_prepare, asks_untrusted=True,
+        announce=_announce,
     )

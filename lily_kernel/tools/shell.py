@@ -7,6 +7,8 @@ sandbox: without a working bubblewrap the call is refused, saying how to get one
 command is made ready before anyone is asked (`prepare`: a command a narrowing skill
 does not allow is refused there), the person reads it whole, and each run is a
 `code_run` event (the command and its digest, how it ended, the digest of its output).
+The cell shows the command, its output as it comes, how it ended and the files it wrote
+(tools/run_view.py); the model reads the same, and what the sandbox refused it.
 Asked by default (`Tool.asked`), and in an untrusted folder whatever the policy says.
 """
 
@@ -16,12 +18,15 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lily_kernel.display import Code
+from lily_kernel.display.runs import process_ended
 from lily_kernel.errors import ToolError, ToolRefusedError
-from lily_kernel.execution.runner import ProcessPlan, RunResult, ScriptHost
+from lily_kernel.execution.runner import KEPT_BYTES, ProcessPlan, RunResult, ScriptHost
 from lily_kernel.tools.command_rules import command_refusal
 from lily_kernel.tools.context import Question, ToolContext
 from lily_kernel.tools.questions import shell_question
 from lily_kernel.tools.registry import ARGS_CONFIG, Tool, ToolOutcome, ToolResult
+from lily_kernel.tools.run_view import CellOutput, watch_run
 from lily_kernel.visible import shown
 
 if TYPE_CHECKING:
@@ -125,17 +130,25 @@ async def _run(args: ShellArgs, ctx: ToolContext) -> ToolResult:
     plan = prepared if isinstance(prepared, ShellPlan) else await _plan(args, ctx)
     started = CodeRun(tool="shell", caller=ctx.caller, code=plan.command, sha256=plan.sha256,
                       status="interrupted")
+    # The person sees the command, then its output as it comes, then how it ended (the
+    # notice `_announce` leaves) and the files it wrote.
+    ctx.show(Code(plan.command, "sh"))
+    watch = await watch_run(ctx)
+    cell = CellOutput(ctx)
     try:
         # Started here, on the event loop's thread: bubblewrap dies with that thread.
-        result = await run_process(plan, host.timeout)
+        result = await run_process(plan, host.timeout, on_output=cell)
     except asyncio.CancelledError:
         ctx.emit(started)
         raise
+    cell.cut(result.output_bytes, KEPT_BYTES)
     digest, size = output_record(result, plan)
     ctx.emit(CodeRun(tool="shell", caller=ctx.caller, code=plan.command, sha256=plan.sha256,
                      status=_status(result), exit_code=result.exit_code,
                      duration_ms=result.duration_ms, output_sha256=digest, output_bytes=size))
-    return ToolResult(process_text(result, host.timeout), result)
+    notes = await watch.finish(result.output, result.exit_code)
+    text = process_text(result, host.timeout)
+    return ToolResult(f"{text.rstrip(chr(10))}\n{notes}" if notes else text, result)
 
 
 def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str:
@@ -144,7 +157,7 @@ def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str:
     command = shown(arguments.get("command", ""), 100)
     if not isinstance(outcome.result, RunResult):  # it did not run
         return f"Shell {command}: {outcome.detail.rstrip('.')}"
-    return f"Shell {command}: {process_status(outcome.result)} (sandboxed)"
+    return process_ended(f"Shell {command}", process_status(outcome.result), sandboxed=True)
 
 
 def shell_tool() -> Tool:

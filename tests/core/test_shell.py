@@ -35,7 +35,8 @@ def test_a_command_runs_in_the_workspace_and_reports_its_exit_status(workspace: 
     (workspace / "notes.txt").write_text("one\ntwo\n")
     done = run_shell("wc -l < notes.txt; pwd; echo made > out.txt; exit 3", workspace, ENVIRON)
     assert done.status == "ran"
-    assert done.output == f"[exit code 3]\n2\n{workspace.resolve()}\n"
+    assert done.output == (f"[exit code 3]\n2\n{workspace.resolve()}\n"
+                           "[files written in the workspace: out.txt (5 bytes, new)]")
     assert (workspace / "out.txt").read_text() == "made\n"
     [run] = done.of("code_run")
     command = "wc -l < notes.txt; pwd; echo made > out.txt; exit 3"

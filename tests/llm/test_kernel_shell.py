@@ -65,7 +65,8 @@ def test_yes_no_always_and_no_one_to_answer(server: OpenAIServer, tmp_path: Path
         assert prompts[0].startswith('Sandboxed (no network; only the workspace "')
         assert '\n  "echo yes > yes.txt; cat yes.txt"\n' in prompts[0]
         assert prompts[0].endswith("Run it? [y/N/a] ")
-        assert tool_result(server) == "[exit code 0]\nyes\n"
+        assert tool_result(server) == ("[exit code 0]\nyes\n[files written in the "
+                                       "workspace: yes.txt (4 bytes, new)]")
         assert 'Shell "echo yes > yes.txt; cat yes.txt": exit code 0 (sandboxed)' in run.plain
         script(server, "touch no.txt")
         run, prompts = execute_answering(kernel, "Touch no", ["n"])

@@ -96,9 +96,16 @@ def test_approved_through_the_input_request(server: OpenAIServer, tmp_path: Path
         assert prompts[0].rstrip().endswith("[y/N]")
         assert (kernel.workspace / "filled.txt").read_text() == "name: Ada\ndate: 2024-05-01\n"
         assert tool_result(server, -2).startswith("# Forms")  # the reference, on demand
-        assert tool_result(server) == "[exit code 0]\nfilled the form for Ada on 2024-05-01\n"
+        assert tool_result(server) == ("[exit code 0]\nfilled the form for Ada on 2024-05-01\n"
+                                       "[files written in the workspace: filled.txt (27 "
+                                       "bytes, new)]")
         assert "Your form is filled." in run.displays[-1]["text/plain"]
-        assert "Tool run_skill_script: ran" in run.plain
+        # What ran, what it printed (a stream), how it ended, the file it wrote.
+        assert "scripts/fill_form.py Ada 2024-05-01" in run.plain
+        assert ("stdout", "filled the form for Ada on 2024-05-01\n") in [
+            (c["name"], c["text"]) for c in run.of_type("stream")]
+        assert 'Script "scripts/fill_form.py": exit code 0' in run.plain
+        assert "Files written: `filled.txt` (27 bytes, new)." in run.plain
         [approval] = log_events(kernel, "approval")
         assert approval["outcome"] == "approved" and approval["question"] == prompts[0]
         assert [e["exit_code"] for e in log_events(kernel, "skill_script_run")] == [0]

@@ -125,7 +125,9 @@ def test_ask_policy_runs_the_script_after_yes(workspace, environ) -> None:
     assert len(sink.questions) == 1 and sink.questions[0].endswith(QUESTION)
     sandboxed = runtime.services.scripts.sandbox().available
     assert ("NOT sandboxed" in sink.questions[0]) is (not sandboxed)
-    assert tool_result(model, 2) == "[exit code 0]\nfilled the form for Ada Lovelace on 2024-05-01\n"
+    assert tool_result(model, 2) == ("[exit code 0]\nfilled the form for Ada Lovelace on "
+                                     "2024-05-01\n[files written in the workspace: filled.txt "
+                                     "(36 bytes, new)]")
     assert (workspace / "filled.txt").read_text() == "name: Ada Lovelace\ndate: 2024-05-01\n"
     assert sink.replies == ["Filled."]
     [approval] = events(runtime, "approval")
