@@ -160,12 +160,13 @@ class PythonHost(ReadsSettings):
                                 box.way_out)
             return group.argv(command) if group is not None else command
 
-        env = {**script_environment(self.environ, self.allowed_env), **choice.env,
-               **(box.way_out.env if box.way_out is not None else {})}
+        env = {**script_environment(self.environ, self.allowed_env), **choice.env}
         if python is not None:  # its installs' interpreter, its bin/ first on PATH
             env = python.applied(env)
             if choice.argv[0] == str(python.environment.interpreter):
                 choice = replace(choice, argv=(str(python.python), *choice.argv[1:]))
+        env = {**env,
+               **(box.way_out.env if box.way_out is not None else {})}
         kernel = Subkernel(choice, wrap, workspace, env, folder)
         self._kernel = kernel
         try:
