@@ -282,3 +282,38 @@ def test_the_proxy_listens_on_its_socket_only_in_a_private_folder(start) -> None
     assert not proxy.socket.parent.exists()
     with pytest.raises(OSError):
         socket.socket(socket.AF_UNIX).connect(str(proxy.socket))
+
+
+def test_a_tcp_connection_handed_over_the_socket_is_served(start) -> None:
+    # What the bridge does in the sandbox: the accepted connection itself, SCM_RIGHTS.
+    proxy, seen = start(refuse_everything)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        client = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+    with client, accepted, connect(proxy.socket) as handoff:
+        socket.send_fds(handoff, [b"\0"], [accepted.fileno()])
+        accepted.close()
+        client.settimeout(10)
+        client.sendall(b"CONNECT pypi.org:443 HTTP/1.1\r\nHost: pypi.org\r\n\r\n")
+        assert status(read_all(client))[0] == 403
+    assert [d.host for d in seen.asked] == ["pypi.org"]
+
+
+def test_a_handed_descriptor_that_is_not_a_tcp_connection_is_refused(start) -> None:
+    proxy, seen = start(EXACT)
+    read_end, write_end = os.pipe()
+    try:
+        with connect(proxy.socket) as handoff:
+            socket.send_fds(handoff, [b"\0"], [write_end])
+            assert read_all(handoff) == b""  # closed, nothing written anywhere
+        os.close(write_end)
+        write_end = -1
+        os.set_blocking(read_end, False)
+        assert os.read(read_end, 100) == b""  # the proxy kept no copy of the pipe
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+    assert seen.asked == []
