@@ -307,10 +307,15 @@ class ScriptHost(ReadsSettings):
         except LilyError:
             return None
 
+    @property
+    def live(self) -> bool:
+        """Whether skill scripts really run here (replay's runner gives recorded results)."""
+        return self.run is run_process
+
     async def run_shown(self, plan: ScriptPlan, on_output: OnOutput) -> RunResult:
         """The plan run with `run`, its output passed to `on_output` as it comes (a
         runner that does not stream, replay's, gives it whole once the run ended)."""
-        if self.run is run_process:
+        if self.live:
             return await run_process(plan, self.timeout, on_output=on_output)
         result = await self.run(plan, self.timeout)
         if result.output:

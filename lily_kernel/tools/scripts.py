@@ -183,7 +183,8 @@ async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> ToolResult:
     # The person sees what runs, its output as it comes, how it ended (`_announce`) and
     # the files it wrote (tools/run_view.py).
     ctx.show(Code(shlex.join([plan.script, *plan.arguments]), "sh"))
-    watch = await watch_run(ctx)
+    # A recorded run (replay's) runs nothing: its output, as recorded, holds its notes.
+    watch = await watch_run(ctx) if host.live else None
     cell = CellOutput(ctx)
     try:
         result = await host.run_shown(plan, cell)
@@ -191,13 +192,14 @@ async def _run(args: RunSkillScriptArgs, ctx: ToolContext) -> ToolResult:
         ctx.emit(stopped)
         raise
     cell.cut(result.output_bytes, KEPT_BYTES)
+    if watch is not None and (notes := await watch.finish(result.output, result.exit_code)):
+        # Kept with the output in the event, so a replay that runs nothing reads them too.
+        result = dataclasses.replace(result, output=f"{result.output.rstrip(chr(10))}\n{notes}")
     ran = dataclasses.replace(
         stopped, outcome="timeout" if result.timed_out else "ran", exit_code=result.exit_code,
         duration_ms=result.duration_ms, output_bytes=result.output_bytes, output=result.output)
     ctx.emit(ran)
-    notes = await watch.finish(result.output, result.exit_code)
-    text = process_text(result, host.timeout)
-    return ToolResult(f"{text.rstrip(chr(10))}\n{notes}" if notes else text, result)
+    return ToolResult(process_text(result, host.timeout), result)
 
 
 def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str:

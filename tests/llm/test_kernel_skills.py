@@ -126,7 +126,7 @@ def test_declined_and_unanswerable_are_refused(server: OpenAIServer, tmp_path: P
                                   "needs the person's approval (tools.ask in lily.yaml), and "
                                   "no one can answer here")
         assert "name run_skill_script in tools.allow" in refusal
-        assert "run_skill_script: refused" in unattended.plain
+        assert 'Script "scripts/fill_form.py": refused' in unattended.plain
         assert not (kernel.workspace / "filled.txt").exists()
         assert [a["outcome"] for a in log_events(kernel, "approval")] == [
             "declined", "unanswerable"]

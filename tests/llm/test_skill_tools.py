@@ -162,7 +162,7 @@ def test_no_yes_no_run(workspace, environ, answer: str | None, expected: str) ->
     assert events(runtime, "skill_script_run") == []
     outcome = {"n": "declined", "": "declined", None: "unanswerable"}[answer]
     assert [a["outcome"] for a in events(runtime, "approval")] == [outcome]
-    assert any("run_skill_script: refused" in n for n in sink.notices)
+    assert any('Script "scripts/fill_form.py": refused' in n for n in sink.notices)
 
 
 def test_allow_by_name_runs_without_asking(workspace, environ) -> None:
