@@ -52,7 +52,9 @@ def mcp_result(overview: McpOverview) -> CommandResult:
         (s.name, "you" if s.origin == "person" else "this workspace (lily.yaml)",
          shown(s.target, 80) if s.target else "",
          "held until you trust this workspace (`/trust`)" if s.state == "held" else
-         f"failed: {s.error}" if s.state == "failed" else s.state)
+         f"failed: {s.error}" if s.state == "failed" else
+         "starting: no answer yet (a chat cell waits for it; `/mcp` again shows it)"
+         if s.state == "starting" else s.state)
         for s in overview.servers))
     tools = tuple((f"mcp__{s.name}__{name}", verdict(overview.policy, f"mcp__{s.name}__{name}"),
                    " ".join(about.split())[:MAX_DESCRIPTION])

@@ -56,22 +56,37 @@ class McpServers:
         self.environ = environ
         self._connections: dict[str, McpConnection] = {}
         self._left_out: dict[str, tuple[str, ...]] = {}
+        self._starting: dict[str, asyncio.Future[None]] = {}  # starts not finished yet
 
     async def start(self, servers: tuple[McpServer, ...], registry: ToolRegistry,
                     emit: Callable[[EventData], object],
-                    failed: Callable[[str, str | None], None]) -> bool:
+                    failed: Callable[[str, str | None], None],
+                    wait: float | None = None) -> bool:
         """Start the servers not started yet (all at once), register their tools; True
         when tools were added. `failed(name, error)`: a server that could not start,
-        for the person."""
-        new = [McpConnection(s, self.workspace, self.environ) for s in servers
-               if s.name not in self._connections]
-        for connection in new:
-            self._connections[connection.server.name] = connection
-        outcomes = await asyncio.gather(*(c.start() for c in new), return_exceptions=True)
+        for the person. `wait`: how long to wait for the starts (None: until each ends,
+        within its time limit); one still going on is `starting`, taken up by a later
+        call (`/mcp` answers at once while a server that never answers lives on)."""
+        for server in servers:
+            if server.name not in self._connections:
+                connection = McpConnection(server, self.workspace, self.environ)
+                self._connections[server.name] = connection
+                self._starting[server.name] = asyncio.ensure_future(connection.start())
+        pending = list(self._starting.values())
+        try:
+            if pending:
+                await asyncio.wait(pending, timeout=wait)
+        except asyncio.CancelledError:  # the stop button: the starts with the cell
+            for task in pending:
+                task.cancel()
+            raise
         added = False
-        for connection, outcome in zip(new, outcomes, strict=True):
-            name, transport = connection.server.name, connection.server.transport
-            if isinstance(outcome, BaseException):
+        for name, task in [(n, t) for n, t in self._starting.items() if t.done()]:
+            del self._starting[name]
+            connection = self._connections[name]
+            transport = connection.server.transport
+            outcome = asyncio.CancelledError() if task.cancelled() else task.exception()
+            if outcome is not None:
                 if not isinstance(outcome, McpServerError):
                     raise outcome  # cancelled (the stop button), or a bug
                 failed(name, connection.error)
@@ -95,7 +110,9 @@ class McpServers:
         found = []
         for server in servers:
             connection = self._connections.get(server.name)
-            state: State = connection.state if connection is not None else "not started"
+            state: State | str = connection.state if connection is not None else "not started"
+            if server.name in self._starting:
+                state = "starting"
             tools = tuple((t.name, t.description or "") for t in connection.tools) \
                 if connection is not None and state == "running" else ()
             found.append(ServerStatus(
@@ -107,5 +124,8 @@ class McpServers:
 
     def close(self) -> None:
         """End every server now (the kernel is shutting down or restarting)."""
+        for task in self._starting.values():
+            task.cancel()
+        self._starting.clear()
         for connection in self._connections.values():
             connection.close()

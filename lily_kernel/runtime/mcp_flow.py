@@ -22,16 +22,25 @@ if TYPE_CHECKING:
 __all__ = ["mcp_overview", "start_mcp_servers"]
 
 
-async def start_mcp_servers(runtime: RuntimeCore, sink: CellSink) -> None:
-    """Start the configured servers not started yet; with new tools, the workspace (its
-    policy) read again over them and taken up."""
+# How long `/mcp` waits for servers to start: it answers then, one still starting listed
+# so (a server that never answers would hold it for as long as it lives, up to its
+# time limit); a chat turn waits for each, within its time limit.
+OVERVIEW_WAIT = 5.0
+
+
+async def start_mcp_servers(runtime: RuntimeCore, sink: CellSink,
+                            wait: float | None = None) -> None:
+    """Start the configured servers not started yet (`wait`: for at most so long, see
+    McpServers.start); with new tools, the workspace (its policy) read again over them
+    and taken up."""
     env = runtime.env
     if not env.mcp_servers:
         return  # nothing configured: nothing of the SDK is imported
     def failed(name: str, error: str | None) -> None:
         sink.show(Notice(mcp_server_failed(name, error)))
 
-    if await runtime.services.mcp.start(env.mcp_servers, env.registry, runtime.log.emit, failed):
+    if await runtime.services.mcp.start(env.mcp_servers, env.registry, runtime.log.emit, failed,
+                                        wait):
         runtime.take_up(env.reread())
 
 
@@ -41,7 +50,7 @@ async def mcp_overview(runtime: RuntimeCore, sink: CellSink) -> McpOverview:
     from lily_kernel.mcp_tools.servers import held_servers
     from lily_kernel.mcp_tools.session import McpOverview
 
-    await start_mcp_servers(runtime, sink)
+    await start_mcp_servers(runtime, sink, OVERVIEW_WAIT)
     env = runtime.env
     held = held_servers(env.workspace, env.mcp_servers)
     return McpOverview(runtime.services.mcp.statuses(env.mcp_servers, held),
