@@ -29,7 +29,8 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.network_proxy import decide, file_server
+from network_proxy import decide, file_server  # beside it, as kernel_common is
+
 from lily_kernel.execution.environments import lilys_environment
 from lily_kernel.execution.installs import prepare_environment
 from lily_kernel.execution.limits import Limits
