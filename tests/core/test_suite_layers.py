@@ -15,7 +15,7 @@ TWO_WORKERS = ("-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder")
 
 
 @pytest.mark.slow  # pytest runs of their own
-@pytest.mark.parametrize("workers", [(), TWO_WORKERS], ids=["one process", "two workers"])
+@pytest.mark.parametrize("workers", [(), TWO_WORKERS], ids=["one-process", "two-workers"])
 def test_an_unmarked_kernel_start_fails_the_run_and_is_named(workers: tuple[str, ...]) -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *workers, PROBE], cwd=REPO, capture_output=True, text=True,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -201,12 +203,17 @@ def test_history_answers_tail_range_and_search(shared_kernel: LilyProcess) -> No
 
 def test_an_error_aborts_the_cells_queued_behind_it(shared_kernel: LilyProcess) -> None:
     """What "Run All" relies on: requests queued after a failing cell are aborted."""
-    failing = shared_kernel.kc.execute("/foo")
-    queued = shared_kernel.kc.execute("/skills")
-    replies = {}
-    for _ in range(2):
-        reply = shared_kernel.kc.get_shell_msg(timeout=30)
-        replies[reply["parent_header"]["msg_id"]] = reply["content"]["status"]
+    # Both requests are in the kernel's queue before it runs the first (as Run All sends
+    # them): the kernel is paused while they are sent, never raced on a loaded machine.
+    pid = shared_kernel.km.provisioner.pid  # type: ignore[union-attr]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        failing = shared_kernel.kc.execute("/foo")
+        queued = shared_kernel.kc.execute("/skills")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    replies = {msg_id: shared_kernel.reply_to(msg_id)["content"]["status"]
+               for msg_id in (failing, queued)}
     assert replies == {failing: "error", queued: "aborted"}
     shared_kernel.drain_iopub()
     assert shared_kernel.execute("/skills").status == "ok"  # the queue works again

@@ -3,12 +3,13 @@
 Most slow tests wait: for a kernel's reply, a browser, a model's answer. Two workers
 keep both cores busy while one waits. Under xdist:
 
-- every slow test is in the group of its module, so one worker runs a module's tests
-  in order, and a module's (or the session's) kernel, browser or model is started once;
-  fast tests are not grouped and fill whichever worker is free;
-- the slow groups are sent first, the longest first (SLOWEST), the fast tests last:
-  the two workers finish close together instead of one waiting on a long module begun
-  at the end;
+- a slow test that uses a fixture the tests define for a module, class or the session
+  (a kernel, a browser page, a model server) is in the group of its module: one worker
+  runs that module's tests in order, its kernel started once; any other test goes to
+  whichever worker is free;
+- the slow tests are sent first, the longest first (SLOWEST), the fast tests last: the
+  two workers finish close together instead of one waiting on a long test begun at
+  the end;
 - each worker sends its kernel starts outside `slow` tests (tests/support/layers.py) to
   the controller, which fails the run and names them, as a run without xdist does.
 
@@ -18,14 +19,30 @@ are its own (tests/conftest.py), servers bind port 0, kernels get fresh ports.
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
 import pytest
 
-# Modules measured as the longest (--durations, 2 cores): sent first, in this order.
-# Any module missing here still runs (after these, slow before fast).
-SLOWEST: tuple[str, ...] = ()
+# The longest tests and modules (measured on 2 cores, tests/kernel's at load ~15:
+# the quickstart's embedded-model run 538 s, the nbval run of the goldens 181 s, each
+# record test 100-200 s, the interrupt 168 s): node id prefixes, sent first in this
+# order. What is not here still runs, after these, slow before fast.
+SLOWEST: tuple[str, ...] = (
+    "tests/kernel/test_notebooks.py::test_quickstart_runs_top_to_bottom",
+    "tests/llm/test_local_model.py",
+    "tests/kernel/test_benchmarks.py::test_local_model_benchmark",
+    "tests/kernel/test_notebooks.py::test_golden_transcripts_pass_nbval",
+    "tests/kernel/test_record.py",
+    "tests/kernel/test_interrupt.py",
+    "tests/kernel/test_golden_replay.py",
+    "tests/kernel/test_benchmarks.py",
+    "tests/kernel/test_cli_run.py",
+    "tests/llm/test_python_attacks.py",
+    "tests/llm/test_kernel_mcp.py",
+)
+SHARED_SCOPES = frozenset({"class", "module", "package", "session"})
 _REPORT = "lily_unmarked_kernel_starts"
 
 
@@ -39,20 +56,29 @@ def arrange(items: list[pytest.Item]) -> None:
     if not in_worker():
         return
     for item in items:
-        if item.get_closest_marker("slow") is not None:
-            item.add_marker(pytest.mark.xdist_group(name=_module(item)))
-    rank = {module: i for i, module in enumerate(SLOWEST)}
+        if item.get_closest_marker("slow") is not None and shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::", 1)[0]))
 
     def order(pair: tuple[int, pytest.Item]) -> tuple[int, int, int]:
         index, item = pair
         slow = item.get_closest_marker("slow") is not None
-        return (0 if slow else 1, rank.get(_module(item), len(rank)), index)
+        rank = next((i for i, prefix in enumerate(SLOWEST) if item.nodeid.startswith(prefix)),
+                    len(SLOWEST))
+        return (0 if slow else 1, rank, index)
 
     items[:] = [item for _, item in sorted(enumerate(items), key=order)]
 
 
-def _module(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0]
+def shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture of the tests' own that outlives it (its tests may
+    build on each other's state: one worker runs them, in order)."""
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        for fixture in (info.name2fixturedefs.get(name, ()) if info else ()):
+            module = str(getattr(inspect.unwrap(fixture.func), "__module__", ""))
+            if fixture.scope in SHARED_SCOPES and module.startswith("tests."):
+                return True
+    return False
 
 
 def report_to_controller(config: pytest.Config, starts: dict[str, int]) -> None:
