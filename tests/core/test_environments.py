@@ -101,6 +101,18 @@ def test_a_venvs_environment_is_the_venv_not_its_base_interpreter(tmp_path: Path
 
 
 @needs_bwrap
+def test_a_whole_installation_is_its_own_environment() -> None:
+    """A conda environment or a pyenv version is an installation, not a venv: its prefix
+    and its base are the same folder (here: the interpreter Lily's venv was made from)."""
+    base = Path(os.path.realpath(sys.base_prefix))
+    interpreter = base / "bin" / f"python{VERSION}"
+    assert BOX.bwrap is not None
+    found = find_environment(interpreter, BOX.bwrap)
+    assert Path(os.path.realpath(found.prefix)) == Path(os.path.realpath(found.base_prefix))
+    assert Path(os.path.realpath(found.prefix)) == base and base in found.shown
+
+
+@needs_bwrap
 def test_what_does_not_answer_as_python_is_refused(tmp_path: Path) -> None:
     fake = tmp_path / "python"
     fake.write_bytes(b"\x7fELF-not-really")

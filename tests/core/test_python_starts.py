@@ -66,6 +66,17 @@ def _a_kernelspecs_kernel(tmp_path: Path) -> Start:
     return choice.argv, choice.env
 
 
+def _an_environment_by_its_path(tmp_path: Path) -> Start:
+    """`python_kernel: ~/.venvs/ds` (no kernelspec; not asked where it lives without a
+    sandbox, its command line is the same)."""
+    import subprocess
+
+    venv = tmp_path / "venvs" / "ds"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    choice = choose_kernel(str(venv), tmp_path, {"HOME": str(tmp_path)})
+    return choice.argv, choice.env
+
+
 def _kernelspec_file(path: Path) -> Start:
     spec = json.loads(path.read_text())
     return [sys.executable, *spec["argv"][1:]], spec.get("env", {})
@@ -111,6 +122,7 @@ def _mcp_server(tmp_path: Path) -> Start:
 STARTS: dict[str, Callable[[Path], Start]] = {
     "the session's Python kernel (Lily's own)": _lilys_own_kernel,
     "the session's Python kernel (a kernelspec's)": _a_kernelspecs_kernel,
+    "the session's Python kernel (an environment by its path)": _an_environment_by_its_path,
     "the limiter of a sandboxed run": lambda tmp: (limited(["true"], Limits()), {}),
     "the limiter joining a control group": lambda tmp: (RunGroup((tmp,)).argv(["true"]), {}),
     "the reaper of an unsandboxed run": lambda tmp: (unsandboxed(["true"]), {}),

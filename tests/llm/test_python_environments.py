@@ -202,11 +202,11 @@ def test_pip_installs_into_the_workspaces_environment_for_the_kernel_and_the_she
     session = session_of("~/.venvs/ds", {"HOME": str(tmp_path / "home"),
                                          "PATH": "/usr/bin:/bin"})
     assert "No module named 'lilywheelone'" in session.call(
-        "python", {"code": "import lilywheelone"})[1]  # the kernel runs before the install
+        "python", {"code": "kept = 7\nimport lilywheelone"})[1]  # a kernel before the install
     installed = session.shell("pip install --no-index --find-links wheels lilywheelone")
     assert "Successfully installed lilywheelone-1.0" in installed, installed
-    assert "42 " + str(workspace.resolve() / INSTALLS) in session.python(
-        "import lilywheelone, sys; print(lilywheelone.VALUE, sys.prefix)")
+    assert "42 " + str(workspace.resolve() / INSTALLS) + " 7" in session.python(
+        "import lilywheelone, sys; print(lilywheelone.VALUE, sys.prefix, kept)")  # same kernel
     assert "42" in session.shell("python -c 'import lilywheelone; print(lilywheelone.VALUE)'")
     # From Python too (`%pip`, as a notebook does), into the same environment.
     assert "Successfully installed lilywheeltwo" in session.python(
