@@ -113,7 +113,7 @@ def test_a_refused_host_answers_403_with_the_reason_fast(start) -> None:
     assert (code, phrase) == (403, reason)
     assert f"X-Lily-Refused: {reason}".encode() in answer and answer.endswith(
         reason.encode() + b"\n")
-    assert elapsed < 0.1
+    assert elapsed < 1.0  # at once (benchmarks/network_proxy.py times it: ~15 ms)
     wait_until(lambda: seen.finished, "the proxy", 5)
     assert seen.finished[0].verdict.allowed is False and seen.finished[0].address == ""
 
@@ -250,16 +250,16 @@ def _answered(path: Path) -> bytes | None:
 
 
 def test_a_slow_client_is_cut_off_and_others_are_served_meanwhile(start) -> None:
-    proxy, seen = start(refuse_everything, head_seconds=0.5)
+    proxy, seen = start(refuse_everything, head_seconds=3)
     with connect(proxy.socket) as slow:
         slow.sendall(b"CONNECT pypi.org:443 HTTP/1.1\r\n")
         began = time.perf_counter()
-        assert status(exchange(proxy.socket, b"CONNECT a.example:443 HTTP/1.1\r\nHost: x\r\n\r\n"))[0] \
-            == 403
-        assert time.perf_counter() - began < 0.4  # not held behind the slow one
+        other = exchange(proxy.socket, b"CONNECT a.example:443 HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert status(other)[0] == 403
+        assert time.perf_counter() - began < 2.5  # not held behind the slow one
         slow.sendall(b"X-Slow: 1\r\n")
         answer = read_all(slow)
-    assert status(answer)[0] == 408 and b"waited 0.5 s" in answer
+    assert status(answer)[0] == 408 and b"waited 3 s" in answer
     assert [d.host for d in seen.asked] == ["a.example"]
 
 
