@@ -2,9 +2,11 @@
 (host_patterns.py), and what they say of a destination before anyone is asked.
 
 Deny wins over allow; a host neither names is asked (network/asking.py), or refused
-under full auto: full auto runs code unasked, it does not open hosts nobody named. An
-address named exactly with its port (`127.0.0.1:8765`) is the one way to a loopback or
-private address (`Verdict.exact`; the proxy refuses those otherwise).
+under full auto (full auto runs code unasked, it does not open hosts nobody named), or
+refused at once when the client named a loopback or private address (only an exact
+entry opens one: asking would change nothing). An address named exactly with its port
+(`127.0.0.1:8765`) is the one way to a loopback or private address (`Verdict.exact`;
+the proxy refuses those otherwise, names that resolve to them included).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from lily_kernel.config import NetworkConfig
 from lily_kernel.host_patterns import HostPattern, parse_host_pattern
+from lily_kernel.network.addresses import refused_kind
 from lily_kernel.network.decisions import Destination, Verdict
 from lily_kernel.prompting import network_policy as words
 
@@ -48,6 +51,18 @@ class NetworkPolicy:
         if allowing := self.allowing(destination):
             return Verdict(True, "policy",
                            exact=any(p.names_exactly(host, port) for p in allowing))
+        if (kind := _local_address(host)) is not None:  # the proxy would refuse it anyway:
+            return Verdict(False, "refused-address",  # no question about it
+                           words.local_address(host, kind))
         if auto:
             return Verdict(False, "policy", words.refused_under_auto(host))
         return None
+
+
+def _local_address(host: str) -> str | None:
+    """The kind of a loopback, link-local or private address the client named as such
+    (a name is resolved by the proxy, later), or None."""
+    if not any(c == ":" for c in host) and not host.replace(".", "").isdigit():
+        return None
+    kind = refused_kind(host)
+    return None if kind == "unreadable" else kind

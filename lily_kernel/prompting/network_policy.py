@@ -5,8 +5,8 @@ its host are worded in network_refusals.py."""
 
 from __future__ import annotations
 
-__all__ = ["declined_host", "denied_host", "network_refusals_text", "not_allowed_host",
-           "refused_under_auto", "unanswered_host"]
+__all__ = ["declined_host", "denied_host", "local_address", "network_refusals_text",
+           "not_allowed_host", "refused_under_auto", "unanswered_host"]
 
 _BLOCKED = "blocked by Lily's network policy"
 _ADD = "ask the person or add it to network.allow"
@@ -30,6 +30,12 @@ def denied_host(host: str, entry: str) -> str:
 def declined_host(host: str) -> str:
     """The person said no to this host for the run in progress."""
     return f"{_BLOCKED}: {host} (the person declined it for this run)"
+
+
+def local_address(host: str, kind: str) -> str:
+    """An address of this machine or its network that no entry names exactly."""
+    return (f"{_BLOCKED}: {host} (a {kind} address: refused unless network.allow names "
+            "it exactly, with its port)")
 
 
 def refused_under_auto(host: str) -> str:

@@ -162,16 +162,23 @@ def test_an_untrusted_folders_allow_is_held_and_its_host_asked(
         server: OpenAIServer, files: int, tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    allowed = f"127.0.0.1:{files}"
-    (workspace / "lily.yaml").write_text(f"network:\n  allow: ['{allowed}']\n")
+    (workspace / "lily.yaml").write_text(
+        f"network:\n  allow: [localhost, '127.0.0.1:{files}']\n")
     with lily_kernel(workspace, tmp_path / "home", LILY_TRUST="",
                      **_settings(server)) as kernel:
-        _shell(server, _fetch(f"http://{allowed}/hello.txt"))
+        _shell(server, _fetch(f"http://localhost:{files}/hello.txt") + "; "
+               + _fetch(f"http://127.0.0.1:{files}/hello.txt"))
         # The trust question (held: network.allow, named), then the shell call (asked in
-        # an untrusted folder), then the host: the file's allow did not apply.
+        # an untrusted folder), then the host: the file's allow did not apply, and the
+        # address it named exactly is refused as any address of this machine.
         run, prompts = execute_answering(kernel, "Go", ["n", "y", "n"])
         assert run.status == "ok", run.reply
         trust, _shell_question, host = prompts
-        assert f"network.allow: {allowed}" in trust and "workspace data" in trust
-        assert "wants to connect to \"127.0.0.1\"" in host
-        assert f"{BLOCKED}: 127.0.0.1 (the person declined it for this run)" in _result(server)
+        assert f"network.allow: localhost, 127.0.0.1:{files}" in trust
+        assert "workspace data" in trust
+        assert 'wants to connect to "localhost"' in host
+        read = _result(server)
+        assert f"{BLOCKED}: localhost (the person declined it for this run)" in read
+        assert f"{BLOCKED}: 127.0.0.1 (a loopback address: refused unless network.allow " \
+            "names it exactly, with its port)" in read
+        assert "hello-lily" not in read

@@ -149,3 +149,15 @@ def test_a_refusal_the_output_says_already_is_not_added_twice() -> None:
     assert network_refusals_text(f"[exit code 56]\n{line}\n", [line]) == \
         f"[exit code 56]\n{line}\n"
     assert network_refusals_text("", [line]) == line
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "169.254.169.254", "10.1.2.3", "::1"])
+def test_a_local_address_nobody_named_is_refused_without_a_question(host: str) -> None:
+    """Only an exact entry opens it (the proxy refuses it otherwise): asking the person
+    would change nothing."""
+    refused = _policy().verdict(Destination(host, 8888), auto=False)
+    assert refused is not None and not refused.allowed
+    assert refused.decided_by == "refused-address" and "unless network.allow names it" \
+        in refused.reason
+    assert _policy().verdict(Destination("example.org", 8888), auto=False) is None
+    assert _policy().verdict(Destination("8.8.8.8", 80), auto=False) is None  # asked
