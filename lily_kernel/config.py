@@ -148,6 +148,10 @@ class ModelConfig:
     footer: bool = True
     # CPU threads a local model uses (None: the cores this process may use, at most 4).
     local_threads: int | None = field(default=None, metadata=_limit(ge=1, le=256))
+    # Whether the model calls tools (None: as litellm knows it, a model it does not know
+    # calling them). `false` for a server that does not (many local ones): its answer's
+    # fenced python block runs instead (docs/execution.md). The embedded model never does.
+    tool_calls: bool | None = None
 
     @property
     def is_local(self) -> bool:

@@ -93,6 +93,12 @@ def cannot_run_notice(skill: str, needs: tuple[str, ...], model: str) -> str:
             "docs/execution.md), or run code yourself with /python.")
 
 
+# Under an answer of a model that cannot call tools whose code did not run: one block
+# per request runs, the first answer's (runtime/answer_code.py).
+CODE_NOT_RUN_NOTICE = ("The code in this answer did not run: Lily runs one code block per "
+                       "request, the model's first. To run it, copy it into /python.")
+
+
 # Under every answer while the profile `auto` is on (the footer setting off or not).
 FULL_AUTO_NOTE = "full auto: code runs without asking (/policy ask)"
 

@@ -176,9 +176,11 @@ class LiteLLMModel:
         self.config = config
         self._litellm = litellm or import_litellm()
         info = self._model_info()
-        # What litellm knows of the model; one it does not know is taken to call tools
-        # (OpenAI-compatible servers mostly do) and to have no known window.
-        self.supports_tools = bool(info.get("supports_function_calling", True)) if info else True
+        # As configured (`tool_calls`), else what litellm knows of the model; one it does
+        # not know is taken to call tools (OpenAI-compatible servers mostly do) and to
+        # have no known window.
+        known = bool(info.get("supports_function_calling", True)) if info else True
+        self.supports_tools = known if config.tool_calls is None else config.tool_calls
         window = info.get("max_input_tokens") if info else None
         self.context_window: int | None = config.context_window or (
             window if isinstance(window, int) and window > 0 else None)

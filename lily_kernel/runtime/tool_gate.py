@@ -102,13 +102,21 @@ class ToolGate:
                          offered: list[str], step: int, skill: ActiveSkill | None,
                          skills: SkillSelector | None) -> str:
         """Run a call the model made; what the model reads of it."""
+        _, text = await self.model_run(sink, name, raw_arguments, offered=offered, step=step,
+                                       skill=skill, skills=skills)
+        return text
+
+    async def model_run(self, sink: CellSink, name: str, raw_arguments: str, *,
+                        offered: list[str], step: int, skill: ActiveSkill | None,
+                        skills: SkillSelector | None) -> tuple[ToolOutcome, str]:
+        """Run a call the model made: its outcome, and what the model reads of it."""
         arguments = _parsed(raw_arguments)
         if isinstance(arguments, str):
             failed = ToolOutcome(name, "failed", not_json_reason(arguments))
             self._record(failed, "model", None, step)
             # Every call gets its notice, this one too (the model is told and may retry).
             sink.show(Notice(tool_arguments_not_json(name)))
-            return self.redact(tool_result_text(failed.status, failed.text))
+            return failed, self.redact(tool_result_text(failed.status, failed.text))
         outcome = await self.run(sink, name, arguments, "model", offered=offered, step=step,
                                  skill=skill, skills=skills)
         tool = self.registry.get(name)
@@ -118,7 +126,7 @@ class ToolGate:
         if tool is not None and tool.announce is None and outcome.status == "ran":
             # What it ran with and returned (a tool that announces shows its own run).
             sink.show(tool_returned(arguments, outcome.text))
-        return self.redact(tool_result_text(outcome.status, outcome.text))
+        return outcome, self.redact(tool_result_text(outcome.status, outcome.text))
 
     async def run(self, sink: CellSink, name: str, arguments: dict[str, Any], caller: Caller,
                   *, offered: list[str] | None = None, step: int | None = None,

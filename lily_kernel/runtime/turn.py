@@ -33,6 +33,7 @@ from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
 from lily_kernel.llm.records import error_record, response_record
 from lily_kernel.prompting import ModelRequest, declared_skill_message
 from lily_kernel.prompting.budget import answer_reserve, estimate_tokens, skill_body_budget
+from lily_kernel.prompting.code_blocks import offer_code
 from lily_kernel.prompting.selection import (
     SELECTION_MAX_TOKENS,
     Selection,
@@ -43,6 +44,7 @@ from lily_kernel.prompting.selection import (
     selection_schema,
 )
 from lily_kernel.prompting.skill_text import bounded_body, skill_body
+from lily_kernel.runtime.answer_code import AnswerCode
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
@@ -50,6 +52,7 @@ from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.skills import Skill, SkillRanker
 from lily_kernel.skills.needs import execution_needs
 from lily_kernel.tools import Tool
+from lily_kernel.tools.python import PYTHON
 
 __all__ = ["STREAM_INTERVAL", "Turn"]
 
@@ -123,17 +126,23 @@ class Turn:
             self._record_tool_selection()
 
     async def _steps(self, base: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # A model that cannot call tools is offered one fenced python block instead.
+        code = AnswerCode(self.gate, self.sink) if self._offers_code() else None
         for step in range(1, self.settings.max_steps + 1):
             schemas = [t.json_schema() for t in self._offered()] if self.model.supports_tools \
                 else []
             view = self._view = _StreamView(self.sink, self.settings.stream,
                                             "\n\n".join([*self.texts, ""]))
+            sent = base + self.messages
             response = await self._call(
-                ChatRequest(base + self.messages, schemas, on_reading=self._reading), view, step)
+                ChatRequest(offer_code(sent) if code is not None else sent, schemas,
+                            on_reading=self._reading), view, step)
             self.messages.append(_assistant_message(response))
             if response.text:
                 self.texts.append(response.text)
             if not response.tool_calls:
+                if code is not None and await self._answer_code(code, response, step):
+                    continue  # one more answer, from the code's output
                 self.sink.show(Reply("\n\n".join(self.texts), self.footer()))
                 return [self.request.user_message, *self.messages]
             for call in response.tool_calls:
@@ -149,13 +158,36 @@ class Turn:
             "the request was stopped and is not kept in the history. Raise max_steps in "
             "lily.yaml if the task needs more.")
 
+    def _offers_code(self) -> bool:
+        """Whether the model runs Python through a fenced block of its answer: it cannot
+        call tools, and the policy offers it `python` now."""
+        return not self.model.supports_tools and \
+            any(t.name == PYTHON for t in self._offered())
+
+    async def _answer_code(self, code: AnswerCode, response: ChatResponse, step: int) -> bool:
+        """The answer's python block run (runtime/answer_code.py): the answer shown
+        without it (its code is shown where it runs), the output for the model to read
+        next. False when nothing ran."""
+        ran = await code.run(response.text, finished=response.finish_reason != "length",
+                             offered=[t.name for t in self._offered()], step=step,
+                             skill=self.choice.active_folder(), skills=self.choice)
+        if ran is None:
+            return False
+        if response.text:
+            self.texts[-1:] = [ran.kept] if ran.kept else []
+        self.messages.append(ran.message)
+        return True
+
     def _say_if_it_cannot_run(self) -> None:
-        """A model that cannot call tools, following a skill that runs code: one line
+        """A model that cannot call tools, following a skill that runs code it cannot
+        run (a shell's; Python runs from its answer where the policy offers it): one line
         saying the work will be described, not done (never a silent description)."""
         skill = self.choice.active
         if self.model.supports_tools or skill is None:
             return
         needs = execution_needs(skill.body, skill.requires_tools, skill.narrowed_tools)
+        if self._offers_code():
+            needs = tuple(n for n in needs if n != PYTHON)
         if needs:
             self.sink.show(Notice(cannot_run_notice(skill.name, needs, self.model.name)))
 

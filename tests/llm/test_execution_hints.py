@@ -1,5 +1,6 @@
 """#29 item 7 at the runtime level, with a scripted model: a model that cannot call tools,
-following a skill that runs code, says so in one line (never a silent description); a
+following a skill that runs code it cannot run (a shell's; Python where the policy does
+not offer it from the answer, issue 37), says so in one line (never a silent description); a
 model that can call tools is not told anything; a chat cell that is plainly Python gets
 a one-line hint about /python and still goes to the model."""
 
@@ -21,15 +22,20 @@ PLOTTING = ("---\nsummary: Plot data with matplotlib\n---\nPlot it:\n\n```python
             "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n```\n")
 
 
-@pytest.fixture
-def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
+def start(workspace: Path, environ: dict[str, str], **extra: str) -> LilyRuntime:
     skills = workspace / "skills"
     write_skill(skills, "plotting", PLOTTING)
     write_skill(skills, "haiku", skill_text("Write a haiku"))
     write_skill(skills, "git-helper", "---\nsummary: Inspect a repository\nallowed-tools: "
                 "Bash(git log:*)\n---\nLook at the history.\n")
-    env = {**environ, "LILY_MODEL": "scripted/test", "LILY_EVENT_LOG": "1"}
+    env = {**environ, "LILY_MODEL": "scripted/test", "LILY_EVENT_LOG": "1", **extra}
     return LilyRuntime.start(workspace, env, session_id="s1")
+
+
+@pytest.fixture
+def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
+    # `python` denied: a model without tools is not offered its answer's code either.
+    return start(workspace, environ, LILY_TOOLS_DENY="python")
 
 
 def run(runtime: LilyRuntime, code: str, model: ScriptedModel) -> RecordingSink:
@@ -54,6 +60,20 @@ def test_a_model_without_tools_says_it_cannot_run_the_skills_code(runtime: LilyR
         "(LILY_MODEL, or model: in lily.yaml; docs/execution.md), or run code yourself "
         "with /python."]
     assert sink.replies == ["Here is how you would plot it."]  # and the turn goes on
+    model = ScriptedModel(reply("I'd look at git log."), name="tiny", supports_tools=False,
+                          context_window=8192)
+    sink = run(runtime, "/skill git-helper what changed?", model)
+    assert [n.split(",")[0] for n in said(sink)] == ["Skill git-helper runs code (shell)"]
+
+
+def test_python_offered_from_the_answer_a_python_skill_is_not_beyond_it(
+        workspace: Path, environ: dict[str, str]) -> None:
+    """Where the policy offers `python`, a model without tools runs its answer's python
+    block (runtime/answer_code.py): only a skill's shell commands are beyond it."""
+    runtime = start(workspace, environ)
+    model = ScriptedModel(reply("Here is how you would plot it."), name="tiny",
+                          supports_tools=False, context_window=8192)
+    assert said(run(runtime, "/skill plotting plot 1 and 2", model)) == []
     model = ScriptedModel(reply("I'd look at git log."), name="tiny", supports_tools=False,
                           context_window=8192)
     sink = run(runtime, "/skill git-helper what changed?", model)

@@ -45,8 +45,12 @@ def kernel(tmp_path_factory: pytest.TempPathFactory, network_log: Path) -> Itera
     # Answers of at most 256 tokens (the embedded model's default is 1,024): each cell
     # then stays well inside ANSWER_SECONDS on a loaded 2-core machine (~10 tokens a
     # second at load 8), and every test here still sees a whole answer or stops one.
+    # `python` denied: these tests are of the model's words; a block of Python in its
+    # answer would be asked about (y/N) and wait for an answer no test gives. Its code
+    # running: test_the_offline_model_gets_391_from_code_it_saw_run.
     with lily_kernel(workspace, root / "home", LILY_EVENT_LOG="1", PYTHONPATH=GUARD,
-                     LILY_TEST_NETWORK_LOG=str(network_log), LILY_MAX_TOKENS="256") as kernel:
+                     LILY_TEST_NETWORK_LOG=str(network_log), LILY_MAX_TOKENS="256",
+                     LILY_TOOLS_DENY="python") as kernel:
         yield kernel
     # Whatever the tests did, the kernel never tried to reach the network.
     assert not network_log.exists(), network_log.read_text()
@@ -386,3 +390,26 @@ def test_a_skill_that_runs_code_is_said_to_be_beyond_this_model(kernel: LilyProc
     assert code.status == "ok", code.reply
     assert PYTHON_CELL_HINT in notices(code)
     assert answer(code)["text/plain"].strip()  # the model answered it all the same
+
+
+def test_the_offline_model_gets_391_from_code_it_saw_run(tmp_path: Path) -> None:
+    """Issue 37's "Done when": asked "what is 17 * 23?", the embedded model (which cannot
+    call tools) writes a python block; under full auto it runs in the sandboxed kernel,
+    the person sees the code and 391, and the answer, from that output, says 391 (the
+    model alone said 340)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    network_log = tmp_path / "attempts.log"
+    with lily_kernel(workspace, tmp_path / "home", LILY_EVENT_LOG="1", PYTHONPATH=GUARD,
+                     LILY_TEST_NETWORK_LOG=str(network_log), LILY_MAX_TOKENS="256",
+                     LILY_POLICY="auto") as kernel:
+        run = kernel.execute("what is 17 * 23?", timeout=ANSWER_SECONDS)
+        ran = [e["data"] for e in session_events(kernel) if e["event"] == "code_run"]
+    assert run.status == "ok", run.reply
+    code = [d["text/markdown"] for d in run.displays
+            if d.get("text/markdown", "").startswith("```python")]
+    assert len(code) == 1 and "17" in code[0] and "23" in code[0]  # shown where it ran
+    assert "391" in "".join(c["text"] for c in run.of_type("stream") if c["name"] == "stdout")
+    assert [(r["caller"], r["status"]) for r in ran] == [("model", "ok")]
+    assert "391" in answer(run)["text/plain"]
+    assert not network_log.exists(), network_log.read_text()
