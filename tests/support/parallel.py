@@ -5,8 +5,9 @@ keep both cores busy while one waits. Under xdist:
 
 - a slow test that uses a fixture the tests define for a module, class or the session
   (a kernel, a browser page, a model server) is in the group of its module: one worker
-  runs that module's tests in order, its kernel started once; any other test goes to
-  whichever worker is free;
+  runs that module's tests in order, its kernel started once; any other slow test goes
+  to whichever worker is free; fast tests go by module (a test of milliseconds sent
+  alone would leave a worker waiting on the controller for the next);
 - the slow tests are sent first, the longest first (SLOWEST), the fast tests last: the
   two workers finish close together instead of one waiting on a long test begun at
   the end;
@@ -56,7 +57,7 @@ def arrange(items: list[pytest.Item]) -> None:
     if not in_worker():
         return
     for item in items:
-        if item.get_closest_marker("slow") is not None and shares_a_fixture(item):
+        if item.get_closest_marker("slow") is None or shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::", 1)[0]))
 
     def order(pair: tuple[int, pytest.Item]) -> tuple[int, int, int]:
