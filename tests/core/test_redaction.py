@@ -199,6 +199,8 @@ SAMPLES = [
     # Unicode case folding: U+017F (long s) is an `s`, U+212A (Kelvin) a `k` to a case-blind pattern.
     "pa\u017f\u017fword = 'hunter22'", "api_\u212aey=abcdef12", "https://h/?\u212aey=abc",
     "é password=hunter22", "<td>skill_00001</td><td>A generated skill, number 1.</td>" * 50,
+    # 40 random-looking base64 characters (masked), after a lone surrogate too.
+    "aws Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7CD0EF end", "a\ud800 Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7CD0EF",
 ]
 
 
