@@ -14,10 +14,15 @@ import os
 import re
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["make_private_folder", "sweep_private_folders"]
+__all__ = ["make_private_folder", "remove_with_owner", "sweep_private_folders"]
+
+JANITOR = Path(__file__).with_name("janitor.py")
+_janitors: list[subprocess.Popen[bytes]] = []  # kept: each ends after this process does
 
 _NAME = re.compile(r"lily-[a-z]+-(\d+)\.(\d+)-")
 
@@ -53,3 +58,13 @@ def make_private_folder(kind: str) -> Path:
     of Lily processes that ended without removing theirs."""
     sweep_private_folders()
     return Path(tempfile.mkdtemp(prefix=f"lily-{kind}-{os.getpid()}.{_started('self')}-"))
+
+
+def remove_with_owner(folder: Path) -> None:
+    """Have `folder` removed the moment this process ends, `kill -9` included (a folder
+    that lives as long as the session, such as the proxy's socket's): a small watcher
+    (execution/janitor.py) in a session of its own waits for this process to end."""
+    _janitors.append(subprocess.Popen(
+        [sys.executable, "-I", "-S", str(JANITOR), str(os.getpid()), str(folder)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, close_fds=True))

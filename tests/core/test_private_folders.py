@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,38 @@ def test_a_new_folder_is_private_and_named_for_its_owner(
         f"lily-python-{os.getpid()}.{_start('self')}-")
     assert made.stat().st_mode & 0o777 == 0o700
     assert not left.exists()
+
+
+KILLED_OWNER = """
+import os, signal, sys
+from pathlib import Path
+from lily_kernel.execution.folders import remove_with_owner
+folder = Path(sys.argv[1])
+folder.mkdir()
+(folder / "proxy.sock").write_text("")
+remove_with_owner(folder)
+print("watched", flush=True)
+sys.stdin.readline()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_folder_removed_with_its_owner_goes_when_the_owner_is_killed(
+        tmp_path: Path) -> None:
+    """The proxy's socket folder lives as long as the session; `kill -9` of its owner
+    leaves nothing behind (the janitor waits on the owner's pidfd), and while the owner
+    lives the folder stays."""
+    folder = tmp_path / "lily-network-x"
+    owner = subprocess.Popen([sys.executable, "-c", KILLED_OWNER, str(folder)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             cwd=Path(folders.__file__).parents[2])
+    assert owner.stdout is not None and owner.stdin is not None
+    assert owner.stdout.readline().strip() == "watched"
+    assert (folder / "proxy.sock").exists()  # the owner lives: kept
+    owner.stdin.write("\n")
+    owner.stdin.flush()
+    assert owner.wait(timeout=60) == -9
+    deadline = time.monotonic() + 60
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not folder.exists()
