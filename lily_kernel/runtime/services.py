@@ -59,16 +59,17 @@ class Services:
         """The sandbox's way out: the session's proxy (network/proxy.py), started with the
         first sandboxed run, deciding each new host through `network` (None when it cannot
         start: the sandbox then has no network, as before)."""
-        from lily_kernel.execution.folders import make_private_folder
+        from lily_kernel.execution.folders import make_private_folder, remove_with_owner
         from lily_kernel.execution.way_out import WayOut
         from lily_kernel.network.proxy import BRIDGE, SessionProxy
 
         with self._proxy_lock:
             if self._proxy is None:
                 try:
+                    folder = make_private_folder("network")
+                    remove_with_owner(folder)  # its socket lives as long as the session
                     self._proxy = SessionProxy.start(
-                        make_private_folder("network"),
-                        self.network.decisions.decide, self.network.decisions.report)
+                        folder, self.network.decisions.decide, self.network.decisions.report)
                 except OSError:
                     return None
             return WayOut(self._proxy.socket, BRIDGE)
