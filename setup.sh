@@ -25,7 +25,7 @@ print(next(p for p in extra if re.split("[=<>~!]", p)[0] == sys.argv[1]))' "$1";
   # it uses, 53 of the build's 127 files) although the Python package never loads it: a
   # project include turns it back off (docs/local-model.md).
   wheels=$(mktemp -d)
-  trap 'kill "${building:-}" 2>/dev/null; rm -rf "$wheels"' EXIT
+  trap 'kill "${building:-}" 2>/dev/null || true; rm -rf "$wheels"' EXIT
   echo 'set(LLAMA_BUILD_COMMON OFF)' > "$wheels/no-common.cmake"
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF \
