@@ -22,6 +22,11 @@ from tests.conftest import skill_text, write_skill
 from tests.support.sink import RecordingSink
 
 
+# These tests pin what a model without tools reads to choose its skill; `python` denied,
+# it is not offered its answer's code as well (that: test_kernel_answer_code.py).
+NO_CODE = {"LILY_TOOLS_DENY": "python"}
+
+
 def reply(text: str, prompt: int = 50, completion: int = 5,
           cost: float | None = None) -> ChatResponse:
     return ChatResponse(text=text, usage=Usage(prompt, completion), cost=cost)
@@ -35,7 +40,7 @@ def runtime(workspace: Path, environ: dict[str, str]) -> LilyRuntime:
     write_skill(skills, "private", "---\nsummary: p\ndisable-model-invocation: true\n---\nP.\n")
     write_skill(skills, "tables-clean", skill_text("Clean messy CSV tables"))
     write_skill(skills, "tables-tidy", skill_text("Tidy messy CSV tables"))
-    env = {**environ, "LILY_MODEL": "scripted/no-tools", "LILY_EVENT_LOG": "1"}
+    env = {**environ, **NO_CODE, "LILY_MODEL": "scripted/no-tools", "LILY_EVENT_LOG": "1"}
     return LilyRuntime.start(workspace, env, session_id="s1")
 
 
@@ -202,12 +207,12 @@ def test_the_footer_leaves_out_what_is_unknown_and_can_be_turned_off(
     workspace: Path, environ: dict[str, str],
 ) -> None:
     write_skill(workspace / "skills", "echo", skill_text("Echo"))
-    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y"})
+    runtime = LilyRuntime.start(workspace, {**environ, **NO_CODE, "LILY_MODEL": "x/y"})
     runtime.model = ScriptedModel(reply("Hi", 10, 2, cost=None))  # tools, no window
     sink = RecordingSink()
     asyncio.run(runtime.run_cell("hello", sink))
     assert sink.footers == ["scripted · 10 tokens in, 2 out"]
-    quiet = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y", "LILY_FOOTER": "0"})
+    quiet = LilyRuntime.start(workspace, {**environ, **NO_CODE, "LILY_MODEL": "x/y", "LILY_FOOTER": "0"})
     quiet.model = ScriptedModel(reply("Hi", 10, 2, cost=0.01))
     sink = RecordingSink()
     asyncio.run(quiet.run_cell("hello", sink))
@@ -221,7 +226,7 @@ def test_the_catalog_follows_the_context_window_and_keeps_the_shortlist(
     for i in range(60):
         write_skill(workspace / "skills", f"skill{i:02}",
                     skill_text(f"Does thing {i} " * 4 + f"with word{i}"))
-    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y"})
+    runtime = LilyRuntime.start(workspace, {**environ, **NO_CODE, "LILY_MODEL": "x/y"})
     runtime.model = ScriptedModel(reply("ok"), name="tools", context_window=2048)
     sink = RecordingSink()
     asyncio.run(runtime.run_cell("hi, please use word57", sink))
@@ -270,7 +275,7 @@ def test_a_long_skill_is_read_in_part_and_says_so(workspace: Path,
     write_skill(workspace / "skills", "huge", "---\nsummary: Huge manual of walruses\n---\n"
                 + "".join(f"Line {i} about walruses.\n" for i in range(600)))
     write_skill(workspace / "skills", "other", skill_text("Something else"))
-    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "x/y",
+    runtime = LilyRuntime.start(workspace, {**environ, **NO_CODE, "LILY_MODEL": "x/y",
                                             "LILY_EVENT_LOG": "1"}, session_id="s1")
     sink, model = run(runtime, "tell me about walruses", reply("plain"), window=2048)
     body = model.requests[0].messages[-1]["content"]
@@ -329,7 +334,7 @@ def test_a_first_ranking_that_encodes_many_skills_says_so_and_leaves_the_loop_fr
     for i in range(60):
         write_skill(workspace / "skills", f"skill{i:02d}", skill_text(f"Skill number {i}"))
     write_skill(workspace / "skills", "haiku", skill_text("Write a haiku"))
-    runtime = LilyRuntime.start(workspace, {**environ, "LILY_MODEL": "scripted/no-tools"})
+    runtime = LilyRuntime.start(workspace, {**environ, **NO_CODE, "LILY_MODEL": "scripted/no-tools"})
     meaning = HeldMeaning()
     runtime.session.ranker().use_meaning(meaning)
     runtime.model = ScriptedModel(name="tiny", supports_tools=False, context_window=8192)
