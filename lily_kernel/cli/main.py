@@ -23,6 +23,7 @@ from lily_kernel.environment import Workspace
 from lily_kernel.errors import LilyError, UsageError
 from lily_kernel.skills import (
     Diagnostic,
+    Skill,
     SkillRoot,
     check_skill_directory,
     discover_candidates,
@@ -120,11 +121,22 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 if not check.spec_breaks:
                     print(f"{'ok':<11} {visible(check.skill.name)} "
                           f"({check.skill.invocation_mode})")
+                _print_ignored(check.skill)
     # Aliases are checked across the folders validated together, as a root would be.
     shared: list[Diagnostic] = []
     drop_shared_aliases(skills, shared)
     failed |= _print_diagnostics(shared)
     return 1 if failed else 0
+
+
+def _print_ignored(skill: Skill) -> None:
+    """The frontmatter keys Lily keeps but does not act on (docs/skills.md, Overrides)."""
+    from lily_kernel.skills.overrides import ignored_keys
+
+    keys = ignored_keys(skill)
+    if keys:
+        print(f"{'ignored':<11} {visible(skill.name)}: not acted on by Lily: "
+              f"{visible(', '.join(keys))} (docs/skills.md, Overrides)")
 
 
 def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> bool:

@@ -46,6 +46,7 @@ __all__ = [
     "SessionStarted",
     "SkillCatalogUpdated",
     "SkillFileRead",
+    "SkillGrant",
     "SkillInvoked",
     "SkillLoaded",
     "SkillScriptRun",
@@ -277,6 +278,18 @@ class Approval(EventData):
     tool: str
     question: str
     outcome: Answer
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkillGrant(EventData):
+    """A call the active skill's `allowed-tools` pre-approved: not asked, as the person
+    let skills do (LILY_SKILL_PREAPPROVAL; skills/overrides.py). `digest`: the skill's
+    SKILL.md as it was then."""
+
+    event: ClassVar[str] = "skill_grant"
+    skill: str
+    tool: str
+    digest: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,12 +22,13 @@ from lily_kernel.record.seam import RecordOpening, TurnFacts, TurnInputs
 from lily_kernel.runtime.core import RuntimeCore
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
-from lily_kernel.skills import Skill
+from lily_kernel.skills import Skill, lily_home
 
 if TYPE_CHECKING:  # (it imports nothing of this module: no cycle)
+    from lily_kernel.runtime.skill_model import SkillModels
     from lily_kernel.runtime.turn import Turn
 
-__all__ = ["ask_again", "build_turn", "converse", "record_opening",
+__all__ = ["ask_again", "build_turn", "converse", "record_opening", "skill_models",
            "turn_inputs"]
 
 ModelSource = Callable[[Callable[[], Awaitable[ChatModel]]], Awaitable[ChatModel]]
@@ -151,4 +152,20 @@ async def build_turn(runtime: RuntimeCore, text: str, forced: Skill | None, sink
                          body_max_chars=skill_body_budget(model.context_window))
     return Turn(model=model, gate=runtime.gate, log=runtime.log, sink=sink,
                 settings=session.model_config, request=request, choice=choice,
-                ranker=session.ranker(), stop=stop)
+                ranker=session.ranker(), stop=stop, models=skill_models(runtime))
+
+
+def skill_models(runtime: RuntimeCore) -> SkillModels:
+    """How a skill's `model:` is decided (the person's environment) and made."""
+    from lily_kernel.runtime.skill_model import SkillModels
+    from lily_kernel.skills.overrides import override_settings
+
+    settings = override_settings(runtime.env.host.environ)
+    config = runtime.session.model_config
+    cache = lily_home(runtime.env.config) / "cache" / "local-model"
+
+    async def make(name: str) -> ChatModel:
+        return await asyncio.to_thread(runtime.collaborators.make_model,
+                                       replace(config, model=name), cache)
+
+    return SkillModels(settings, make)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # each loads with its first use, not at the kernel's start
     from lily_kernel.mcp_tools.session import McpServers
     from lily_kernel.network.proxy import SessionProxy
     from lily_kernel.runtime.network_flow import SessionNetwork
+    from lily_kernel.runtime.skill_grants import SkillGrants
     from lily_kernel.runtime.tool_gate import ToolGate
 
 __all__ = ["Services"]
@@ -114,8 +115,17 @@ class Services:
             self._gate = env, ToolGate(env.registry, env.policy,
                                        replace(env.tool_context, services=self), self.log,
                                        redact=Redactor(secrets), state=self.policy_state,
-                                       network=self.network)
+                                       network=self.network, grants=self._grants(env))
         return self._gate[1]
+
+    def _grants(self, env: Workspace) -> SkillGrants | None:
+        """The skills' pre-approvals where the person's environment enables them."""
+        from lily_kernel.runtime.skill_grants import SkillGrants
+        from lily_kernel.skills.overrides import override_settings
+
+        settings = override_settings(env.host.environ)
+        return SkillGrants(settings, env.trust.trusted, self.log) \
+            if settings.preapproval else None
 
     def renew_python(self) -> bool:
         """After a new workspace was taken up (trust given): the Python kernel, when the

@@ -50,6 +50,7 @@ from lily_kernel.tools.questions import call_question, offering_always
 
 if TYPE_CHECKING:
     from lily_kernel.runtime.network_flow import SessionNetwork
+    from lily_kernel.runtime.skill_grants import SkillGrants
 
 __all__ = ["ToolGate"]
 
@@ -92,6 +93,8 @@ class ToolGate:
     state: PolicyState = field(default_factory=PolicyState)
     # The session's host decisions: a run's connections ask in its cell (None: none).
     network: SessionNetwork | None = None
+    # The active skill's pre-approvals, where the person enabled them (None: none).
+    grants: SkillGrants | None = None
 
     @property
     def policy(self) -> ToolPolicy:
@@ -174,6 +177,8 @@ class ToolGate:
             question = (await tool.prepare(args, ctx) if tool.prepare is not None
                         else call_question(tool.name, arguments))
             why = self._asks(tool, question, caller)
+            if why == "default" and self._granted(sink, tool, ctx):
+                why = None  # the active skill pre-approved it: not asked
             ctx = replace(ctx, ask=asker(sink, self.log, tool.name, why))
             if why == "default" and self.policy.offers_always(tool.name):
                 question = offering_always(question, tool.name)
@@ -197,6 +202,16 @@ class ToolGate:
             return ToolOutcome(tool.name, "refused", str(exc))
         except ToolError as exc:
             return ToolOutcome(tool.name, "failed", str(exc))
+
+    def _granted(self, sink: CellSink, tool: Tool, ctx: ToolContext) -> bool:
+        """Whether the request's skill pre-approves a call the policy asks about only by
+        default (never a deny, `tools.ask`, an untrusted folder's or the call's own
+        question: those are not "default"): runtime/skill_grants.py."""
+        from lily_kernel.runtime.skill_choice import SkillChoice  # (with the first call)
+
+        if self.grants is None or not isinstance(ctx.skills, SkillChoice):
+            return False
+        return self.grants.granted(sink, tool, ctx.skills.active, ctx.skill)
 
     def _record(self, outcome: ToolOutcome, caller: Caller,
                 arguments: dict[str, Any] | None, step: int | None) -> None:
