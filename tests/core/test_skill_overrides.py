@@ -7,6 +7,8 @@ enforced: the model cannot load such a skill."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,6 +35,7 @@ from lily_kernel.skills.overrides import (
 )
 from lily_kernel.tools import ActiveSkill, Tool, ToolContext, ToolRegistry
 from lily_kernel.tools.policy import configured_policy
+from tests.conftest import FIXTURES
 from tests.support.sink import RecordingSink
 
 ON = OverrideSettings(models=frozenset({"openai/small"}), preapproval=True)
@@ -194,3 +197,17 @@ def test_at_the_gate_a_grant_replaces_only_the_default_question(tmp_path: Any) -
     # The person's own `tools.ask` is asked all the same.
     status, questions, _, log = gate_call(tmp_path, ToolsConfig(ask=("probe",)), True, "n")
     assert status == "refused" and len(questions) == 1 and "skill_grant" not in log
+
+
+def test_lily_validate_names_the_keys_lily_does_not_act_on(tmp_path: Any,
+                                                           environ: dict[str, str]) -> None:
+    from tests.core.test_cli import lily
+
+    env = {**environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = lily("validate", str(FIXTURES / "overrides"), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout  # named, not an error
+    assert done.stdout.splitlines() == [
+        "ok          big (prompt_rewrite)",
+        "ok          small (prompt_rewrite)",
+        "ignored     small: not acted on by Lily: context, effort (docs/skills.md, "
+        "Overrides)"]
