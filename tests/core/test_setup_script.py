@@ -13,10 +13,12 @@ import pytest
 from tests.conftest import REPO
 
 
-def _run_setup(tmp_path: Path, kernels: list[str]) -> subprocess.CompletedProcess[str]:
+def _run_setup(tmp_path: Path, kernels: list[str],
+               **env: str) -> subprocess.CompletedProcess[str]:
     """setup.sh in a folder whose .venv answers like a real one: pip does nothing,
     `jupyter kernelspec list --json` lists `kernels`, python runs the real Python."""
     shutil.copy(REPO / "setup.sh", tmp_path / "setup.sh")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")  # the local pins
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     listing = json.dumps({"kernelspecs": {k: {"resource_dir": f"/k/{k}"} for k in kernels}})
@@ -27,7 +29,7 @@ def _run_setup(tmp_path: Path, kernels: list[str]) -> subprocess.CompletedProces
         shim.chmod(0o755)
     return subprocess.run(["bash", "setup.sh"], cwd=tmp_path, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable,
-                               "LILY_NO_LOCAL_MODEL": "1"},
+                               "LILY_NO_LOCAL_MODEL": "1", **env},
                           timeout=60, check=False)
 
 
@@ -47,3 +49,17 @@ def test_setup_fails_clearly_without_the_kernel(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         "setup.sh: Lily is installed in .venv but Jupyter there does not list the Lily kernel.")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="setup.sh is a bash script")
+def test_setup_with_the_local_model_succeeds_and_leaves_no_wheel_folder(tmp_path: Path) -> None:
+    """The llama.cpp wheel is built in the background into a folder of its own: setup
+    waits for it, installs it, removes the folder and exits 0 (its exit trap once failed
+    on the finished build under `set -e`: exit 1 after "Lily is ready")."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    done = _run_setup(tmp_path, ["python3", "lily"], LILY_NO_LOCAL_MODEL="0",
+                      TMPDIR=str(scratch))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("Lily is ready: "), done.stdout
+    assert list(scratch.iterdir()) == []
