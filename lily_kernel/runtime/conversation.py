@@ -25,10 +25,10 @@ from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import Skill, lily_home
 
 if TYPE_CHECKING:  # (it imports nothing of this module: no cycle)
-    from lily_kernel.runtime.skill_model import SkillModels
     from lily_kernel.runtime.turn import Turn
 
-__all__ = ["ask_again", "build_turn", "converse", "record_opening", "skill_models",
+__all__ = ["ask_again", "build_turn", "converse", "forced_skill_model",
+           "record_opening",
            "turn_inputs"]
 
 ModelSource = Callable[[Callable[[], Awaitable[ChatModel]]], Awaitable[ChatModel]]
@@ -127,8 +127,8 @@ async def build_turn(runtime: RuntimeCore, text: str, forced: Skill | None, sink
         sink.show(Notice(PYTHON_CELL_HINT))
     if session.model_config.model is None:
         raise ModelNotConfiguredError(NO_MODEL_MESSAGE)
-    model = await (model_source(runtime.get_model) if model_source is not None
-                   else runtime.get_model())
+    live = forced_skill_model(runtime, forced, sink)  # a forced skill's `model:`
+    model = await (model_source(live) if model_source is not None else live())
     if session.embedded_default and runtime.told.first("embedded model"):
         sink.show(Notice(EMBEDDED_NOTICE))  # once per session, in its first chat cell
     draft = await asyncio.to_thread(draft_turn_request, session,
@@ -152,20 +152,27 @@ async def build_turn(runtime: RuntimeCore, text: str, forced: Skill | None, sink
                          body_max_chars=skill_body_budget(model.context_window))
     return Turn(model=model, gate=runtime.gate, log=runtime.log, sink=sink,
                 settings=session.model_config, request=request, choice=choice,
-                ranker=session.ranker(), stop=stop, models=skill_models(runtime))
+                ranker=session.ranker(), stop=stop)
 
 
-def skill_models(runtime: RuntimeCore) -> SkillModels:
-    """How a skill's `model:` is decided (the person's environment) and made."""
-    from lily_kernel.runtime.skill_model import SkillModels
+def forced_skill_model(runtime: RuntimeCore, forced: Skill | None, sink: CellSink
+                       ) -> Callable[[], Awaitable[ChatModel]]:
+    """How the turn's live model is had: the session's, or the forced skill's `model:`
+    where the person's environment allows it (runtime/skill_model.py)."""
+    from lily_kernel.runtime.skill_model import choose_skill_model
     from lily_kernel.skills.overrides import override_settings
 
-    settings = override_settings(runtime.env.host.environ)
     config = runtime.session.model_config
+    if forced is None or config.model is None:
+        return runtime.get_model
+    name = choose_skill_model(forced, override_settings(runtime.env.host.environ),
+                              config.model, sink)
+    if name is None:
+        return runtime.get_model
     cache = lily_home(runtime.env.config) / "cache" / "local-model"
+    chosen = replace(config, model=name)
 
-    async def make(name: str) -> ChatModel:
-        return await asyncio.to_thread(runtime.collaborators.make_model,
-                                       replace(config, model=name), cache)
+    async def make() -> ChatModel:
+        return await asyncio.to_thread(runtime.collaborators.make_model, chosen, cache)
 
-    return SkillModels(settings, make)
+    return make

@@ -1,20 +1,19 @@
-"""A skill's `model:` applied to the turns that use it, where the person allows it
-(skills/overrides.py decides; LILY_SKILL_MODELS is the person's own allowlist).
+"""A skill's `model:` applied to the turns the person starts with it (`/skill`, its
+alias), where the person allows it (skills/overrides.py decides; LILY_SKILL_MODELS is
+the person's own allowlist).
 
-The model is made through the session's own seam (`Collaborators.make_model`: replay
-gives the recording's), for the turn only: the next turn is the person's model again
-unless it uses the skill too. The cell says which model answers and, when the skill's
-is refused, why.
+The model is chosen before the turn's first call and made through the session's own
+seam (`Collaborators.make_model`), then given to the session's record like any turn's
+model: recorded, and answered from the record by Run All. A skill the model loads in
+the middle of a turn keeps the turn's model (a turn's calls are one model's record).
+It lasts the turn: the next is the person's model again. The cell says which model
+answers and, when the skill's is refused, why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-
 from lily_kernel.display import Notice
 from lily_kernel.display.overrides import model_not_allowed, model_used
-from lily_kernel.llm.base import ChatModel
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import Skill
 from lily_kernel.skills.overrides import (
@@ -24,26 +23,19 @@ from lily_kernel.skills.overrides import (
     requested_model,
 )
 
-__all__ = ["SkillModels"]
+__all__ = ["choose_skill_model"]
 
 
-@dataclass(frozen=True)
-class SkillModels:
-    """The person's settings and how a model is made by its name (off the event loop)."""
-
-    settings: OverrideSettings
-    make: Callable[[str], Awaitable[ChatModel]]
-
-    async def for_skill(self, skill: Skill, person: ChatModel, sink: CellSink) -> ChatModel:
-        """The model the turn runs on while `skill` is active: its own where allowed,
-        else `person`'s (and the cell says why)."""
-        decision = model_decision(skill, self.settings)
-        if decision is None or decision == person.name:
-            return person
-        if isinstance(decision, ModelRefusal):
-            wanted = requested_model(skill) or ""
-            sink.show(Notice(model_not_allowed(skill.name, wanted, person.name)))
-            return person
-        model = await self.make(decision)
-        sink.show(Notice(model_used(skill.name, model.name)))
-        return model
+def choose_skill_model(skill: Skill, settings: OverrideSettings, person: str,
+                       sink: CellSink) -> str | None:
+    """The model the turn runs on while `skill` is active: its own where the person's
+    `settings` allow it (None: the person's, `person`); the cell says which, or why not."""
+    decision = model_decision(skill, settings)
+    if decision is None or decision == person:
+        return None
+    if isinstance(decision, ModelRefusal):
+        wanted = requested_model(skill) or ""
+        sink.show(Notice(model_not_allowed(skill.name, wanted, person)))
+        return None
+    sink.show(Notice(model_used(skill.name, decision)))
+    return decision

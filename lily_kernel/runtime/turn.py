@@ -48,7 +48,6 @@ from lily_kernel.runtime.answer_code import AnswerCode
 from lily_kernel.runtime.encoding_notice import announce_encoding
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.skill_choice import SkillChoice
-from lily_kernel.runtime.skill_model import SkillModels
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.skills import Skill, SkillRanker
 from lily_kernel.skills.needs import execution_needs
@@ -101,13 +100,8 @@ class Turn:
 
     def __init__(self, *, model: ChatModel, gate: ToolGate, log: EventLog, sink: CellSink,
                  settings: ModelConfig, request: ModelRequest, choice: SkillChoice,
-                 ranker: SkillRanker, stop: threading.Event | None = None,
-                 models: SkillModels | None = None) -> None:
+                 ranker: SkillRanker, stop: threading.Event | None = None) -> None:
         self.model, self.gate, self.log, self.sink = model, gate, log, sink
-        # A skill's `model:` where the person allows it (runtime/skill_model.py); the
-        # person's model otherwise, and again for the next turn.
-        self.person_model, self.models = model, models
-        self._model_skill: Skill | None = None  # the skill self.model was chosen for
         self.settings, self.request, self.choice = settings, request, choice
         self.ranker = ranker  # the ranker of the choice's snapshot (the shortlist)
         self.stop = stop  # set when the cell is stopped: a ranking stops encoding
@@ -124,7 +118,6 @@ class Turn:
         """Answer the request; the messages to append to the history (the person's
         message first). Raises StepLimitError past `max_steps` model calls."""
         base = list(self.request.messages)
-        await self._use_skill_model()  # a forced skill's, before anything is asked
         await self._declare()
         self._say_if_it_cannot_run()
         try:
@@ -136,7 +129,6 @@ class Turn:
         # A model that cannot call tools is offered one fenced python block instead.
         code = AnswerCode(self.gate, self.sink) if self._offers_code() else None
         for step in range(1, self.settings.max_steps + 1):
-            await self._use_skill_model()  # a skill loaded by the last step's call
             schemas = [t.json_schema() for t in self._offered()] if self.model.supports_tools \
                 else []
             view = self._view = _StreamView(self.sink, self.settings.stream,
@@ -165,14 +157,6 @@ class Turn:
             f"the model did not finish within {self.settings.max_steps} steps (max_steps); "
             "the request was stopped and is not kept in the history. Raise max_steps in "
             "lily.yaml if the task needs more.")
-
-    async def _use_skill_model(self) -> None:
-        """The model for the calls from now on: the active skill's where allowed."""
-        active = self.choice.active
-        if self.models is None or active is None or active is self._model_skill:
-            return
-        self._model_skill = active
-        self.model = await self.models.for_skill(active, self.person_model, self.sink)
 
     def _offers_code(self) -> bool:
         """Whether the model runs Python through a fenced block of its answer: it cannot

@@ -17,10 +17,9 @@ import pytest
 from lily_kernel.config import ToolsConfig
 from lily_kernel.errors import ToolRefusedError
 from lily_kernel.events import EventLog
-from lily_kernel.llm import ScriptedModel
 from lily_kernel.runtime.skill_choice import SkillChoice
 from lily_kernel.runtime.skill_grants import SkillGrants
-from lily_kernel.runtime.skill_model import SkillModels
+from lily_kernel.runtime.skill_model import choose_skill_model
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.skills import Skill, SkillSnapshot
 from lily_kernel.skills.fields import Frontmatter
@@ -121,19 +120,11 @@ def test_the_grant_is_an_event_and_a_line_in_the_cell(tmp_path: Any) -> None:
 
 
 def test_the_model_the_turn_runs_on_and_the_line_saying_why() -> None:
-    made: list[str] = []
-
-    async def make(name: str) -> Any:
-        made.append(name)
-        return ScriptedModel(name=name)
-
-    person = ScriptedModel(name="openai/person")
-    models = SkillModels(ON, make)
     sink = RecordingSink()
-    used = asyncio.run(models.for_skill(skill(model="openai/small"), person, sink))
-    assert used.name == "openai/small" and made == ["openai/small"]
-    refused = asyncio.run(models.for_skill(skill(model="openai/big"), person, sink))
-    assert refused is person and made == ["openai/small"]
+    assert choose_skill_model(skill(model="openai/small"), ON, "openai/person", sink) \
+        == "openai/small"
+    assert choose_skill_model(skill(model="openai/big"), ON, "openai/person", sink) is None
+    assert choose_skill_model(skill(), ON, "openai/person", sink) is None  # asks for none
     assert sink.notices == [
         "Skill deploy runs on openai/small (its model: allowed by LILY_SKILL_MODELS)",
         "Skill deploy asks for the model openai/big; answering with openai/person instead: "

@@ -67,6 +67,7 @@ def test_a_skills_model_and_pre_approval_where_the_person_allows_them(
         assert [(g["skill"], g["tool"]) for g in log_events(kernel, "skill_grant")] == [
             ("small", "shell")]
         assert log_events(kernel, "approval") == []
+        assert {c["model"] for c in log_events(kernel, "model_call")} == {"openai/skill-small"}
         # The skill's model lasts its turn: the next one is the person's.
         server.replies.clear()
         server.script(Reply(text="Hello."))
