@@ -3,7 +3,8 @@ use, kept across turns and cells, ended with the session.
 
 What the kernel may touch is the sandbox's rules for skill scripts, written once
 (execution/mounts.py): the workspace writable, Lily's own files read-only whether or
-not they exist, the home folder empty, no network, the environment an allowlist. No
+not they exist, the home folder empty, the network only through the session's proxy
+(network/), the environment an allowlist. No
 folder of the host's is its to write besides the workspace: its sockets are in the
 sandbox's own /tmp, its connection file in a private folder of Lily's shown read-only
 (execution/kernel_link.py). Nothing runs outside the sandbox: without a working

@@ -38,8 +38,8 @@ Lily runs the first such block of your answer (the person may be asked first) an
 you its output; then you answer from that output.
 - Use code for arithmetic, unit conversions, dates and data files; never compute them \
 in your head.
-- The code runs in a sandbox with no network; the working directory holds the person's \
-files."""
+- The code runs in a sandbox: the network reaches only hosts the person allows (a \
+refusal says so); the working directory holds the person's files."""
 
 _RAN = "Output of your code:\n```text\n{result}\n```\nAnswer my question from this output, \
 in words. No more code will run."

@@ -113,8 +113,10 @@ def python_tool() -> Tool:
     return Tool(
         PYTHON,
         "Run Python code in this session's own Python kernel (IPython). Variables, imports "
-        "and functions persist between calls. It runs in a sandbox: no network, only the "
-        "workspace (the working directory) is writable. Returns what it printed, the value "
+        "and functions persist between calls. It runs in a sandbox: only the workspace "
+        "(the working directory) is writable, and the network reaches only hosts the "
+        "person allows (another host is asked about, or refused). `%pip install` may be "
+        "tried: a refusal says so in one line. Returns what it printed, the value "
         "of the last expression and any error; images and HTML it displays are shown to "
         "the person.",
         PythonArgs, _run, asked=True,

@@ -48,7 +48,8 @@ def script_question(plan: ScriptPlan) -> str:
 
 def shell_question(command: str, workspace: str) -> str:
     """The sandbox and the workspace first, then the command line whole."""
-    return (f"Sandboxed (no network; only the workspace {shown(workspace)} writable). "
+    return (f"Sandboxed (network only to hosts you allow; only the workspace "
+            f"{shown(workspace)} writable). "
             "Run with /bin/sh:\n"
             f"  {shown(command, len(command) * 10 + 10)}\n"
             f"Run it? {YES_NO}")
@@ -92,8 +93,9 @@ def python_question(code: str, kernel: str, workspace: Path) -> str:
     the sandbox, the kernel, the working folder. `code_refusal` bounds its size."""
     lines = [_BLANK_RUN.sub(_blanks, visible(line)) for line in code.splitlines()] or [""]
     body = "\n".join(f"  | {line}" for line in lines)
-    return (f"Sandboxed Python (no network; only the workspace is writable), in the kernel "
-            f"{shown(kernel)}, working folder {shown(str(workspace))}:\n{body}\n"
+    return (f"Sandboxed Python (network only to hosts you allow; only the workspace is "
+            f"writable), in the kernel {shown(kernel)}, working folder "
+            f"{shown(str(workspace))}:\n{body}\n"
             f"Run it? {YES_NO}")
 
 

@@ -82,7 +82,7 @@ class ShellArgs:
     __pydantic_config__ = ARGS_CONFIG
 
     command: str
-    """One command line, run by /bin/sh -c in the workspace (sandboxed: no network)."""
+    """One command line, run by /bin/sh -c in the workspace, in the sandbox."""
 
 
 async def _plan(args: ShellArgs, ctx: ToolContext) -> ShellPlan:
@@ -163,8 +163,10 @@ def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str:
 def shell_tool() -> Tool:
     return Tool(
         "shell",
-        "Run one command line with /bin/sh in the workspace, in a sandbox: no network, "
-        "only the workspace writable, a time limit. Returns its exit code and output.",
+        "Run one command line with /bin/sh in the workspace, in a sandbox: only the "
+        "workspace writable, a time limit, and the network only to hosts the person "
+        "allows (another host is asked about, or refused). `pip install` may be tried: a "
+        "refusal says so in one line. Returns its exit code and output.",
         ShellArgs, _run, prepare=_prepare, asked=True,
         # It changes the workspace: in a folder the person does not trust, each call is
         # asked like `write`. Kept by `Bash` entries of allowed-tools (narrowed by their

@@ -54,8 +54,8 @@ def test_the_question_shows_the_command_whole_and_escaped(workspace: Path) -> No
     done = run_shell(command, workspace, ENVIRON, policy=shell_policy(), answers=["n"])
     [question] = done.questions
     lines = question.split("\n")
-    assert lines[0] == (f'Sandboxed (no network; only the workspace "{workspace.resolve()}" '
-                        "writable). Run with /bin/sh:")
+    assert lines[0] == ("Sandboxed (network only to hosts you allow; only the workspace "
+                        f'"{workspace.resolve()}" writable). Run with /bin/sh:')
     # Whole (no "…", however long), one line, the escape and the newline made visible.
     assert lines[1] == '  "printf \'x%.0s\' $(seq 300)\\x1b[2K\\nRun it? [y/N] y ' + "z" * 300 + '"'
     assert lines[2].startswith("  (a: yes, and run \"shell\" without asking")

@@ -129,6 +129,20 @@ def test_json_schema_for_the_model() -> None:
     assert listing["function"]["parameters"]["properties"]["path"]["default"] == "."
 
 
+@pytest.mark.parametrize(("tool", "install"), [("python", "`%pip install`"),
+                                               ("shell", "`pip install`")])
+def test_the_code_tools_say_where_the_network_goes(tool: str, install: str) -> None:
+    """The sandbox has a way out (the session's proxy, docs/execution.md "Network"): the
+    model reads that the network reaches the hosts the person allows, that it may try an
+    install, and that a refusal says so."""
+    description = default_registry().get(tool).description  # type: ignore[union-attr]
+    assert "no network" not in description
+    assert "the network reaches only hosts the person allows" in description \
+        or "the network only to hosts the person allows" in description
+    assert "(another host is asked about, or refused)" in description
+    assert f"{install} may be tried: a refusal says so in one line." in description
+
+
 @pytest.mark.parametrize("path", [".env", ".git/config", "sub/.secret", ".lily/sessions/x.jsonl"])
 def test_hidden_paths_are_off_limits(workspace: Path, path: str) -> None:
     (workspace / ".env").write_text("OPENAI_API_KEY=sk-should-never-be-read")

@@ -92,7 +92,7 @@ def test_the_scripted_model_follows_a_real_skill_through_the_sandboxed_shell(
     # Each command was asked, shown whole, before it ran.
     assert len(prompts) == len(commands)
     for prompt, command in zip(prompts, commands, strict=True):
-        assert prompt.startswith("Sandboxed (no network; only the workspace")
+        assert prompt.startswith("Sandboxed (network only to hosts you allow; only the workspace")
         assert json.dumps(command) in prompt and prompt.endswith("Run it? [y/N/a] ")
     # What the commands found reached the model, each in the request after its call.
     results = [str(r["messages"][-1]["content"]) for r in server.requests[-len(commands):]]

@@ -98,7 +98,8 @@ def test_what_is_the_molecular_weight_of_aspirin(tmp_path: Path) -> None:
 
     # Asked once, the code shown whole, in the sandbox.
     [question] = prompts
-    assert question.startswith("Sandboxed Python (no network; only the workspace is writable)")
+    assert question.startswith("Sandboxed Python (network only to hosts you allow; only the "
+                               "workspace is writable)")
     assert "".join(f"\n  | {line}" for line in CODE.splitlines()) in question
     assert [(a["tool"], a["outcome"]) for a in approvals] == [("python", "approved")]
     assert in_bubblewrap, "the subkernel runs inside bubblewrap, without network"

@@ -43,7 +43,7 @@ def test_asked_by_default_yes_no_always_and_no_one_to_answer(server: OpenAIServe
         script(server, "open('yes.txt', 'w').write('yes')\nprint('wrote')")
         run, prompts = execute_answering(kernel, "Write yes", ["y"])
         assert run.status == "ok", run.reply
-        assert prompts[0].startswith("Sandboxed Python (no network; only the workspace is "
+        assert prompts[0].startswith("Sandboxed Python (network only to hosts you allow; only the workspace is "
                                      "writable), in the kernel ")
         assert "\n  | open('yes.txt', 'w').write('yes')\n  | print('wrote')\n" in prompts[0]
         assert prompts[0].endswith("Run it? [y/N/a] ")

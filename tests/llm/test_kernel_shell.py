@@ -62,7 +62,7 @@ def test_yes_no_always_and_no_one_to_answer(server: OpenAIServer, tmp_path: Path
         script(server, "echo yes > yes.txt; cat yes.txt")
         run, prompts = execute_answering(kernel, "Write yes", ["y"])
         assert run.status == "ok", run.reply
-        assert prompts[0].startswith('Sandboxed (no network; only the workspace "')
+        assert prompts[0].startswith('Sandboxed (network only to hosts you allow; only the workspace "')
         assert '\n  "echo yes > yes.txt; cat yes.txt"\n' in prompts[0]
         assert prompts[0].endswith("Run it? [y/N/a] ")
         assert tool_result(server) == ("[exit code 0]\nyes\n[files written in the "
