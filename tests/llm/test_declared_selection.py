@@ -21,7 +21,6 @@ from lily_kernel.skills import RELEVANT_SCORE
 from tests.conftest import skill_text, write_skill
 from tests.support.sink import RecordingSink
 
-
 # These tests pin what a model without tools reads to choose its skill; `python` denied,
 # it is not offered its answer's code as well (that: test_kernel_answer_code.py).
 NO_CODE = {"LILY_TOOLS_DENY": "python"}
