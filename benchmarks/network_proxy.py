@@ -133,9 +133,9 @@ def main() -> None:
                 print(f"added to the connect: {added:.2f} ms by the medians, {least:.2f} ms by "
                       "the minimums (target <= 5 ms)")
 
-                proxied = numbers(in_sandbox(loop("", big, "time_total", 3), sandbox,
+                proxied = numbers(in_sandbox(loop("", big, "time_total", 9), sandbox,
                                              workspace))
-                straight = numbers(direct(loop("", big, "time_total", 3), workspace))
+                straight = numbers(direct(loop("", big, "time_total", 9), workspace))
                 rate = args.megabytes / statistics.median(proxied)
                 baseline = args.megabytes / statistics.median(straight)
                 print(f"{args.megabytes} MB through the proxy (in the sandbox): "

