@@ -17,10 +17,13 @@ import binascii
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.display.markup import clean_html
 from lily_kernel.visible import program_output
+
+if TYPE_CHECKING:  # prompting is not loaded at the kernel's start (tests/kernel/test_startup.py)
+    from lily_kernel.prompting.runs import Written
 
 __all__ = ["Code", "RunOutput", "code_bundle", "files_written", "image_output",
            "output_cut", "output_message", "process_ended", "stream_output"]
@@ -128,17 +131,6 @@ def process_ended(what: str, status: str, sandboxed: bool | None = None) -> str:
     sandboxed, where that is known."""
     where = {True: " (sandboxed)", False: " (not sandboxed)", None: ""}[sandboxed]
     return f"{what}: {status}{where}"
-
-
-class Written(Protocol):
-    """A file a run created or changed (execution/written.py's WrittenFile)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def size(self) -> int: ...
-    @property
-    def created(self) -> bool: ...
 
 
 FILES_SHOWN = 12  # the files a notice names; the rest are counted
