@@ -201,9 +201,8 @@ class LilyConfig:
     # `auto`: the tools asked by default run without asking. Only the person sets it.
     policy: Profile = field(default="ask", metadata=spec(
         untrusted=FIXED, why="would let the model run code without asking"))
-    # The Jupyter kernel the `python` tool and `/python` run in (a kernelspec name, e.g.
-    # the person's data-science environment, or an environment's folder or interpreter
-    # by its path; None: a Python of Lily's own environment). execution/kernelspec.py.
+    # The kernel the `python` tool and `/python` run in: a kernelspec name, or an
+    # environment's folder or interpreter (None: Lily's own Python). execution/kernelspec.py.
     python_kernel: str | None = field(default=None, metadata=spec(
         untrusted=FIXED, why="chooses the interpreter the model's code runs in"))
     # A Python run's time limit, in seconds (the kernel is interrupted; its state stays).
@@ -212,13 +211,10 @@ class LilyConfig:
     # person's own are in `<home>/mcp.json` (mcp_tools/servers.py).
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict, metadata=spec(
         untrusted=FIXED, why="starts the programs and contacts the servers it names"))
-    # A chat cell whose turn is recorded (docs/sessions.md): answered from the record
-    # (`replay`), or always by the model (`fresh`). No untrusted rule: neither value
-    # does more than Lily without the file (replay is the default; fresh asks the
-    # person's own model, as Lily always did), and a record is data either way.
+    # A recorded chat cell (docs/sessions.md): answered from the record (`replay`) or by
+    # the model (`fresh`). No untrusted rule: neither does more than Lily without the file.
     answers: Literal["replay", "fresh"] = "replay"
-    # The hosts sandboxed code may reach (docs/execution.md, Network).
-    network: NetworkConfig = NetworkConfig()
+    network: NetworkConfig = NetworkConfig()  # hosts sandboxed code may reach
     # The model keys (model, api_base, temperature, ...), flat in lily.yaml.
     llm: ModelConfig = field(default=ModelConfig(), metadata=spec(flat=True))
 
