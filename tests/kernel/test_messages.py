@@ -133,8 +133,8 @@ def test_kernel_info_describes_lily_and_has_no_debugger(shared_kernel: LilyProce
 
 @pytest.mark.parametrize(("code", "cursor", "matches", "start"), [
     ("/sk", None, ["/skill", "/skills"], 0),
-    ("/", None, ["/agent", "/echo", "/greeter", "/help", "/hi", "/hostile", "/ls", "/mcp", "/new",
-                 "/plan", "/plan-compiler", "/policy", "/python", "/reload_skills", "/rerun",
+    ("/", None, ["/agent", "/echo", "/greeter", "/help", "/hi", "/hostile", "/ls", "/mcp",
+                 "/network", "/new", "/plan", "/plan-compiler", "/policy", "/python", "/reload_skills", "/rerun",
                  "/resume", "/skill", "/skills", "/trust", "/workspace-files"],
      0),
     ("/skill g", None, ["greeter"], 7),
