@@ -27,7 +27,7 @@ trap 'rm -f "$types"' EXIT
 .venv/bin/python -m mypy >"$types" 2>&1 &
 mypy_pid=$!
 status=0
-.venv/bin/python -m pytest -n "${LILY_TEST_WORKERS:-2}" --dist loadgroup \
+.venv/bin/python -m pytest -n "${LILY_TEST_WORKERS:-2}" --dist loadfile \
   --no-loadscope-reorder "$@" || status=$?
 types_status=0
 wait "$mypy_pid" || types_status=$?

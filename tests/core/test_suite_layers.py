@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import REPO
 
 PROBE = "tests/support/probe_unmarked_start.py"
-TWO_WORKERS = ("-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder")
+TWO_WORKERS = ("-n", "2", "--dist", "loadfile", "--no-loadscope-reorder")
 
 
 @pytest.mark.slow  # pytest runs of their own

@@ -1,4 +1,7 @@
-"""The suite on two workers (pytest-xdist; ./test.sh runs `-n 2 --dist loadgroup`).
+"""The suite on two workers (pytest-xdist; ./test.sh runs `-n 2 --dist loadfile`: each
+module on one worker, in order. `loadgroup` would spread a module's independent slow
+tests, but under pytest 9 xdist 3.8.0's group suffix (`item._nodeid`) is ignored, so a
+module's tests sharing one kernel ran on both workers with a kernel each).
 
 Most slow tests wait: for a kernel's reply, a browser, a model's answer. Two workers
 keep both cores busy while one waits. Under xdist:
