@@ -1,0 +1,75 @@
+"""A package index the test builds: `tablekit`, a small pure-Python package that reads a
+CSV file into a table that shows itself as HTML (`_repr_html_`), as a wheel a build
+backend would make, served from a PEP 503 simple index folder."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+from pathlib import Path
+
+__all__ = ["TABLE_CLASS", "package_index"]
+
+TABLE_CLASS = "tablekit-table"  # the class of the <table> it shows
+
+_SOURCE = f'''"""tablekit: read a CSV file, show its first rows."""
+
+import csv
+import html
+
+
+class Table:
+    def __init__(self, header, rows):
+        self.header, self.rows = header, rows
+
+    def head(self, count=5):
+        return Table(self.header, self.rows[:count])
+
+    def _repr_html_(self):
+        head = _cells("th", self.header)
+        body = "".join("<tr>" + _cells("td", row) + "</tr>" for row in self.rows)
+        return (f'<table class="{TABLE_CLASS}"><thead><tr>{{head}}</tr></thead>'
+                f"<tbody>{{body}}</tbody></table>")
+
+
+def _cells(tag, row):
+    return "".join(f"<{{tag}}>{{html.escape(value)}}</{{tag}}>" for value in row)
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        header, *rows = csv.reader(handle)
+    return Table(header, rows)
+'''
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _wheel(folder: Path, name: str = "tablekit", version: str = "1.0") -> Path:
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": _SOURCE.encode(),
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                 .encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: lily-tests\n"
+                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{path},sha256={_digest(data)},{len(data)}" for path, data in files.items()]
+    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+def package_index(folder: Path) -> Path:
+    """`folder` as a simple index: `simple/tablekit/` links the wheel, with its sha256."""
+    wheel = _wheel(folder / "files")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    page = folder / "simple" / "tablekit" / "index.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(f'<a href="/files/{wheel.name}#sha256={digest}">{wheel.name}</a>\n')
+    return folder
