@@ -34,6 +34,10 @@ print(next(p for p in extra if re.split("[=<>~!]", p)[0] == sys.argv[1]))' "$1";
   building=$!
 fi
 .venv/bin/python -m pip install --quiet -e ".[lab,test]"
+# An editable install leaves Lily's own modules uncompiled, and where the environment
+# forbids writing bytecode (PYTHONDONTWRITEBYTECODE) every kernel start would compile
+# them again: compile them once here.
+.venv/bin/python -m compileall -q lily_kernel >/dev/null
 
 if [ -n "${building:-}" ]; then
   wait "$building"  # (its failure stops setup here, with pip's message above)
@@ -63,6 +67,16 @@ if ! command -v bwrap >/dev/null 2>&1; then
          "(the quickstart's /python cell fails) and skill scripts will run unsandboxed;" \
          "install the bubblewrap package (e.g. sudo apt-get install bubblewrap)." >&2
   fi
+fi
+
+# The official MCP conformance suite, pinned (tests/mcp_conformance/package-lock.json),
+# which tests/kernel/test_mcp_conformance.py runs against `lily mcp --http`: needs npm
+# (Node >= 20); without it, that one test is skipped, saying so.
+if command -v npm >/dev/null 2>&1; then
+  (cd tests/mcp_conformance && npm ci --silent --no-audit --no-fund >/dev/null) \
+    || echo "setup.sh: npm ci in tests/mcp_conformance failed: the MCP conformance test will fail." >&2
+else
+  echo "setup.sh: npm is not installed: the MCP conformance test will be skipped." >&2
 fi
 
 # The project's own notebooks are trusted: the person ran this script in their clone, so

@@ -19,6 +19,11 @@ if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/
     || { echo "test.sh: chromium could not be installed:" >&2; tail -5 /tmp/lily-chromium-install.log >&2; }
 fi
 .venv/bin/python -m ruff check .
+# Bytecode is cached for this run even where the environment says not to write it
+# (PYTHONDONTWRITEBYTECODE, set on the machines this project is built on): otherwise every kernel
+# and CLI process the tests start compiles Lily's modules again, and each pytest process
+# rewrites every test module's asserts again.
+unset PYTHONDONTWRITEBYTECODE
 # mypy runs beside pytest (on a fresh clone its cold cache takes minutes, mostly of one
 # core, while most slow tests wait): its report is printed after pytest's, and either
 # failing fails the run.
