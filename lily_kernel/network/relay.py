@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import socket
 import threading
@@ -17,7 +18,8 @@ __all__ = ["CHUNK", "CLOSE_SECONDS", "copy", "relay", "send_request"]
 
 # Once the answer has ended, how long the client may still send before both are closed.
 CLOSE_SECONDS = 5.0
-CHUNK = 256 * 1024
+CHUNK = 256 * 1024  # a read through Python's buffers (a socket with a timeout, h11)
+PIPE_BYTES = 1024 * 1024  # the largest splice pipe asked for
 
 
 def copy(source: socket.socket, target: socket.socket, counts: list[int], side: int) -> None:
@@ -33,19 +35,35 @@ def copy(source: socket.socket, target: socket.socket, counts: list[int], side: 
 
 
 def _splice(source: int, target: int, counts: list[int], side: int) -> None:
-    """Linux's splice(2), socket to pipe to socket (measured: the 50 MB download went
-    from 0.4-0.67x to about the direct rate on a quiet machine)."""
+    """Linux's splice(2), socket to pipe to socket: the bytes stay in the kernel, Python
+    runs once per read (SPLICE_F_MOVE is a no-op since Linux 2.6.21). The pipe starts at
+    Linux's default and grows, up to `pipe_limit()`, while reads fill it (a download,
+    not a chat): fewer, larger reads, less of the proxy's CPU and of the GIL per
+    megabyte (docs/benchmarks.md), pipe memory only for the connections that move bulk."""
     out, into = os.pipe()
     try:
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(into, fcntl.F_SETPIPE_SZ, CHUNK)
-        while moved := os.splice(source, into, CHUNK, flags=os.SPLICE_F_MOVE):
+        size, limit = fcntl.fcntl(into, fcntl.F_GETPIPE_SZ), pipe_limit()
+        while moved := os.splice(source, into, size):
             counts[side] += moved
+            if moved * 2 >= size and size < limit:  # (a pipe's slots may fill first)
+                with contextlib.suppress(OSError):  # past the user's pipe quota: as it is
+                    size = fcntl.fcntl(into, fcntl.F_SETPIPE_SZ, min(size * 4, limit))
             while moved:
-                moved -= os.splice(out, target, moved, flags=os.SPLICE_F_MOVE)
+                moved -= os.splice(out, target, moved)
     finally:
         os.close(out)
         os.close(into)
+
+
+@functools.cache
+def pipe_limit() -> int:
+    """The largest pipe an unprivileged process may ask for (/proc/sys/fs/pipe-max-size,
+    1 MiB by default), at most PIPE_BYTES."""
+    try:
+        with open("/proc/sys/fs/pipe-max-size") as limit:
+            return max(4096, min(PIPE_BYTES, int(limit.read())))
+    except (OSError, ValueError):
+        return 64 * 1024
 
 
 def relay(client: socket.socket, upstream: socket.socket, counts: list[int],
