@@ -28,7 +28,9 @@ command: it listens on 127.0.0.1 in the sandbox's own network namespace and hand
 connection it accepts to the proxy over the socket (the descriptor itself, SCM_RIGHTS),
 so the bytes cross no relay inside the sandbox; a client may also speak HTTP on the
 socket directly. Each connection has a thread of its own (two while it relays), at most
-`max_connections` at once; past that, a refusal at once.
+`max_connections` at once; past that, a refusal at once. The bytes of a connection let
+through are copied by splice(2) in a process of the proxy's own (network/splicer.py),
+so that the kernel's other threads, holding the GIL, do not slow them.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from lily_kernel.network.addresses import Resolver, is_address, refused_kind, re
 from lily_kernel.network.decisions import Decider, Destination, Finished, Reporter, Verdict
 from lily_kernel.network.heads import BadRequestError, parse_head, read_head
 from lily_kernel.network.relay import copy, relay, send_request
+from lily_kernel.network.splicer import Splicer
 from lily_kernel.prompting import network_refusals as words
 
 __all__ = ["BRIDGE", "MAX_CONNECTIONS", "SessionProxy", "refuse_everything"]
@@ -91,6 +94,7 @@ class SessionProxy:
         self._serving = 0
         self._sockets: set[socket.socket] = set()  # every open one, closed by stop()
         self._stopped = False
+        self._splicer = Splicer()  # its process started at the first connection let through
         self._thread = threading.Thread(target=self._accept, name="lily-network-proxy",
                                         daemon=True)
 
@@ -136,6 +140,7 @@ class SessionProxy:
                 sock.shutdown(socket.SHUT_RDWR)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(10)
+        self._splicer.close()
         with contextlib.suppress(OSError):
             self.socket.unlink()
         with contextlib.suppress(OSError):
@@ -234,11 +239,13 @@ class SessionProxy:
                 return
             if request.tunnel:
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                relay(client, upstream, counts, lambda: copy(client, upstream, counts, 0),
-                      request.rest, upstream.sendall)
+                relay(client, upstream, counts,
+                      lambda: copy(client, upstream, counts, 0, self._splicer),
+                      request.rest, upstream.sendall, self._splicer)
             else:
                 relay(client, upstream, counts, lambda: send_request(request, client,
-                                                                     upstream, counts))
+                                                                     upstream, counts),
+                      splicer=self._splicer)
         finally:
             self._drop(upstream)
             self._finished(Finished(destination, verdict, address, counts[0], counts[1]))

@@ -1,32 +1,45 @@
 """Moving a connection's bytes once the proxy (proxy.py) has let it through: the answer
-copied back on the connection's thread, what the client sends on a thread of its own, a
-plain-HTTP request re-framed by h11; byte counts kept for the connection's report."""
+copied back on the connection's thread, what the client sends on a thread of its own (the
+copies themselves in the splicer's process: splicer.py), a plain-HTTP request re-framed
+by h11; byte counts kept for the connection's report."""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import functools
-import os
 import socket
 import threading
 from typing import Any
 
 from lily_kernel.network.heads import ProxyRequest
+from lily_kernel.network.splicer import CopyEndedError, Splicer, splice_all
 
 __all__ = ["CHUNK", "CLOSE_SECONDS", "copy", "relay", "send_request"]
 
 # Once the answer has ended, how long the client may still send before both are closed.
 CLOSE_SECONDS = 5.0
 CHUNK = 256 * 1024  # a read through Python's buffers (a socket with a timeout, h11)
-PIPE_BYTES = 1024 * 1024  # the largest splice pipe asked for
 
 
-def copy(source: socket.socket, target: socket.socket, counts: list[int], side: int) -> None:
-    """Copy until the source's end, then half-close the target: in the kernel (splice
-    through a pipe, no copy into Python) where the sockets block, else through a buffer."""
+def copy(source: socket.socket, target: socket.socket, counts: list[int], side: int,
+         splicer: Splicer | None = None) -> None:
+    """Copy until the source's end, then half-close the target: where the sockets block,
+    by splice(2) in the kernel (splicer.py), in the splicer's process when there is one
+    (the GIL of the kernel's process not needed), else on this thread; else (a socket
+    with a timeout) through a buffer."""
     if source.gettimeout() is None and target.gettimeout() is None:
-        _splice(source.fileno(), target.fileno(), counts, side)
+        try:
+            moved = splicer.copy(source, target) if splicer is not None else None
+        except CopyEndedError as ended:
+            counts[side] += ended.moved
+            raise
+        if moved is not None:
+            counts[side] += moved
+            return
+
+        def count(n: int) -> None:
+            counts[side] += n
+
+        splice_all(source.fileno(), target.fileno(), count)
     else:
         while data := source.recv(CHUNK):
             counts[side] += len(data)
@@ -34,40 +47,9 @@ def copy(source: socket.socket, target: socket.socket, counts: list[int], side: 
     target.shutdown(socket.SHUT_WR)
 
 
-def _splice(source: int, target: int, counts: list[int], side: int) -> None:
-    """Linux's splice(2), socket to pipe to socket: the bytes stay in the kernel, Python
-    runs once per read (SPLICE_F_MOVE is a no-op since Linux 2.6.21). The pipe starts at
-    Linux's default and grows, up to `pipe_limit()`, while reads fill it (a download,
-    not a chat): fewer, larger reads, less of the proxy's CPU and of the GIL per
-    megabyte (docs/benchmarks.md), pipe memory only for the connections that move bulk."""
-    out, into = os.pipe()
-    try:
-        size, limit = fcntl.fcntl(into, fcntl.F_GETPIPE_SZ), pipe_limit()
-        while moved := os.splice(source, into, size):
-            counts[side] += moved
-            if moved * 2 >= size and size < limit:  # (a pipe's slots may fill first)
-                with contextlib.suppress(OSError):  # past the user's pipe quota: as it is
-                    size = fcntl.fcntl(into, fcntl.F_SETPIPE_SZ, min(size * 4, limit))
-            while moved:
-                moved -= os.splice(out, target, moved)
-    finally:
-        os.close(out)
-        os.close(into)
-
-
-@functools.cache
-def pipe_limit() -> int:
-    """The largest pipe an unprivileged process may ask for (/proc/sys/fs/pipe-max-size,
-    1 MiB by default), at most PIPE_BYTES."""
-    try:
-        with open("/proc/sys/fs/pipe-max-size") as limit:
-            return max(4096, min(PIPE_BYTES, int(limit.read())))
-    except (OSError, ValueError):
-        return 64 * 1024
-
-
 def relay(client: socket.socket, upstream: socket.socket, counts: list[int],
-           sending: Any, rest: bytes = b"", send: Any = None) -> None:
+           sending: Any, rest: bytes = b"", send: Any = None,
+           splicer: Splicer | None = None) -> None:
     """`sending` (client to upstream) on a thread of its own, the answer copied back on
     this one; an error in either ends both, and once the answer has ended the client has
     CLOSE_SECONDS to finish."""
@@ -85,7 +67,7 @@ def relay(client: socket.socket, upstream: socket.socket, counts: list[int],
     helper = threading.Thread(target=run, name="lily-network-send", daemon=True)
     helper.start()
     try:
-        copy(upstream, client, counts, 1)
+        copy(upstream, client, counts, 1, splicer)
     except OSError:
         _end(client, upstream)
     helper.join(CLOSE_SECONDS)
