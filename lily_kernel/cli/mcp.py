@@ -9,10 +9,12 @@ import os
 from pathlib import Path
 
 from lily_kernel.errors import UsageError
-from lily_kernel.mcp_server.http import DEFAULT_HOST as _HOST
-from lily_kernel.mcp_server.http import DEFAULT_PORT as _PORT
 
 __all__ = ["add_mcp_parser"]
+
+# Where `--http` listens unless told: loopback only (another address is reachable from
+# the network, and said so at start); a port no common tool takes by default.
+_HOST, _PORT = "127.0.0.1", 8765
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
@@ -27,7 +29,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         raise UsageError("--host and --port are for --http (stdio needs neither).")
     endpoint = None
     if args.http:
-        from lily_kernel.mcp_server.http import bind_endpoint  # stdlib only
+        from lily_kernel.mcp_server.http import bind_endpoint
 
         port = _PORT if args.port is None else args.port
         if not 0 <= port <= 65535:

@@ -11,8 +11,9 @@ What guards it is fastmcp's, configured here, not written here:
   without `Origin`, as non-browser clients send, and a loopback page's are let through).
 
 The socket is bound before the session starts, so a port in use is one clear line, and
-its real port (for `--port 0`) is the one said. Bound to 127.0.0.1 unless `--host` says
-otherwise; another host is reachable from the network, which is said at start.
+its real port (for `--port 0`) is the one said. Bound where the CLI says (127.0.0.1
+unless `--host` says otherwise); another host is reachable from the network, which is
+said at start.
 """
 
 from __future__ import annotations
@@ -30,11 +31,8 @@ from lily_kernel.errors import UsageError
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "PATH", "TOKEN_VARIABLE", "HttpEndpoint",
-           "bind_endpoint", "serve_http"]
+__all__ = ["PATH", "TOKEN_VARIABLE", "HttpEndpoint", "bind_endpoint", "serve_http"]
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 PATH = "/mcp"
 TOKEN_VARIABLE = "LILY_MCP_TOKEN"
 _TOKEN_BYTES = 32  # secrets.token_urlsafe: 43 characters

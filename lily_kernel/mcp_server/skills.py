@@ -38,17 +38,33 @@ from lily_kernel.skills.fields import Frontmatter
 __all__ = ["SnapshotSkills", "skill_manifests"]
 
 
-def _files(folder: Path) -> list[tuple[str, Path]]:
-    """The skill's files by their path in it (POSIX), in path order: regular files, no
-    link and nothing hidden (`.git`, `.DS_Store`)."""
-    found: list[tuple[str, Path]] = []
-    for top, folders, names in os.walk(folder):
-        folders[:] = sorted(d for d in folders if not d.startswith("."))
-        base = Path(top)
-        for name in sorted(names):
-            path = base / name
-            if not name.startswith(".") and path.is_file() and not path.is_symlink():
-                found.append((path.relative_to(folder).as_posix(), path))
+def _files(folder: Path) -> list[str]:
+    """The skill's files by their path in it (POSIX): regular files, no link and nothing
+    hidden (`.git`, `.DS_Store`); a folder's files by name, then its folders' (os.walk's
+    order), a link to a folder not followed, a folder that cannot be listed skipped.
+    One `scandir` per folder, its entries' types as listed (no `stat` per file)."""
+    found: list[str] = []
+
+    def visit(path: str, prefix: str) -> None:
+        try:
+            with os.scandir(path) as listing:
+                entries = sorted((e for e in listing if not e.name.startswith(".")),
+                                 key=lambda e: e.name)
+        except OSError:
+            return
+        folders = []
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    found.append(prefix + entry.name)
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append(entry)
+            except OSError:
+                continue
+        for entry in folders:
+            visit(entry.path, f"{prefix}{entry.name}/")
+
+    visit(os.fspath(folder), "")
     return found
 
 
@@ -109,7 +125,7 @@ def _manifest(skill: Skill) -> SkillManifest:
     if len(files) > MAX_SKILL_FILES:
         raise too_many
     entries, left = {}, MAX_SKILL_BYTES
-    for rel, _ in files:
+    for rel in files:
         try:
             data = read_skill_bytes(folder, rel, left)
         except OSError as exc:

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import write_skill
+from tests.kernel.conftest import REPO
 from tests.kernel.mcp_http_server import HttpServer, lily_mcp_http
 from tests.kernel.test_mcp_server import SECRET, make_workspace
 
@@ -35,6 +40,26 @@ def post(server: HttpServer, **headers: str) -> httpx.Response:
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+def docs_snippet(marker: str) -> str:
+    """The Python block under `<!-- marker -->` in docs/mcp.md."""
+    text = (REPO / "docs" / "mcp.md").read_text()
+    return text.split(f"<!-- {marker} -->\n```python\n", 1)[1].split("```", 1)[0]
+
+
+def handshake_skills_list(server: HttpServer) -> dict[str, Any]:
+    """`skills/list` asked by a client of the 2025-11-25 handshake (raw HTTP)."""
+    headers = {**ACCEPT, **bearer(server.token)}
+    started = httpx.post(server.url, json=INITIALIZE, headers=headers, timeout=30)
+    headers |= {"Mcp-Session-Id": started.headers["mcp-session-id"],
+                "Mcp-Protocol-Version": "2025-11-25"}
+    httpx.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+               headers=headers, timeout=30)
+    asked = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 2, "method": "skills/list",
+                                         "params": {}}, headers=headers, timeout=30)
+    [data] = re.findall(r"^data: (.*)$", asked.text, re.MULTILINE)
+    return dict(json.loads(data))
 
 
 def test_requests_need_the_token_and_a_local_origin(tmp_path: Path) -> None:
@@ -57,6 +82,9 @@ def test_requests_need_the_token_and_a_local_origin(tmp_path: Path) -> None:
         local_page = post(server, Origin="http://localhost:5173", **token)
         no_origin = post(server, **token)
         leak = asyncio.run(read_leak(server))
+        refused = handshake_skills_list(server)
+    assert refused["error"]["code"] == -32601  # skills/list: 2026-07-28 only (docs/mcp.md)
+    assert "not available at protocol version '2025-11-25'" in refused["error"]["message"]
     assert none.status_code == 401 and wrong.status_code == 401
     assert none.headers["www-authenticate"].startswith("Bearer")
     assert foreign.status_code == 403
@@ -100,6 +128,10 @@ def test_an_sdk_client_reads_skills_and_calls_tools_with_the_token(tmp_path: Pat
                        LILY_MCP_TOKEN=token) as server:
         resources, body, tools, read, shell = asyncio.run(handshake_era(server.url))
         protocol, skills = asyncio.run(modern(server.url))
+        env = {**os.environ, "LILY_MCP_URL": server.url, "LILY_MCP_TOKEN": token}
+        snippets = [subprocess.run([sys.executable, "-c", docs_snippet(marker)], env=env,
+                                   capture_output=True, text=True, timeout=120)
+                    for marker in ("sdk-snippet", "fastmcp-snippet")]
     assert {str(r.uri) for r in resources.resources} >= {"skill://pdf-forms/SKILL.md",
                                                           "skill://notes/SKILL.md"}
     assert body.contents[0].text == "print('x')\n"
@@ -111,10 +143,14 @@ def test_an_sdk_client_reads_skills_and_calls_tools_with_the_token(tmp_path: Pat
     assert protocol == "2026-07-28"
     assert {s.uri for s in skills} == {"skill://notes/SKILL.md", "skill://pdf-forms/SKILL.md"}
     assert not any(token in line for line in server.stderr)  # the person's own: not said
+    sdk, fast = snippets  # docs/mcp.md's, run as written
+    assert sdk.returncode == 0 and fast.returncode == 0, sdk.stderr[-2000:] + fast.stderr[-2000:]
+    assert "skill://pdf-forms/SKILL.md" in sdk.stdout and "data.txt" in sdk.stdout
+    assert "skill://notes/SKILL.md - Keep notes." in fast.stdout
     [log] = (workspace / ".lily" / "sessions").glob("*.jsonl")
     calls = [json.loads(line)["data"]["name"] for line in log.read_text().splitlines()
              if json.loads(line)["event"] == "tool_call"]
-    assert calls == ["read", "shell"]
+    assert calls == ["read", "shell", "list"]  # the last: the docs' snippet
 
 
 def test_an_untrusted_workspace_over_http_serves_only_the_persons_skills(
@@ -135,3 +171,19 @@ def test_an_untrusted_workspace_over_http_serves_only_the_persons_skills(
     assert [s.uri for s in skills] == ["skill://mine/SKILL.md"]
     assert write.is_error and "not trusted" in write.content[0].text
     assert not (workspace / "planted.txt").exists()
+
+
+def test_every_address_still_needs_the_token_and_says_it_is_reachable(tmp_path: Path) -> None:
+    """`--host 0.0.0.0`: reachable from the network, said at start; reached here through
+    loopback, the token and the Origin check hold as on 127.0.0.1."""
+    workspace = make_workspace(tmp_path)
+    with lily_mcp_http(workspace, tmp_path / "home", "--host", "0.0.0.0") as served:
+        port = served.url.split(":")[2].split("/")[0]
+        server = HttpServer(served.process, f"http://127.0.0.1:{port}/mcp", served.token)
+        none = post(server)
+        foreign = post(server, Origin="https://evil.example", **bearer(server.token))
+        ok = post(server, **bearer(server.token))
+    assert served.url.startswith("http://0.0.0.0:")
+    assert any("0.0.0.0 is reachable from other machines: every request needs the token"
+               in line for line in served.stderr)
+    assert none.status_code == 401 and foreign.status_code == 403 and ok.status_code == 200
