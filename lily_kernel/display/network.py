@@ -17,14 +17,24 @@ def _where(host: str, port: int) -> str:
     return f"{shown(host)} port {port}"
 
 
-def host_question(host: str, port: int, tool: str, skill: str | None) -> str:
+def host_question(host: str, port: int, tool: str, skill: str | None,
+                  files_from: tuple[str, ...] = ()) -> str:
     """A connection the policy neither allows nor denies, put to the person: who wants it,
-    where to, what it could do; y (this run), N, a (this host and port, the session)."""
+    where to, what it could do; y (this run), N, a (this host and port, the session).
+    `files_from`: the hosts a package index serves its files from, asked with it."""
     who = f"{shown(tool)}" + (f" (skill {shown(skill)})" if skill else "")
-    return (f"Network: {who} wants to connect to {_where(host, port)}.\n"
+    if not files_from:
+        return (f"Network: {who} wants to connect to {_where(host, port)}.\n"
+                "  The code can send workspace data there.\n"
+                "  (y: yes, for this tool call; a: yes, this host and port for the rest of "
+                "this session)\n"
+                "Allow it? [y/N/a] ")
+    also = " and ".join(shown(name) for name in files_from)
+    return (f"Network: {who} wants to connect to {_where(host, port)}, a package index, "
+            f"and to {also}, where it keeps its files.\n"
             "  The code can send workspace data there.\n"
-            "  (y: yes, for this tool call; a: yes, this host and port for the rest of "
-            "this session)\n"
+            "  (y: yes to these hosts, for this tool call; a: yes to these hosts on port "
+            f"{port}, for the rest of this session)\n"
             "Allow it? [y/N/a] ")
 
 

@@ -6,7 +6,9 @@ the tool call that runs (`ToolCall`, set by the runtime around each call): at mo
 question at a time, and a connection to a destination already being asked about waits
 for that answer instead of asking again. The answers are remembered: `y` for the tool
 call that asked (its later connections to the same host and port are not asked again),
-`a` for the rest of the session, `N` (or no answer) for that tool call. Where no tool
+`a` for the rest of the session, `N` (or no answer) for that tool call. A yes about a
+package index covers the host its files come from (`NetworkPolicy.asked_with`), which
+the question names. Where no tool
 call runs (code left running between cells) or no one can answer, the host is refused.
 
 Every connection's ending becomes a `network` event (events/kinds.py), queued here and
@@ -182,14 +184,17 @@ class HostDecisions:
         return verdict
 
     def _answered(self, destination: Destination, call: ToolCall, reply: Answer) -> Verdict:
+        """The reply, remembered: a yes covers the hosts asked with this one (an index's
+        file host: network/policy.py), as the question said."""
         key, host = (destination.host, destination.port), destination.host
+        keys = {key, *((d.host, d.port) for d in self._policy().asked_with(destination))}
         said = (reply or "").strip().lower()
         with self._lock:
             if reply is not None and said in _ALWAYS:
-                self.always.add(key)
+                self.always.update(keys)
                 return Verdict(True, "person")
             if reply is not None and said in _YES:
-                call.granted.add(key)
+                call.granted.update(keys)
                 return Verdict(True, "person")
             if reply is None:
                 nobody = call.nobody or ("the tool call ended before an answer" if call.ended

@@ -7,6 +7,11 @@ refused at once when the client named a loopback or private address (only an exa
 entry opens one: asking would change nothing). An address named exactly with its port
 (`127.0.0.1:8765`) is the one way to a loopback or private address (`Verdict.exact`;
 the proxy refuses those otherwise, names that resolve to them included).
+
+A package index whose files come from another host (`FILE_HOSTS`: PyPI's) is asked about
+with that host, on the same port (`asked_with`): one `pip install` reaches both, and a
+yes to the index is a yes to its files; a second question about a host the person has
+never heard of would only invite a wrong no.
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from lily_kernel.network.addresses import refused_kind
 from lily_kernel.network.decisions import Destination, Verdict
 from lily_kernel.prompting import network_policy as words
 
-__all__ = ["NetworkPolicy"]
+__all__ = ["FILE_HOSTS", "NetworkPolicy"]
+
+# A package index's host and the hosts it serves its packages' files from.
+FILE_HOSTS: dict[str, tuple[str, ...]] = {
+    "pypi.org": ("files.pythonhosted.org",),
+    "test.pypi.org": ("test-files.pythonhosted.org",),
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,14 @@ class NetworkPolicy:
         if auto:
             return Verdict(False, "policy", words.refused_under_auto(host))
         return None
+
+    def asked_with(self, destination: Destination) -> tuple[Destination, ...]:
+        """The hosts a question about `destination` covers too (its index's file hosts,
+        same port), but for those the lists decide alone (denied, or already allowed)."""
+        return tuple(
+            along for name in FILE_HOSTS.get(destination.host, ())
+            if not self.denying(along := Destination(name, destination.port))
+            and not self.allowing(along))
 
 
 def _local_address(host: str) -> str | None:

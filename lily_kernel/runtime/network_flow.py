@@ -96,7 +96,9 @@ class SessionNetwork:
                         ) -> Answer:
         """The question, asked on the loop's thread; an `approval` event, as every
         question to the person is (replay answers it as the person did)."""
-        text = host_question(destination.host, destination.port, call.tool, call.skill)
+        files_from = tuple(d.host for d in self.policy().asked_with(destination))
+        text = host_question(destination.host, destination.port, call.tool, call.skill,
+                             files_from)
         try:
             reply = await sink.ask(text)
         except asyncio.CancelledError:

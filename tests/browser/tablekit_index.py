@@ -9,11 +9,9 @@ import hashlib
 import zipfile
 from pathlib import Path
 
-__all__ = ["TABLE_CLASS", "package_index"]
+__all__ = ["package_index"]
 
-TABLE_CLASS = "tablekit-table"  # the class of the <table> it shows
-
-_SOURCE = f'''"""tablekit: read a CSV file, show its first rows."""
+_SOURCE = '''"""tablekit: read a CSV file, show its first rows."""
 
 import csv
 import html
@@ -29,12 +27,12 @@ class Table:
     def _repr_html_(self):
         head = _cells("th", self.header)
         body = "".join("<tr>" + _cells("td", row) + "</tr>" for row in self.rows)
-        return (f'<table class="{TABLE_CLASS}"><thead><tr>{{head}}</tr></thead>'
-                f"<tbody>{{body}}</tbody></table>")
+        return (f'<table class="tablekit"><thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>")
 
 
 def _cells(tag, row):
-    return "".join(f"<{{tag}}>{{html.escape(value)}}</{{tag}}>" for value in row)
+    return "".join(f"<{tag}>{html.escape(value)}</{tag}>" for value in row)
 
 
 def read_csv(path):
@@ -65,11 +63,14 @@ def _wheel(folder: Path, name: str = "tablekit", version: str = "1.0") -> Path:
     return wheel
 
 
-def package_index(folder: Path) -> Path:
-    """`folder` as a simple index: `simple/tablekit/` links the wheel, with its sha256."""
+def package_index(folder: Path, files_url: str = "") -> Path:
+    """`folder` as a simple index: `simple/tablekit/` links the wheel, with its sha256,
+    at `files_url` (another host, as PyPI's index links files.pythonhosted.org), or on
+    the index's own host."""
     wheel = _wheel(folder / "files")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     page = folder / "simple" / "tablekit" / "index.html"
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(f'<a href="/files/{wheel.name}#sha256={digest}">{wheel.name}</a>\n')
+    page.write_text(f'<a href="{files_url}/files/{wheel.name}#sha256={digest}">'
+                    f"{wheel.name}</a>\n")
     return folder

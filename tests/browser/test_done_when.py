@@ -5,19 +5,22 @@ me the first rows of data.csv" asks once for the package index's host (answered 
 the page), installs, runs, and shows the table; "commit this" commits; a host nobody
 allowed is refused in one line, and its server sees no connection.
 
-The index is the person's own (their pip.conf names it, as a company's mirror would be),
-served by this test on loopback. The proxy refuses a name that resolves to loopback
-(only an exact `127.0.0.1:port` entry opens one, unasked), so to be asked about the
-index as about a host on the internet, the Jupyter server and its kernels run with
-tests/browser/public_names on PYTHONPATH: `pypi.lily.test` resolves to a global address,
-and a connection to that address is routed to the index's loopback port. Name
-resolution and routing are simulated; the policy, the question, the proxy's checks and
-its connection are Lily's own. Any other connection beyond loopback is refused and
-logged, and the log must stay empty.
+The index is laid out as PyPI's is: its pages on `pypi.org`, the files they link on
+`files.pythonhosted.org` (one question covers both, network/policy.py's FILE_HOSTS),
+served by this test on loopback over plain HTTP on a port of its own (the person's
+pip.conf names it). The proxy refuses a name that resolves to loopback (only an exact
+`127.0.0.1:port` entry opens one, unasked), so to be asked about the index as about a
+host on the internet, the Jupyter server and its kernels run with
+tests/browser/public_names on PYTHONPATH: the two names resolve to global addresses, and
+a connection to those is routed to the index's loopback port. Name resolution and
+routing are simulated; the policy, the question, the proxy's checks and its connections
+are Lily's own. Any other connection beyond loopback is refused and logged, and the log
+must stay empty.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -37,14 +40,16 @@ from tests.network.servers import EchoServer, file_server
 from tests.support.jupyter_server import JupyterProcess, start_lab
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
-INDEX_NAME = "pypi.lily.test"
-INDEX_ADDRESS = "1.2.3.4"  # global, so the proxy's address check passes (never reached)
+INDEX_NAME, FILES_NAME = "pypi.org", "files.pythonhosted.org"
+# Global addresses (so the proxy's address check passes), routed to loopback: never reached.
+ADDRESSES = {INDEX_NAME: "1.2.3.4", FILES_NAME: "1.2.3.5"}
 PUBLIC_NAMES = REPO / "tests" / "browser" / "public_names"
 DATA = "city,population\nLyon,522250\nNantes,320732\nLille,236710\nNice,348085\n"
 INSTALL = "install tablekit and show me the first rows of data.csv"
 COMMIT = "commit this"
 SEND = "send data.csv to my server"
 MESSAGE = "Add data.csv and the first look at it"
+KEY = "sk-lily-browser-test-4d9f2a71"  # no part of it in a path (the sandbox drops those)
 STEP_MS = 240_000  # pip in the sandbox, a kernel starting: a loaded 2-core machine
 
 
@@ -116,18 +121,19 @@ def scene(chromium_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
     make_venv(home / ".venvs" / "ds")
     workspace = _workspace(base / "workspace")
     unnamed = EchoServer()
-    index = package_index(base / "index")
-    with file_server(index) as index_port, OpenAIServer(
+    (base / "index").mkdir()
+    with file_server(base / "index") as index_port, OpenAIServer(
             default=scripted(_plan(unnamed.port))) as model:
+        package_index(base / "index", f"http://{FILES_NAME}:{index_port}")
         pip = home / ".config" / "pip" / "pip.conf"
         pip.parent.mkdir(parents=True)
         pip.write_text(f"[global]\nindex-url = http://{INDEX_NAME}:{index_port}/simple/\n"
-                       f"trusted-host = {INDEX_NAME}:{index_port}\n")
+                       f"trusted-host = {INDEX_NAME}:{index_port} {FILES_NAME}:{index_port}\n")
         log = base / "network-beyond-loopback.log"
+        names = ",".join(f"{name}={address}>{index_port}" for name, address in ADDRESSES.items())
         server = start_lab(workspace, home, base / "jupyterlab.log", LILY_EVENT_LOG="1",
-                           LILY_API_BASE=model.base_url, OPENAI_API_KEY="sk-lily-browser-test-4d9f2a71",
-                           PYTHONPATH=f"{PUBLIC_NAMES}:{REPO}",
-                           LILY_TEST_PUBLIC_NAMES=f"{INDEX_NAME}={INDEX_ADDRESS}>{index_port}",
+                           LILY_API_BASE=model.base_url, OPENAI_API_KEY=KEY,
+                           PYTHONPATH=f"{PUBLIC_NAMES}:{REPO}", LILY_TEST_PUBLIC_NAMES=names,
                            LILY_TEST_NETWORK_LOG=str(log))
         try:
             yield Scene(server, workspace, index_port, unnamed, log)
@@ -170,13 +176,20 @@ def answer_questions(notebook: NotebookPage, cell: Locator, answer: str) -> list
         expect(question).to_have_count(0)
 
 
+def _network_events(scene: Scene) -> list[dict[str, Any]]:
+    [log] = (scene.workspace / ".lily" / "sessions").glob("*.jsonl")
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    return [e["data"] for e in events if e["event"] == "network"]
+
+
 def test_install_and_show_asks_once_for_the_index_then_shows_the_table(
         notebook: NotebookPage, scene: Scene) -> None:
     cell = notebook.submit(INSTALL)
     asked = answer_questions(notebook, cell, "a")
-    assert len(asked) == 1, asked  # one question, for the index's host
-    assert asked[0].startswith(f'Network: "shell" wants to connect to "{INDEX_NAME}" port '
-                               f"{scene.index_port}."), asked
+    assert len(asked) == 1, asked  # one question, for the index's host and its file host
+    assert asked[0].startswith(
+        f'Network: "shell" wants to connect to "{INDEX_NAME}" port {scene.index_port}, a '
+        f'package index, and to "{FILES_NAME}", where it keeps its files.'), asked
     assert "workspace data" in asked[0] and "[y/N/a]" in asked[0]
     outputs = notebook.outputs(cell)
     expect(outputs.filter(has_text="Allow it? [y/N/a]")).to_have_count(1)
@@ -191,6 +204,8 @@ def test_install_and_show_asks_once_for_the_index_then_shows_the_table(
     assert list(site.glob("python*/site-packages/tablekit/__init__.py"))
     person = scene.workspace.parent / "home" / ".venvs" / "ds"
     assert not list(person.glob("lib/python*/site-packages/tablekit"))  # theirs untouched
+    reached = {(e["host"], e["allowed"], e["decided_by"]) for e in _network_events(scene)}
+    assert reached == {(INDEX_NAME, True, "person"), (FILES_NAME, True, "session")}, reached
     table.scroll_into_view_if_needed()
     screenshot(notebook.page, "done-when-table")
 
@@ -217,5 +232,8 @@ def test_a_host_nobody_allowed_is_refused_in_one_line_and_reached_never(
     cell.scroll_into_view_if_needed()
     screenshot(notebook.page, "done-when-refused")
     assert scene.unnamed.peers == [] and scene.unnamed.received == b""
+    assert [(e["host"], e["port"], e["allowed"], e["decided_by"]) for e in _network_events(
+        scene) if e["port"] == scene.unnamed.port] == [
+        ("127.0.0.1", scene.unnamed.port, False, "refused-address")]
     # Nothing tried a host beyond loopback other than the index's (by its name).
     assert not scene.network_log.exists(), scene.network_log.read_text()
