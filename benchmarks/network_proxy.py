@@ -2,7 +2,7 @@
 from the same run:
 
     .venv/bin/python benchmarks/network_proxy.py [--samples 20] [--megabytes 50]
-        [--downloads 15] [--boost]
+        [--downloads 25] [--boost]
 
 A loopback HTTP server (`python -m http.server`, a process and a session of its own, as a
 server the person runs would be) on the host; curl run in the sandbox (bubblewrap, the
@@ -11,7 +11,8 @@ what the shell tool runs) against the same curl run directly on the host, in a s
 its own too (as the sandbox's is: under Linux's autogroup scheduling a session is a
 scheduling group, so on a loaded machine a curl sharing the benchmark's session would
 get less of the CPU than the sandbox's). The proxy (threads of this process, as of the
-kernel's) names 127.0.0.1 exactly and refuses every other host.
+kernel's, the copies in its splicer's process) names 127.0.0.1 exactly and refuses every
+other host.
 
 1. connect: curl's `time_pretransfer` for a tunnel (`-p`, CONNECT through the bridge
    and the proxy, the Decider asked, the upstream connected) against a direct TCP
@@ -19,8 +20,9 @@ kernel's) names 127.0.0.1 exactly and refuses every other host.
    the minimums say what the proxy adds, the medians mostly the scheduler). Target:
    <= 5 ms added.
 2. download: `--megabytes` MB through the proxy (plain HTTP, absolute URI) against
-   directly, one of each in turn, `--downloads` pairs; the ratio of the median rates,
-   and the spread of the pairs' ratios. Target: >= 0.8x.
+   directly, one of each in turn (each its own sandbox or shell, 0.3 s after it
+   started), `--downloads` pairs; the ratio of the median rates, and the spread of the
+   pairs' ratios. Target: >= 0.8x.
 3. refused: a host the policy refuses, curl's `time_total` until the 403 with Lily's
    reason. Target: <= 100 ms.
 
@@ -126,6 +128,7 @@ def decide(destination: Destination) -> Verdict:
 
 def in_sandbox(script: str, sandbox: Sandbox, workspace: Path) -> str:
     settle = "sleep 0.3; " if BOOST["on"] else ""  # the sandbox's session boosted first
+    # (the booster looks every 50 ms)
     plan = plan_process(["/bin/sh", "-c", settle + script], workspace, [], dict(os.environ),
                         sandbox, limits=Limits())
     result = asyncio.run(run_process(plan, 600))
@@ -149,7 +152,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--megabytes", type=int, default=50)
-    parser.add_argument("--downloads", type=int, default=15)
+    parser.add_argument("--downloads", type=int, default=25)
     parser.add_argument("--boost", action="store_true",
                         help="root: the benchmark's processes at autogroup nice -20")
     args = parser.parse_args()
@@ -194,11 +197,13 @@ def main() -> None:
                 print(f"added to the connect: {added:.2f} ms by the medians, {least:.2f} ms by "
                       "the minimums (target <= 5 ms)")
 
+                # In turn, so that a change of load hits both; each after 0.3 s, so that
+                # neither runs while the last sandbox's namespaces are torn down.
+                one = "sleep 0.3; " + loop("", big, "time_total", 1)
                 proxied, straight = [], []
-                for _ in range(args.downloads):  # in turn: a change of load hits both
-                    proxied += numbers(in_sandbox(loop("", big, "time_total", 1), sandbox,
-                                                  workspace))
-                    straight += numbers(direct(loop("", big, "time_total", 1), workspace))
+                for _ in range(args.downloads):
+                    proxied += numbers(in_sandbox(one, sandbox, workspace))
+                    straight += numbers(direct(one, workspace))
                 rate = args.megabytes / statistics.median(proxied)
                 baseline = args.megabytes / statistics.median(straight)
                 pairs = sorted(d / p for p, d in zip(proxied, straight, strict=True))

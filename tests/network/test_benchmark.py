@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_network_benchmark_prints_its_figures() -> None:
     sandbox_or_skip()
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "network_proxy.py"),
-                           "--samples", "2", "--megabytes", "1"], cwd=REPO,
+                           "--samples", "2", "--megabytes", "1", "--downloads", "2"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     for figure in ("added to the connect:", "download ratio proxy / direct:",
