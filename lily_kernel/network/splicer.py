@@ -150,7 +150,7 @@ def _start() -> tuple[socket.socket | None, Any]:
         process = subprocess.Popen(
             [sys.executable, "-I", "-S", __file__, str(theirs.fileno())],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", env={},
             start_new_session=True)  # not in the kernel's group: an interrupt is not its
     except OSError:
         ours.close()

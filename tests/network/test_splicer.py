@@ -13,9 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
+from lily_kernel.network import splicer as splicer_module
 from lily_kernel.network.decisions import Verdict
 from lily_kernel.network.proxy import SessionProxy
 from lily_kernel.network.splicer import Splicer
+from tests.network.servers import EchoServer, connect, read_head
 from tests.support.waiting import wait_until
 
 MEGABYTES = 20
@@ -102,3 +106,28 @@ def test_the_sessions_end_ends_the_splicers_process(tmp_path: Path) -> None:
         splicer.close()
         wait_until(lambda: process.poll() is not None, "the splicer's end", 10)
         assert splicer.copy(upstream, client) is None  # closed: the caller copies itself
+
+
+def test_without_the_splicers_process_the_proxy_copies_itself(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[bool] = []
+
+    def cannot_start() -> tuple[None, None]:
+        started.append(False)
+        return None, None
+
+    monkeypatch.setattr(splicer_module, "_start", cannot_start)
+    echo = EchoServer()
+    proxy = SessionProxy.start(tmp_path, lambda _: Verdict(True, "policy", exact=True),
+                               lambda _: None)
+    try:
+        with connect(proxy.socket) as client:
+            client.sendall(f"CONNECT 127.0.0.1:{echo.port} HTTP/1.1\r\nHost: x\r\n\r\nping".encode())
+            assert read_head(client).startswith(b"HTTP/1.1 200")
+            assert client.recv(4) == b"ping"
+            client.sendall(b"pong")
+            assert client.recv(4) == b"pong"
+    finally:
+        proxy.stop()
+        echo.close()
+    assert started == [False]  # tried once, then copied in the proxy's own process
