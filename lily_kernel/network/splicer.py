@@ -1,8 +1,8 @@
 """Copying an allowed connection's bytes in a process of the proxy's own, so that the rate
 does not depend on who else holds the kernel's GIL (the proxy runs in the kernel's
 process, beside its other threads: measured, a busy Python thread there cut a 50 MB
-download through an in-process relay to 0.1-0.25x the direct rate, each read waiting
-up to Python's switch interval for the GIL).
+download through an in-process relay to 0.14-0.31x the direct rate, each read waiting
+up to Python's switch interval for the GIL; 0.67x with this process: docs/benchmarks.md).
 
 `Splicer` (the proxy's side) starts `python -I -S splicer.py <fd>` at its first copy: the
 standard library only, listening on its end of a socket pair. Each copy sends it the
