@@ -1,6 +1,7 @@
 """JupyterHub with Lily: one person, one single-user server, Lily kernels in it
 (docs/deploy.md says why each line is here). tests/hub loads this very file and
-overrides only who people are, where their homes are and the ports.
+changes only who people are, where homes, ports and the hub's own files are, and the
+timeouts (a loaded test machine).
 
 Run with `jupyterhub -f jupyterhub_config.py` from the environment that has
 `jupyterhub`, `configurable-http-proxy` and `lily-kernel[lab]` installed; the model

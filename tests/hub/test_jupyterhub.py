@@ -106,8 +106,6 @@ def test_two_people_each_get_their_own_lily_through_the_hub(
         hub: Hub, model: OpenAIServer) -> None:
     servers = {name: hub.spawn(name, timeout=DEADLINE) for name in PEOPLE}  # both running
     pids = {name: int(servers[name]["state"]["pid"]) for name in PEOPLE}
-    real_trust = Path(os.environ.get("HOME", "/nonexistent")) / ".lily" / "trust.json"
-    real_before = real_trust.read_bytes() if real_trust.exists() else b""
 
     for name in PEOPLE:
         home, other = hub.home(name), hub.home(next(p for p in PEOPLE if p != name))
@@ -153,7 +151,10 @@ def test_two_people_each_get_their_own_lily_through_the_hub(
         assert str(workspace) in json.dumps(stored)
         assert files_naming(other, str(home)) == []
 
-    assert (real_trust.read_bytes() if real_trust.exists() else b"") == real_before
+    # Nothing of theirs in the hub's own home, nor in the home of the one running the test.
+    assert not (hub.homes.parent / ".lily").exists()
+    real_trust = Path(os.environ.get("HOME", "/nonexistent")) / ".lily" / "trust.json"
+    assert not real_trust.exists() or str(hub.homes) not in real_trust.read_text()
 
     for name in PEOPLE:
         home = hub.home(name)
