@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from lily_kernel.errors import ConfigError
 from lily_kernel.host_patterns import bad_host_entry
 from lily_kernel.validation import ShapeError, build, field_keys, parse_text, spec
@@ -51,8 +49,6 @@ EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 
 def is_local_model(name: str | None) -> bool:
     return name is not None and (name == LOCAL_MODEL or name.startswith(LOCAL_MODEL + "/"))
-
-_YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # The policy profile: `ask`, the tools asked by default (python, shell) ask before each
 # call; `auto` ("full auto"), they run without asking (tools/policy.py).
@@ -265,8 +261,10 @@ def read_config_file(workspace: Path) -> ConfigFile:
         raise ConfigError(f"{path}: cannot read the file ({exc}).") from exc
     if not raw:  # empty says nothing (the sandbox's placeholder: execution/mounts.py)
         return ConfigFile()
+    import yaml  # here, not at the top: most workspaces have no lily.yaml
+
     try:
-        data = yaml.load(text, Loader=_YamlLoader)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}".rstrip(".") + ".") from exc
     if data is not None and not isinstance(data, dict):

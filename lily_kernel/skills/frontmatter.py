@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from lily_kernel.skills.fields import (
     INVOCATION_MODES,
     EligibilityBlock,
@@ -22,6 +20,7 @@ from lily_kernel.skills.fields import (
     parse_allowed_tools,
 )
 from lily_kernel.skills.models import Eligibility
+from lily_kernel.skills.plain_frontmatter import parse_plain_frontmatter
 from lily_kernel.validation import ShapeError, build, field_keys
 
 __all__ = [
@@ -39,35 +38,6 @@ KNOWN_OS = ("darwin", "linux", "win32")
 
 _NO_CONDITIONS = Eligibility()
 _BOM = b"\xef\xbb\xbf"
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-class _SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """yaml.safe_load's loader (C parser when present), with one shortcut.
-
-    A plain string scalar constructs to `node.value` in SafeConstructor, and a mapping
-    with plain string keys to the dict of its pairs; building those directly skips the
-    generic dispatch that dominates frontmatter loading (nearly every node is one of
-    them). Every other node goes through SafeConstructor unchanged.
-
-    Kept for a figure in docs/benchmarks.md ("Skill snapshot"): with plain `CSafeLoader`
-    the snapshot build over the corpus is ~8 ms slower and its ratio to skills-ref misses
-    the >= 12x target (measured 11.0-11.9x, against 12.6-13.1x with this class).
-    """
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        if node.tag == _STR_TAG and type(node) is yaml.ScalarNode:
-            return node.value
-        return super().construct_object(node, deep)
-
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
-        # Plain string keys rule out merge keys (`<<` resolves to another tag), so the
-        # generic path's merge flattening and hashability checks have nothing to do.
-        if type(node) is yaml.MappingNode and all(
-            key.tag == _STR_TAG and type(key) is yaml.ScalarNode for key, _ in node.value
-        ):
-            return {key.value: self.construct_object(value, deep) for key, value in node.value}
-        return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
 
 
 _CLOSING_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
@@ -109,13 +79,14 @@ def _split(text: str) -> tuple[str | None, str]:
 
 
 def _load_yaml(source: str) -> dict[str, Any]:
-    try:
-        data = yaml.load(source, Loader=_SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise SkillFormatError(f"invalid YAML frontmatter{where}: {problem}") from None
+    plain = parse_plain_frontmatter(source)
+    if plain is not None:  # the common shape, without PyYAML (plain_frontmatter.py)
+        return plain
+    from lily_kernel.skills.yaml_frontmatter import load_yaml
+
+    data, problem = load_yaml(source)
+    if problem is not None:
+        raise SkillFormatError(f"invalid YAML frontmatter{problem}")
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -7,11 +7,11 @@ import yaml
 
 from lily_kernel.skills.frontmatter import (
     SkillFormatError,
-    _SafeLoader,
     _split,
     parse_allowed_tools,
     parse_skill_document,
 )
+from lily_kernel.skills.yaml_frontmatter import _SafeLoader
 from tests.support.corpus import CORPUS
 
 TRICKY = [

@@ -17,8 +17,9 @@ from tests.kernel.conftest import kernel_env, lily_kernel
 # Loaded with their first use (issue 35): a run (the sandbox, control groups, the Python
 # kernel), an MCP server, a model's prompt or refusal, the record (a chat turn, /new,
 # /resume: its modules, and sqlite3 for its index), the network's proxy and policy (a
-# sandboxed run, the first network question).
-LAZY = {"lily_kernel.execution.sandbox", "lily_kernel.execution.mounts",
+# sandboxed run, the first network question); PyYAML with a lily.yaml or a SKILL.md
+# frontmatter that is not plain lines (skills/plain_frontmatter.py; the bundled are).
+LAZY = {"yaml", "lily_kernel.execution.sandbox", "lily_kernel.execution.mounts",
         "lily_kernel.execution.cgroups", "lily_kernel.execution.plan",
         "lily_kernel.execution.python_host", "lily_kernel.execution.subkernel",
         "lily_kernel.mcp_tools.session", "lily_kernel.prompting", "sqlite3",
