@@ -47,7 +47,7 @@ def make_workspace(root: Path, generated: int | None) -> int:
         for i in range(count):
             (skills / f"skill-{i}").mkdir(parents=True)
             (skills / f"skill-{i}" / "SKILL.md").write_text(
-                f"---\ndescription: Skill number {i}.\n---\nBody {i}.\n")
+                f"---\nname: skill-{i}\ndescription: Skill number {i}.\n---\nBody {i}.\n")
     (root / "ws" / "note.txt").write_text("a small file\n")
     # Composio's skills need their MCP server configured (`requires: {mcp: [rube]}`);
     # neither command contacts it.

@@ -46,6 +46,9 @@ def test_kernel_benchmark_prints_its_ratio(script: str, args: tuple[str, ...],
      ["workspace: 5 skills, 5 served by skills/list", "ratio lily mcp / lily skills --json",
       "over in-process"]),
     ("mcp_tools.py", ("--calls", "5"), ["the SDK's client, directly", "over the SDK"]),
+    ("mcp_start.py", ("--runs", "1", "--skills", "5"),
+     ["served by skills/list: lily mcp 5, the floor 5", "ratio lily mcp / minimal server",
+      "ratio lily mcp / bare server"]),
 ])
 def test_mcp_benchmarks_print_their_figures(script: str, args: tuple[str, ...],
                                             expected: list[str]) -> None:
