@@ -52,8 +52,10 @@ class KernelSink:
 
     A streamed reply is one display updated in place: the first `stream` creates it
     under a display id fresh for this cell, later calls and the finished `Reply` update
-    it. A run's output is the message a notebook shows it with (a stream, a display);
-    every other value is one display of its bundle.
+    it; after a `Reply` the next `stream` starts a display of its own (the model's words
+    after a tool ran come under that tool's output). A run's output is the message a
+    notebook shows it with (a stream, a display); every other value is one display of
+    its bundle.
     """
 
     def __init__(self, send: Send, ask: Ask = no_answer) -> None:
@@ -74,6 +76,7 @@ class KernelSink:
             self._send(*output_message(value))
         elif isinstance(value, Reply):
             self._update_or_create(bundle(value))
+            self._display_id = None
         else:
             self._display(bundle(value))
 

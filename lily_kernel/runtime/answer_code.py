@@ -19,25 +19,16 @@ from typing import Any
 from lily_kernel.display import Notice
 from lily_kernel.display.messages import CODE_NOT_RUN_NOTICE
 from lily_kernel.prompting.code_blocks import (
+    FencedCode,
     code_result_message,
     first_python_block,
-    without_block,
 )
 from lily_kernel.runtime.sink import CellSink
 from lily_kernel.runtime.tool_gate import ToolGate
 from lily_kernel.tools import ActiveSkill, SkillSelector
 from lily_kernel.tools.python import PYTHON, python_reply
 
-__all__ = ["AnswerCode", "AnswerRun"]
-
-
-@dataclass(frozen=True)
-class AnswerRun:
-    """An answer whose code ran (or was put to the gate): what the person keeps of its
-    text (its code is shown where it runs), and what the model reads next."""
-
-    kept: str
-    message: dict[str, Any]
+__all__ = ["AnswerCode"]
 
 
 @dataclass
@@ -48,12 +39,11 @@ class AnswerCode:
     sink: CellSink
     ran: bool = False
 
-    async def run(self, text: str, *, finished: bool, offered: list[str], step: int,
-                  skill: ActiveSkill | None, skills: SkillSelector | None) -> AnswerRun | None:
-        """The answer `text`'s first python block through the gate, the first time a
-        turn has one; None when nothing runs (no block, or a block after the turn's one,
-        which the person is told did not run). `finished`: the answer ended of its own
-        accord (not at its token limit): a block it left open runs too."""
+    def take(self, text: str, *, finished: bool) -> FencedCode | None:
+        """The answer `text`'s python block that runs: its first, the first time a turn
+        has one; None when nothing runs (no block, or a block after the turn's one, which
+        the person is told did not run). `finished`: the answer ended of its own accord
+        (not at its token limit): a block it left open runs too."""
         block = first_python_block(text, open_end=finished)
         if block is None:
             return None
@@ -61,10 +51,14 @@ class AnswerCode:
             self.sink.show(Notice(CODE_NOT_RUN_NOTICE))
             return None
         self.ran = True
+        return block
+
+    async def run(self, block: FencedCode, *, offered: list[str], step: int,
+                  skill: ActiveSkill | None, skills: SkillSelector | None) -> dict[str, Any]:
+        """`block` through the gate, shown where it runs; the message the model reads
+        next. What ran, its error included, is output; refused (declined, no one to
+        answer) or not started (no sandbox), the model reads why it did not run."""
         outcome, result = await self.gate.model_run(
             self.sink, PYTHON, json.dumps({"code": block.code}), offered=offered, step=step,
             skill=skill, skills=skills)
-        # What ran, its error included, is output; refused (declined, no one to answer)
-        # or not started (no sandbox), the model reads why it did not run.
-        return AnswerRun(without_block(text, block),
-                         code_result_message(result, ran=python_reply(outcome) is not None))
+        return code_result_message(result, ran=python_reply(outcome) is not None)

@@ -33,7 +33,7 @@ from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse
 from lily_kernel.llm.records import error_record, response_record
 from lily_kernel.prompting import ModelRequest, declared_skill_message
 from lily_kernel.prompting.budget import answer_reserve, estimate_tokens, skill_body_budget
-from lily_kernel.prompting.code_blocks import offer_code
+from lily_kernel.prompting.code_blocks import offer_code, without_block
 from lily_kernel.prompting.selection import (
     SELECTION_MAX_TOKENS,
     Selection,
@@ -71,16 +71,18 @@ class _StreamView:
     so far (display/markup.py, ~5 ms a KB), so at most a tenth of a stream is spent
     rendering it, however long the answer grows."""
 
-    def __init__(self, sink: CellSink, enabled: bool, before: str) -> None:
-        self.sink, self.enabled, self.before = sink, enabled, before
+    def __init__(self, sink: CellSink, enabled: bool) -> None:
+        self.sink, self.enabled = sink, enabled
         self.current = ""
+        self.streamed = False  # whether the display shows some of it
         self._next = 0.0
 
     def __call__(self, delta: str) -> None:
         self.current += delta
         now = time.monotonic()
         if self.enabled and now >= self._next:
-            self.sink.stream(self.before + self.current)
+            self.sink.stream(self.current)
+            self.streamed = True
             done = time.monotonic()
             self._next = done + max(STREAM_INTERVAL, 9 * (done - now))
 
@@ -106,7 +108,8 @@ class Turn:
         self.ranker = ranker  # the ranker of the choice's snapshot (the shortlist)
         self.stop = stop  # set when the cell is stopped: a ranking stops encoding
         self.messages: list[dict[str, Any]] = []  # what this turn adds after the request
-        self.texts: list[str] = []
+        self.texts: list[str] = []  # the model's texts this turn, for the history
+        self.shown = 0  # how many of them are shown finished, above what then ran
         self._view: _StreamView | None = None  # the step streaming now
         self.tokens_in = 0
         self.tokens_out = 0
@@ -131,8 +134,7 @@ class Turn:
         for step in range(1, self.settings.max_steps + 1):
             schemas = [t.json_schema() for t in self._offered()] if self.model.supports_tools \
                 else []
-            view = self._view = _StreamView(self.sink, self.settings.stream,
-                                            "\n\n".join([*self.texts, ""]))
+            view = self._view = _StreamView(self.sink, self.settings.stream)
             sent = base + self.messages
             response = await self._call(
                 ChatRequest(offer_code(sent) if code is not None else sent, schemas,
@@ -143,8 +145,9 @@ class Turn:
             if not response.tool_calls:
                 if code is not None and await self._answer_code(code, response, step):
                     continue  # one more answer, from the code's output
-                self.sink.show(Reply("\n\n".join(self.texts), self.footer()))
+                self.sink.show(Reply("\n\n".join(self.texts[self.shown:]), self.footer()))
                 return [self.request.user_message, *self.messages]
+            self._show_before_runs(view)
             for call in response.tool_calls:
                 # Recomputed per call: a skill loaded earlier in this same message
                 # narrows the tools for the calls after it.
@@ -168,15 +171,26 @@ class Turn:
         """The answer's python block run (runtime/answer_code.py): the answer shown
         without it (its code is shown where it runs), the output for the model to read
         next. False when nothing ran."""
-        ran = await code.run(response.text, finished=response.finish_reason != "length",
-                             offered=[t.name for t in self._offered()], step=step,
-                             skill=self.choice.active_folder(), skills=self.choice)
-        if ran is None:
+        block = code.take(response.text, finished=response.finish_reason != "length")
+        if block is None:
             return False
         if response.text:
-            self.texts[-1:] = [ran.kept] if ran.kept else []
-        self.messages.append(ran.message)
+            kept = without_block(response.text, block)
+            self.texts[-1:] = [kept] if kept else []
+        self._show_before_runs(self._view)
+        self.messages.append(await code.run(
+            block, offered=[t.name for t in self._offered()], step=step,
+            skill=self.choice.active_folder(), skills=self.choice))
         return True
+
+    def _show_before_runs(self, view: _StreamView | None) -> None:
+        """The model's words so far shown finished, before what its step runs is shown
+        under them (its next words come below that, in a display of their own): the
+        person reads the answer in the order it happened."""
+        text = "\n\n".join(self.texts[self.shown:])
+        if text or (view is not None and view.streamed):
+            self.sink.show(Reply(text))
+        self.shown = len(self.texts)
 
     def _say_if_it_cannot_run(self) -> None:
         """A model that cannot call tools, following a skill that runs code it cannot

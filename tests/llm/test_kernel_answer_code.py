@@ -79,8 +79,14 @@ def test_the_answers_block_is_asked_run_shown_and_read_back(kernel: LilyProcess,
         d for d in run.displays if "text/markdown" in d and "python" in d["text/markdown"]
     ).items()  # the code, shown where it runs
     assert printed(run) == "391\n"
-    # The answer without its block (its code is shown where it ran), then the next one.
-    assert final(run).startswith("Let me compute it.\n\n17 * 23 = 391.")
+    # The answer without its block, then the code where it ran, then the next answer,
+    # in the order they happened (the final answer under the code, not above it).
+    texts = [d["text/plain"] for d in run.displays]
+    said = texts.index("Let me compute it.")
+    code = next(i for i, d in enumerate(run.displays) if CODE in d.get("text/markdown", ""))
+    answer = next(i for i, t in enumerate(texts) if t.startswith("17 * 23 = 391."))
+    assert said < code < answer == len(texts) - 1
+    assert final(run).startswith("17 * 23 = 391.\n")
     first, second = server.requests
     assert "tools" not in first  # declared without tool calls: none offered
     assert first["messages"][0]["role"] == "system" and CODE_RULES in first["messages"][0][
@@ -136,7 +142,7 @@ def test_full_auto_runs_unasked_and_run_all_replays_it_with_no_model_call(
     before = shown(first.cells[1])
     outputs = first.cells[1].outputs
     assert any(o.get("text") == "391\n" for o in outputs)  # ran without asking
-    assert before[-1].startswith("Let me compute it.\n\n17 * 23 = 391.")
+    assert before[0] == "Let me compute it." and before[-1].startswith("17 * 23 = 391.")
     nbformat.write(first, path)
 
     again = run_all(path, env)  # restart, Run All
