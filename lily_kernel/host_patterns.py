@@ -52,6 +52,13 @@ class HostPattern:
             return host.endswith("." + self.host)
         return host == self.host
 
+    def names_host(self, host: str, port: int) -> bool:
+        """This entry is the destination's own host name, no wildcard (`pypi.corp.example`,
+        with or without a port): what lets a name reach a private address (a company's
+        package mirror; network/addresses.py, `NAMED_MAY_REACH`)."""
+        return not (self.address or self.subdomains or self.host == ANY_HOST) and \
+            self.matches(host, port)
+
     def names_exactly(self, host: str, port: int) -> bool:
         """This entry is the destination's very address with its port (`127.0.0.1:8765`):
         what opens a loopback or private address (network/decisions.py, `exact`)."""

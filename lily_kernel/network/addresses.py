@@ -99,6 +99,12 @@ def _embedded(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return None
 
 
+# The kinds a host name that network.allow names itself may resolve to (Verdict.named):
+# a private network's (a company's package mirror), never this machine's own or its
+# cloud's (loopback, link-local, metadata: only an exact address entry opens those).
+NAMED_MAY_REACH = frozenset({"private", "non-public"})
+
+
 def refused_kind(address: str) -> str | None:
     """Why the proxy does not connect to `address` unless the policy named the host
     exactly: its kind ("loopback", "cloud metadata", …), or None for an address on

@@ -32,12 +32,15 @@ class Verdict:
     person read when the connection is refused (empty when allowed). `exact`: the
     destination is an address that `network.allow` names exactly, with its port (e.g.
     `127.0.0.1:8765`): the one way a loopback, link-local or private address is reached
-    (the proxy refuses such an address otherwise, whatever `allowed` says)."""
+    (the proxy refuses such an address otherwise, whatever `allowed` says). `named`: the
+    destination is a host name that `network.allow` names itself (no wildcard): it may
+    resolve to a private address, never to loopback, link-local or metadata."""
 
     allowed: bool
     decided_by: NetworkDecidedBy  # (events/kinds.py says who each is)
     reason: str = ""
     exact: bool = False
+    named: bool = False
 
 
 @dataclass(frozen=True)

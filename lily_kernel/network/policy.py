@@ -5,8 +5,12 @@ Deny wins over allow; a host neither names is asked (network/asking.py), or refu
 under full auto (full auto runs code unasked, it does not open hosts nobody named), or
 refused at once when the client named a loopback or private address (only an exact
 entry opens one: asking would change nothing). An address named exactly with its port
-(`127.0.0.1:8765`) is the one way to a loopback or private address (`Verdict.exact`;
-the proxy refuses those otherwise, names that resolve to them included).
+(`127.0.0.1:8765`) is the one way to a loopback or link-local address (`Verdict.exact`;
+the proxy refuses those otherwise, names that resolve to them included). A host name
+that `network.allow` names itself, no wildcard (`pypi.corp.example`), may resolve to a
+private address (`Verdict.named`: a company's mirror, a network whose resolver answers
+with its own gateway); a yes to a question never opens one (the person vouched for a
+name, not for where its owner points it).
 
 A package index whose files come from another host (`FILE_HOSTS`: PyPI's) is asked about
 with that host, on the same port (`asked_with`): one `pip install` reaches both, and a
@@ -61,7 +65,8 @@ class NetworkPolicy:
             return Verdict(False, "policy", words.denied_host(host, str(entry)))
         if allowing := self.allowing(destination):
             return Verdict(True, "policy",
-                           exact=any(p.names_exactly(host, port) for p in allowing))
+                           exact=any(p.names_exactly(host, port) for p in allowing),
+                           named=any(p.names_host(host, port) for p in allowing))
         if (kind := _local_address(host)) is not None:  # the proxy would refuse it anyway:
             return Verdict(False, "refused-address",  # no question about it
                            words.local_address(host, kind))

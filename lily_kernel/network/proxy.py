@@ -43,7 +43,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lily_kernel.network.addresses import Resolver, is_address, refused_kind, resolve_host
+from lily_kernel.network.addresses import (
+    NAMED_MAY_REACH,
+    Resolver,
+    is_address,
+    refused_kind,
+    resolve_host,
+)
 from lily_kernel.network.decisions import Decider, Destination, Finished, Reporter, Verdict
 from lily_kernel.network.heads import BadRequestError, parse_head, read_head
 from lily_kernel.network.relay import copy, relay, send_request
@@ -270,9 +276,9 @@ class SessionProxy:
         if not verdict.exact:
             for address in addresses:
                 kind = refused_kind(address)
-                if kind is not None:
-                    raise _RefusedError(403, Verdict(
-                        False, "refused-address", words.address_refused(host, address, kind)))
+                if kind is not None and not (verdict.named and kind in NAMED_MAY_REACH):
+                    raise _RefusedError(403, Verdict(False, "refused-address", words.address_refused(
+                        host, address, kind, by_name=kind in NAMED_MAY_REACH)))
         why = ""
         for address in addresses:
             sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)

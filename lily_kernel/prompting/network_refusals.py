@@ -16,9 +16,14 @@ def no_network(host: str) -> str:
             "it to network.allow)")
 
 
-def address_refused(host: str, address: str, kind: str) -> str:
+def address_refused(host: str, address: str, kind: str, *, by_name: bool) -> str:
+    """`by_name`: naming the host itself in network.allow opens an address of this kind."""
+    if by_name:
+        how = f"refused unless network.allow names {host} itself (no wildcard)"
+    else:
+        how = "refused unless network.allow names the address exactly, with its port"
     return (f"blocked by Lily's network policy: {host} resolves to {address}, a {kind} "
-            "address (refused unless network.allow names it exactly)")
+            f"address ({how})")
 
 
 def not_resolved(host: str, why: str) -> str:

@@ -58,6 +58,23 @@ def test_only_an_address_with_its_port_names_it_exactly() -> None:
     assert str(HostPattern("example.com", 443, subdomains=True)) == "*.example.com:443"
 
 
+def test_only_a_host_name_itself_may_reach_a_private_address() -> None:
+    """A company's mirror (`pypi.corp.example` resolving to 10.x): the name itself in
+    network.allow, with or without its port; never a wildcard, `*` or an asked yes."""
+    policy = _policy(allow=("pypi.corp.example", "mirror.example:8443", "*.corp.example",
+                            "*:443"))
+    for host, port, named in [("pypi.corp.example", 443, True),
+                              ("mirror.example", 8443, True),
+                              ("mirror.example", 443, False),  # by `*:443`, not by name
+                              ("other.corp.example", 443, False),
+                              ("elsewhere.org", 443, False)]:
+        verdict = policy.verdict(Destination(host, port), auto=False)
+        assert verdict is not None and verdict.allowed
+        assert verdict.named is named, (host, port)
+    assert _policy().verdict(Destination("pypi.corp.example", 443), auto=False) is None
+    assert not parse_host_pattern("10.0.0.5").names_host("10.0.0.5", 443)
+
+
 def _policy(allow: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> NetworkPolicy:
     return NetworkPolicy.from_config(NetworkConfig(allow, deny))
 

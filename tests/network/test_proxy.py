@@ -133,6 +133,56 @@ def test_addresses_off_the_internet_are_refused_unless_named_exactly(start, addr
     assert seen.finished[0].verdict.decided_by == "refused-address"
 
 
+NAMED = Verdict(True, "policy", named=True)
+
+
+@pytest.mark.parametrize("address", ["10.0.0.7", "100.64.1.1", "fd00::7"])
+def test_a_host_named_itself_may_resolve_to_a_private_address(
+        start, address: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A company's package mirror: the proxy goes on to connect to exactly that address
+    # (no such mirror here: its connection is refused, so the answer is "could not
+    # connect", never the address refusal).
+    tried: list[object] = []
+    real = socket.socket.connect
+
+    def refused(sock: socket.socket, where: object) -> None:
+        if sock.family == socket.AF_UNIX:  # the proxy's own socket
+            return real(sock, where)  # type: ignore[arg-type]
+        tried.append(where)
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(socket.socket, "connect", refused)
+    proxy, seen = start(NAMED, resolve=lambda host, port: [address])
+    answer = exchange(proxy.socket, b"CONNECT pypi.corp.example:443 HTTP/1.1\r\nHost: x\r\n\r\n")
+    code, phrase = status(answer)
+    assert (code, phrase.split(" (")[0]) == (
+        502, "Lily's proxy could not connect to pypi.corp.example port 443")
+    assert [w[0] for w in tried if isinstance(w, tuple)] == [address]  # that one only
+    wait_until(lambda: seen.finished, "the proxy", 5)
+    assert seen.finished[0].verdict.decided_by != "refused-address"
+
+
+@pytest.mark.parametrize(("address", "kind"), [
+    ("127.0.0.1", "loopback"), ("169.254.169.254", "cloud metadata"), ("fe80::1", "link-local"),
+    ("::ffff:127.0.0.1", "loopback"), ("0.0.0.0", "unspecified")])
+def test_a_host_named_itself_never_reaches_this_machine_or_its_cloud(start, address: str,
+                                                                     kind: str) -> None:
+    proxy, _ = start(NAMED, resolve=lambda host, port: [address])
+    answer = exchange(proxy.socket, b"CONNECT pypi.corp.example:443 HTTP/1.1\r\nHost: x\r\n\r\n")
+    code, phrase = status(answer)
+    assert code == 403 and phrase.endswith(
+        f"a {kind} address (refused unless network.allow names the address exactly, with "
+        "its port)")
+
+
+def test_a_name_resolving_to_a_private_address_says_how_to_open_it(start) -> None:
+    proxy, _ = start(ALLOW, resolve=lambda host, port: ["10.0.0.7"])
+    answer = exchange(proxy.socket, b"CONNECT pypi.corp.example:443 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status(answer) == (403, (
+        "blocked by Lily's network policy: pypi.corp.example resolves to 10.0.0.7, a private "
+        "address (refused unless network.allow names pypi.corp.example itself (no wildcard))"))
+
+
 def test_a_name_resolving_to_loopback_is_refused(start) -> None:
     # `localhost` through the system's resolver (/etc/hosts): a name, never named exactly.
     echo = EchoServer()
