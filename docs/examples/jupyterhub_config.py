@@ -20,6 +20,7 @@ c = get_config()  # noqa: F821 (given by JupyterHub when it reads this file)
 # authenticator works; a spawner that isolates people (SystemdSpawner, DockerSpawner,
 # KubeSpawner) enforces the memory and CPU limits below.
 c.JupyterHub.authenticator_class = "pam"
+c.LocalAuthenticator.allowed_groups = {"jupyterhub-users"}  # who may log in (none by default)
 c.JupyterHub.spawner_class = "localprocess"
 c.JupyterHub.bind_url = "http://127.0.0.1:8000"  # behind your TLS reverse proxy
 
