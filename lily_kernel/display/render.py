@@ -6,9 +6,12 @@ text the escapes of lily_kernel/visible.py, so a terminal reads no escape code).
 
 from __future__ import annotations
 
+import contextlib
 import re
+import weakref
 from collections.abc import Callable
 from html import escape
+from typing import Any
 
 from lily_kernel.display.blocks import (
     Block,
@@ -199,10 +202,40 @@ def render_plain(result: Document, width: int | None = None) -> str:
     ending in an ellipsis. Without it, everything is whole (notebooks, consoles). What
     came from files shows its invisible characters as escapes: a terminal or a console
     front end reads no escape code from a skill's name."""
+    kept, kept_text = _last_plain
+    if width is None and kept() is result:
+        return kept_text
     parts = [visible(result.title)] if result.title else []
     parts.extend(_plain_block(b, width) for b in result.blocks)
     parts.extend(visible(n, lines=True) for n in result.notices)
-    return "\n\n".join(parts)
+    text = "\n\n".join(parts)
+    if width is None:
+        _keep_plain(result, text)
+    return text
+
+
+def _no_result() -> None:
+    return None
+
+
+# The last frozen result rendered whole, while it lives: a command's result is rendered
+# for the digest its event logs (runtime/command_flow.py), then for the bundle shown
+# (1,000 skills' table: ~13 ms each); a frozen value renders the same every time.
+_last_plain: tuple[Callable[[], Any], str] = (_no_result, "")
+
+
+def _keep_plain(result: Document, text: str) -> None:
+    global _last_plain
+    if not getattr(getattr(result, "__dataclass_params__", None), "frozen", False):
+        return
+
+    def forget(ref: weakref.ref[Document]) -> None:
+        global _last_plain
+        if _last_plain[0] is ref:
+            _last_plain = (_no_result, "")
+
+    with contextlib.suppress(TypeError):  # a value without weak references is not kept
+        _last_plain = (weakref.ref(result, forget), text)
 
 
 # --- notices and replies ---------------------------------------------------------
