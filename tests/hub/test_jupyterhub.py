@@ -62,6 +62,13 @@ def ok(run: WsExecution) -> bool:
     return run.reply is not None and run.reply["status"] == "ok"
 
 
+def failed(runs: list[WsExecution], hub: Hub) -> str:
+    """What went wrong: each cell's reply and output, then the end of the hub's log
+    (the servers' and kernels' logs go there too)."""
+    cells = "\n".join(f"{run.reply!r}: {text_of(run)}" for run in runs)
+    return f"{cells}\n--- the hub's log:\n{hub.log_text()[-5000:]}"
+
+
 def save_notebook(hub: Hub, name: str) -> None:
     """The notebook as JupyterLab saves it (every cell with its id), through the
     contents API."""
@@ -114,7 +121,7 @@ def test_two_people_each_get_their_own_lily_through_the_hub(
         kernel_id = open_session(hub, name)
 
         first, questions = run_all(hub, name, kernel_id)
-        assert all(ok(run) for run in first), [(r.reply, text_of(r)) for r in first]
+        assert all(ok(run) for run in first), failed(first, hub)
         _trust, skills, python, chat = first
         assert len(questions) == 1 and "trust" in questions[0].lower(), questions
         assert f"The notes skill of {name}'s project." in text_of(skills)
@@ -135,7 +142,7 @@ def test_two_people_each_get_their_own_lily_through_the_hub(
         hub.request("POST", f"{hub.server_path(name)}/api/kernels/{kernel_id}/restart",
                     timeout=DEADLINE)
         again, questions_again = run_all(hub, name, kernel_id)
-        assert all(ok(run) for run in again), [(r.reply, text_of(r)) for r in again]
+        assert all(ok(run) for run in again), failed(again, hub)
         assert questions_again == []  # trusted in their own store, across the restart
         assert REPLAYED in text_of(again[3])
         assert answer.group() in text_of(again[3])  # the same answer, given again
