@@ -24,6 +24,7 @@ shared machine's speed drifts between runs).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -56,6 +57,7 @@ def main() -> int:
     kernels = {"lily": "/skills", "python3": "1+1", "noop": "1+1"}
     results: dict[tuple[str, str], list[float]] = {}
     over_noop: dict[str, list[float]] = {}  # lily / noop, run by run
+    load_before = os.getloadavg()[0]  # the times (not the ratios) follow the machine's load
     with tempfile.TemporaryDirectory() as tmp:
         workspace = generate_workspace(Path(tmp), args.skills)
         env = bench_env(Path(tmp) / "home")
@@ -72,7 +74,8 @@ def main() -> int:
                 if run:
                     over_noop.setdefault(key, []).append(results["lily", key][-1]
                                                          / results["noop", key][-1])
-    print(f"{args.skills} skills in the workspace, medians of {args.runs} runs")
+    print(f"{args.skills} skills in the workspace, medians of {args.runs} runs; load average "
+          f"{load_before:.1f} -> {os.getloadavg()[0]:.1f}")
     for key, label in (("ready", "kernel ready (wait_for_ready)"),
                        ("reply", "kernel_info reply")):
         lily, python, noop = (median(results[name, key]) for name in kernels)

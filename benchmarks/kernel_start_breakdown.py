@@ -44,8 +44,6 @@ def stage(name):
 import ipykernel.kernelapp
 stage("ipykernel.kernelapp (both kernels)")
 if sys.argv[1] == "lily":
-    import yaml
-    stage("yaml")
     from lily_kernel.runtime.runtime import LilyRuntime
     stage("Lily's modules")
     from pathlib import Path
@@ -60,6 +58,7 @@ if sys.argv[1] == "lily":
     assert result.ok, result.error
     assert len(runtime.session.skill_snapshot.skills) >= int(sys.argv[4])
     assert "pydantic" not in sys.modules  # the start path stays without it
+    assert "yaml" not in sys.modules  # plain frontmatter only (skills/plain_frontmatter.py)
 else:
     from ipykernel.zmqshell import ZMQInteractiveShell  # already imported by kernelapp
     import ipykernel.debugger
