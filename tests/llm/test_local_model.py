@@ -409,6 +409,10 @@ def test_the_offline_model_gets_391_from_code_it_saw_run(tmp_path: Path) -> None
     code = [d["text/markdown"] for d in run.displays
             if d.get("text/markdown", "").startswith("```python")]
     assert len(code) == 1 and "17" in code[0] and "23" in code[0]  # shown where it ran
+    shown_code = next(i for i, d in enumerate(run.displays)
+                      if d.get("text/markdown", "").startswith("```python"))
+    replies = [i for i, d in enumerate(run.displays) if "lily-reply" in d.get("text/html", "")]
+    assert replies and replies[-1] > shown_code  # the answer under the code it came from
     assert "391" in "".join(c["text"] for c in run.of_type("stream") if c["name"] == "stdout")
     assert [(r["caller"], r["status"]) for r in ran] == [("model", "ok")]
     assert "391" in answer(run)["text/plain"]
