@@ -86,7 +86,7 @@ class CountingSink:
 def streamed(size: int, delta: int = 8, tokens_per_s: float = 2000.0) -> tuple[int, float, float]:
     """Updates, seconds rendering, seconds of the stream: deltas arrive at a model's pace."""
     text, sink = answer(size), CountingSink()
-    view = _StreamView(sink, True, "")  # type: ignore[arg-type]
+    view = _StreamView(sink, True)  # type: ignore[arg-type]
     began = time.perf_counter()
     for i in range(0, len(text), delta):
         view(text[i:i + delta])
