@@ -343,7 +343,8 @@ def judge(case: Case, run: Execution, results: list[str], logged: list[dict[str,
     for data in connections:  # a host Lily refused
         if not data.get("allowed"):
             return "failed_lily", f"Lily refused {data['host']}: {data.get('reason', '')[:140]}"
-    if f"no skill named '{case.skill}'" in "\n".join(results) and (absent := absent_commands(workspace, case)):
+    hidden = f"no skill named '{case.skill}'" in "\n".join(results)
+    if hidden and (absent := absent_commands(workspace, case)):
         return "failed_not_lily", (f"command absent from this machine: {', '.join(absent)} "
                                    "(the skill requires it; Lily offers it only where present)")
     refused = LILY_REFUSED.search(said)
