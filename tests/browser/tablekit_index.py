@@ -4,10 +4,10 @@ backend would make, served from a PEP 503 simple index folder."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import zipfile
 from pathlib import Path
+
+from tests.support.wheels import build_wheel
 
 __all__ = ["package_index"]
 
@@ -42,32 +42,11 @@ def read_csv(path):
 '''
 
 
-def _digest(data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
-def _wheel(folder: Path, name: str = "tablekit", version: str = "1.0") -> Path:
-    info = f"{name}-{version}.dist-info"
-    files = {f"{name}/__init__.py": _SOURCE.encode(),
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                                 .encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: lily-tests\n"
-                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = [f"{path},sha256={_digest(data)},{len(data)}" for path, data in files.items()]
-    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
-    folder.mkdir(parents=True, exist_ok=True)
-    wheel = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, data in files.items():
-            archive.writestr(path, data)
-    return wheel
-
-
 def package_index(folder: Path, files_url: str = "") -> Path:
     """`folder` as a simple index: `simple/tablekit/` links the wheel, with its sha256,
     at `files_url` (another host, as PyPI's index links files.pythonhosted.org), or on
     the index's own host."""
-    wheel = _wheel(folder / "files")
+    wheel = build_wheel(folder / "files", "tablekit", source=_SOURCE.encode())
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     page = folder / "simple" / "tablekit" / "index.html"
     page.parent.mkdir(parents=True, exist_ok=True)

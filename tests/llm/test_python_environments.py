@@ -8,13 +8,11 @@ untouched. Real bubblewrap, real IPython subkernels, the real gate."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import json
 import os
 import subprocess
 import sys
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +38,7 @@ from lily_kernel.tools import Hosts, ToolContext, default_registry
 from tests.network.servers import file_server
 from tests.support.shell_gate import shell_policy
 from tests.support.sink import RecordingSink
+from tests.support.wheels import build_wheel
 
 VERSION = "{}.{}".format(*sys.version_info[:2])
 LILYS_SITE = Path(sys.prefix) / "lib" / f"python{VERSION}" / "site-packages"
@@ -59,29 +58,6 @@ def make_venv(folder: Path, *, ipykernel: bool = True) -> Path:
     if ipykernel:
         (site / "from_lily.pth").write_text(f"{LILYS_SITE}\n")
     return folder
-
-
-def _digest(data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
-def build_wheel(folder: Path, name: str, version: str = "1.0") -> Path:
-    """A pure-Python wheel of one module `name` (`VALUE = 42`), as a build backend makes
-    one: its files, METADATA, WHEEL and a RECORD with their hashes."""
-    info = f"{name}-{version}.dist-info"
-    files = {f"{name}/__init__.py": b"VALUE = 42\n",
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                                 .encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: lily-tests\n"
-                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = [f"{path},sha256={_digest(data)},{len(data)}" for path, data in files.items()]
-    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
-    folder.mkdir(parents=True, exist_ok=True)
-    wheel = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, data in files.items():
-            archive.writestr(path, data)
-    return wheel
 
 
 @dataclass
