@@ -271,7 +271,10 @@ def workspace_for(case: Case, root: Path, venv: Path, index: Index) -> Path:
     settings = {"python_kernel": str(venv), "policy": "auto",
                 "tools": {"allow": ["*", "run_skill_script"]},
                 "script_timeout": 900, "python_timeout": 900,
-                "network": {"allow": [*index.hosts, *case.hosts]}}
+                "network": {"allow": [*index.hosts, *case.hosts]},
+                # The variables the person set for the skill (its API key), passed to what
+                # runs as the person passes them: by name (docs/configuration.md).
+                "script_env": sorted(case.env)}
     (workspace / "lily.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
     return workspace
 
