@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import hashlib
 import os
 import shutil
 import statistics
@@ -25,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -39,32 +36,14 @@ from lily_kernel.execution.runner import run_process
 from lily_kernel.execution.sandbox import Sandbox, find_sandbox
 from lily_kernel.execution.way_out import WayOut
 from lily_kernel.network.proxy import BRIDGE, SessionProxy
+from tests.support.wheels import build_wheel, link_wheel
 
 NAME = "lilybench"
 
 
-def _digest(data: bytes) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def build_index(folder: Path) -> None:
     """A simple index in `folder` whose one project links its wheel."""
-    info = f"{NAME}-1.0.dist-info"
-    files = {f"{NAME}/__init__.py": b"VALUE = 42\n",
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {NAME}\nVersion: 1.0\n".encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: lily-bench\n"
-                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = [f"{p},sha256={_digest(d)},{len(d)}" for p, d in files.items()]
-    files[f"{info}/RECORD"] = ("\n".join([*record, f"{info}/RECORD,,"]) + "\n").encode()
-    wheel = folder / "files" / f"{NAME}-1.0-py3-none-any.whl"
-    wheel.parent.mkdir(parents=True)
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, data in files.items():
-            archive.writestr(path, data)
-    page = folder / "simple" / NAME / "index.html"
-    page.parent.mkdir(parents=True)
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    page.write_text(f'<a href="/files/{wheel.name}#sha256={digest}">{wheel.name}</a>\n')
+    link_wheel(folder, NAME, build_wheel(folder / "files", NAME))
 
 
 def _command(port: int) -> str:

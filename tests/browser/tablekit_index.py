@@ -4,10 +4,9 @@ backend would make, served from a PEP 503 simple index folder."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
-from tests.support.wheels import build_wheel
+from tests.support.wheels import build_wheel, link_wheel
 
 __all__ = ["package_index"]
 
@@ -47,9 +46,5 @@ def package_index(folder: Path, files_url: str = "") -> Path:
     at `files_url` (another host, as PyPI's index links files.pythonhosted.org), or on
     the index's own host."""
     wheel = build_wheel(folder / "files", "tablekit", source=_SOURCE.encode())
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    page = folder / "simple" / "tablekit" / "index.html"
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(f'<a href="{files_url}/files/{wheel.name}#sha256={digest}">'
-                    f"{wheel.name}</a>\n")
+    link_wheel(folder, "tablekit", wheel, files_url)
     return folder

@@ -8,7 +8,6 @@ untouched. Real bubblewrap, real IPython subkernels, the real gate."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import subprocess
@@ -38,7 +37,7 @@ from lily_kernel.tools import Hosts, ToolContext, default_registry
 from tests.network.servers import file_server
 from tests.support.shell_gate import shell_policy
 from tests.support.sink import RecordingSink
-from tests.support.wheels import build_wheel
+from tests.support.wheels import build_wheel, link_wheel
 
 VERSION = "{}.{}".format(*sys.version_info[:2])
 LILYS_SITE = Path(sys.prefix) / "lib" / f"python{VERSION}" / "site-packages"
@@ -203,11 +202,7 @@ def package_index(folder: Path, *names: str) -> Path:
     """A PEP 503 simple index in `folder`: each name's page links its wheel (built here)
     with its sha256, as an index serves them."""
     for name in names:
-        wheel = build_wheel(folder / "files", name)
-        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        page = folder / "simple" / name / "index.html"
-        page.parent.mkdir(parents=True)
-        page.write_text(f'<a href="/files/{wheel.name}#sha256={digest}">{wheel.name}</a>\n')
+        link_wheel(folder, name, build_wheel(folder / "files", name))
     return folder
 
 

@@ -1,5 +1,6 @@
 """A pure-Python wheel as a build backend makes one (its module, METADATA, WHEEL and a
-RECORD with their hashes), for the tests' loopback package indexes."""
+RECORD with their hashes), and the PEP 503 page that links it, for the loopback package
+indexes of the tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import hashlib
 import zipfile
 from pathlib import Path
 
-__all__ = ["build_wheel"]
+__all__ = ["build_wheel", "link_wheel"]
 
 
 def _digest(data: bytes) -> str:
@@ -32,3 +33,13 @@ def build_wheel(folder: Path, name: str, version: str = "1.0",
         for path, data in files.items():
             archive.writestr(path, data)
     return wheel
+
+
+def link_wheel(index: Path, name: str, wheel: Path, files_url: str = "") -> None:
+    """`index`'s simple page for `name` (`simple/<name>/index.html`), linking `wheel` with
+    its sha256 at `files_url` + `/files/` (another host, as PyPI's pages link
+    files.pythonhosted.org), or on the index's own host."""
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    page = index / "simple" / name / "index.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(f'<a href="{files_url}/files/{wheel.name}#sha256={digest}">{wheel.name}</a>\n')
