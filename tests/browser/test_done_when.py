@@ -10,9 +10,10 @@ The index is laid out as PyPI's is: its pages on `pypi.org`, the files they link
 served by this test on loopback over plain HTTP on a port of its own (the person's
 pip.conf names it). The proxy refuses a name that resolves to loopback (only an exact
 `127.0.0.1:port` entry opens one, unasked), so to be asked about the index as about a
-host on the internet, the Jupyter server and its kernels run with
-tests/browser/public_names on PYTHONPATH: the two names resolve to global addresses, and
-a connection to those is routed to the index's loopback port. Name resolution and
+host on the internet, the Jupyter server and its kernels run with the suite's network
+guard, tests/support/guard_network, on PYTHONPATH, given LILY_TEST_PUBLIC_NAMES: the two
+names resolve to global addresses, and a connection to those is routed to the index's
+loopback port. Name resolution and
 routing are simulated; the policy, the question, the proxy's checks and its connections
 are Lily's own. Any other connection beyond loopback is refused and logged, and the log
 must stay empty.
@@ -43,7 +44,7 @@ from tests.support.openai_server import OpenAIServer, Reply, tool_call
 INDEX_NAME, FILES_NAME = "pypi.org", "files.pythonhosted.org"
 # Global addresses (so the proxy's address check passes), routed to loopback: never reached.
 ADDRESSES = {INDEX_NAME: "1.2.3.4", FILES_NAME: "1.2.3.5"}
-PUBLIC_NAMES = REPO / "tests" / "browser" / "public_names"
+GUARD = REPO / "tests" / "support" / "guard_network"
 DATA = "city,population\nLyon,522250\nNantes,320732\nLille,236710\nNice,348085\n"
 INSTALL = "install tablekit and show me the first rows of data.csv"
 COMMIT = "commit this"
@@ -133,7 +134,7 @@ def scene(chromium_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
         names = ",".join(f"{name}={address}>{index_port}" for name, address in ADDRESSES.items())
         server = start_lab(workspace, home, base / "jupyterlab.log", LILY_EVENT_LOG="1",
                            LILY_API_BASE=model.base_url, OPENAI_API_KEY=KEY,
-                           PYTHONPATH=f"{PUBLIC_NAMES}:{REPO}", LILY_TEST_PUBLIC_NAMES=names,
+                           PYTHONPATH=f"{GUARD}:{REPO}", LILY_TEST_PUBLIC_NAMES=names,
                            LILY_TEST_NETWORK_LOG=str(log))
         try:
             yield Scene(server, workspace, index_port, unnamed, log)
