@@ -147,7 +147,7 @@ class Turn:
                     continue  # one more answer, from the code's output
                 self.sink.show(Reply("\n\n".join(self.texts[self.shown:]), self.footer()))
                 return [self.request.user_message, *self.messages]
-            self._show_before_runs(view)
+            self._show_before_runs()
             for call in response.tool_calls:
                 # Recomputed per call: a skill loaded earlier in this same message
                 # narrows the tools for the calls after it.
@@ -177,18 +177,18 @@ class Turn:
         if response.text:
             kept = without_block(response.text, block)
             self.texts[-1:] = [kept] if kept else []
-        self._show_before_runs(self._view)
+        self._show_before_runs()
         self.messages.append(await code.run(
             block, offered=[t.name for t in self._offered()], step=step,
             skill=self.choice.active_folder(), skills=self.choice))
         return True
 
-    def _show_before_runs(self, view: _StreamView | None) -> None:
+    def _show_before_runs(self) -> None:
         """The model's words so far shown finished, before what its step runs is shown
         under them (its next words come below that, in a display of their own): the
         person reads the answer in the order it happened."""
         text = "\n\n".join(self.texts[self.shown:])
-        if text or (view is not None and view.streamed):
+        if text or (self._view is not None and self._view.streamed):
             self.sink.show(Reply(text))
         self.shown = len(self.texts)
 
