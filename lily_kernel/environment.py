@@ -237,6 +237,10 @@ class Workspace:
                 *(Path(r.path) for r in self.skill_roots),
                 self.workspace / PERSONA_FOLDER, roots.user, roots.bundled,
             ),
+            # Runs may make and change skills in the workspace's skills/ (held until the
+            # person trusts them, at their digest); not where trust comes from the
+            # environment, which holds nothing (docs/execution.md, "Protected paths").
+            runs_write=() if self.trust.by_environment else (self.workspace / "skills",),
         )
 
     def load_persona(self, agent: str) -> Persona:

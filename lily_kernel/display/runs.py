@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # prompting is not loaded at the kernel's start (tests/kernel
     from lily_kernel.prompting.runs import Written
 
 __all__ = ["Code", "RunOutput", "code_bundle", "files_written", "image_output",
-           "output_cut", "output_message", "process_ended", "stream_output"]
+           "output_cut", "output_message", "process_ended", "skills_held", "stream_output"]
 
 # Images shown as they are: the bytes are base64 (checked), never markup.
 _IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -158,6 +158,15 @@ def files_written(files: Sequence[Written], complete: bool = True) -> str:
     more = f" and {len(files) - FILES_SHOWN:,} more" if len(files) > FILES_SHOWN else ""
     partial = "" if complete else " (the workspace is too large to look at whole)"
     return f"Files written: {named}{more}{partial}."
+
+
+def skills_held(folders: Sequence[tuple[str, bool]]) -> str:
+    """The notice under a run that made or changed skills in the workspace's skills/
+    (each folder, and whether it is new): held until the person trusts them."""
+    named = ", ".join(f"`{f.replace('`', chr(39))}` ({'new' if new else 'changed'})"
+                      for f, new in folders)
+    return (f"Skills written: {named}. Lily holds a new or changed skill until you trust "
+            "it: run /trust to use it.")
 
 
 def image_output(path: str, mime: str, data: bytes) -> RunOutput:

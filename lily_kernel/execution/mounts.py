@@ -42,7 +42,8 @@ __all__ = [
 ]
 
 # Besides: Lily's own files named by the tool context (every skills root, the persona
-# folders, the Lily home and its trust store) are read-only; the home folder is an
+# folders, the Lily home and its trust store; the workspace's skills/ only where runs may
+# not write it: `ToolContext.run_protected`) are read-only; the home folder is an
 # empty private one (no ~/.ssh, ~/.aws, ~/.config, ~/.netrc, dotfiles), through which
 # the skill's folder and the interpreter's installation show read-only; /tmp and /run
 # are private and empty; everything else is read-only.

@@ -21,6 +21,9 @@ The rules (docs/execution.md, "Protected paths"; execution/mounts.py lays them):
   a run changed a mode.
 - A dot-entry a run made at the top, and a protected link there it replaced, do not
   outlive the run (`remove_made`).
+- Runs write the skills folder (`WORKSPACE_SKILLS`; what they write waits for trust),
+  which stays a folder; where they may not (trust by the environment), the tool
+  context names it among Lily's own paths.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ __all__ = [
     "WORKSPACE_HIDDEN",
     "WORKSPACE_ORDINARY",
     "WORKSPACE_READ_ONLY",
+    "WORKSPACE_SKILLS",
     "Found",
     "find_protected",
     "held_paths",
@@ -57,8 +61,10 @@ __all__ = [
 # configuration or instructions, and what runs code later. A missing one is held by no
 # placeholder (nothing the person did not make appears in their workspace, #37): what a
 # run makes there is set aside after it (`remove_made`'s `watched`), so none is planted.
-WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", "skills", ".agents", ".claude",
-                       ".git")
+WORKSPACE_READ_ONLY = ("lily.yaml", ".lily", "persona", ".agents", ".claude", ".git")
+# The workspace's skills folder: runs write it (what they write waits for the person's
+# trust at its digest: trust/review.py), as a folder only (`Found.pinned`, `remove_made`).
+WORKSPACE_SKILLS = "skills"
 # Unreadable (an empty file or folder in their place), at the top and one level down:
 # dotenv files (`.env`, `.env.local`…) and direnv's `.envrc` (run on entering a folder).
 WORKSPACE_HIDDEN = (".env", ".env.*", ".envrc")
@@ -93,8 +99,9 @@ class Found:
     links: tuple[tuple[str, str], ...] = ()  # the top's protected links, where each points
     # Writable folders holding protected entries, bound on themselves so that a run cannot
     # move one away and make it again without them (the own repository's `.git`, its
-    # `worktrees/` and each linked worktree's folder).
+    # `worktrees/` and each linked worktree's folder), and the skills folder.
     pinned: tuple[Path, ...] = ()
+    skills_missing: bool = False  # no skills folder when looked at: one made stays a folder
 
 
 # What every hidden name starts with, looked at first: a folder may hold a million names.
@@ -125,10 +132,12 @@ def _environment(entry: os.DirEntry[str]) -> bool:
 
 
 def _kept(entry: os.DirEntry[str], top: bool) -> bool:
-    """Whether the rules keep `entry` read-only (a dotenv name is hidden instead)."""
+    """Whether the rules keep `entry` read-only (a dotenv name is hidden instead): at
+    the top, a skills folder that is not a folder (a link is kept where it points)."""
     name = entry.name
     return ((top and ((name.startswith(".") and name not in WORKSPACE_ORDINARY)
-                      or name in WORKSPACE_READ_ONLY))
+                      or name in WORKSPACE_READ_ONLY
+                      or (name == WORKSPACE_SKILLS and not entry.is_dir(follow_symlinks=False))))
             or name == ".git" or _environment(entry))
 
 
@@ -197,6 +206,9 @@ def find_protected(workspace: Path) -> Found:
     if git is not None:  # what git may not write there, as it exists
         pinned, held = _git_rules(git)
         read_only += [p for p in held if os.path.lexists(p)]
+    skills = next((e for e in top if e.name == WORKSPACE_SKILLS), None)
+    if skills is not None and skills.is_dir(follow_symlinks=False):
+        pinned.append(Path(skills.path))  # cannot be moved away and made a link
     for entry in top:
         if _hidden_name(entry.name):
             hidden.append(Path(entry.path))
@@ -225,7 +237,7 @@ def find_protected(workspace: Path) -> Found:
     dots = frozenset(e.name for e in top
                      if e.name.startswith(".") and e.name not in WORKSPACE_READ_ONLY)
     return Found(workspace, tuple(hidden), tuple(read_only), dots, tuple(links),
-                 tuple(pinned))
+                 tuple(pinned), skills_missing=skills is None)
 
 
 SET_ASIDE = ".lily/removed"  # where a run's forbidden dot-entries go (Lily's, read-only)
@@ -276,10 +288,11 @@ def remove_made(found: Found, writable: Callable[[Path], bool],
     """Undo what a run did at the top of `found`'s workspace that the rules forbid: a
     dot-entry that was not there when the run was planned is set aside into
     `.lily/removed/<time>/`, and so is what is now at a path of Lily's that was missing
-    then (`watched`: `lily.yaml`, `skills/`, a skills root inside the workspace…), a
-    protected link it removed or replaced is made again (what was in its place set
-    aside alike). Only where the run could write (`writable`): what the person makes
-    meanwhile where it could not is theirs. The names undone."""
+    then (`watched`: `lily.yaml`, `persona/`, a skills root inside the workspace…) and
+    a skills folder it made as a link or a file, a protected link it removed or
+    replaced is made again (what was in its place set aside alike). Only where the run
+    could write (`writable`): what the person makes meanwhile where it could not is
+    theirs. The names undone."""
     workspace = found.workspace
     try:
         names = sorted(entry.name for entry in _listed(workspace))
@@ -290,6 +303,10 @@ def remove_made(found: Found, writable: Callable[[Path], bool],
             and writable(workspace / name)]
     made += [str(path.relative_to(workspace)) for path in watched
              if path.is_relative_to(workspace) and os.path.lexists(path)]
+    skills = workspace / WORKSPACE_SKILLS
+    if (found.skills_missing and WORKSPACE_SKILLS not in made and writable(skills)
+            and os.path.lexists(skills) and (skills.is_symlink() or not skills.is_dir())):
+        made.append(WORKSPACE_SKILLS)  # a link or a file made where a folder belongs
     moved = [(name, target) for name, target in found.links
              if writable(workspace / name) and not link_holds(workspace / name, target)]
     if (made or moved) and not os.access(workspace, os.W_OK):

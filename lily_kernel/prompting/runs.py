@@ -23,6 +23,7 @@ __all__ = [
     "cut_output",
     "cut_process_output",
     "cut_read",
+    "held_skills_note",
     "kernel_status",
     "kernel_text",
     "missing_module_note",
@@ -272,6 +273,15 @@ def written_note(files: Sequence[Written], complete: bool = True) -> str:
     if not files:
         return f"[files written in the workspace: none seen{partial}]"
     return f"[files written in the workspace: {named}{more}{partial}]"
+
+
+def held_skills_note(folders: Sequence[tuple[str, bool]]) -> str:
+    """What the model reads after a run that made or changed skills in the workspace's
+    skills/ (each folder, and whether it is new): they wait for the person's trust."""
+    named = ", ".join(f"{f} ({'new' if new else 'changed'})" for f, new in folders)
+    return (f"[skills written: {named}; Lily holds a new or changed skill, not offered "
+            "nor usable in this session, until the person trusts it: tell them to run "
+            "/trust]")
 
 
 # What a sandbox's refusal looks like in what a run printed: a write where the sandbox

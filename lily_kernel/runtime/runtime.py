@@ -55,6 +55,7 @@ from lily_kernel.runtime.state import SessionState
 from lily_kernel.runtime.trust_flow import (
     log_trust_checked,
     needs_trust,
+    reread_written_skills,
     settle_trust,
     take_up_trust,
     trusted_elsewhere,
@@ -167,6 +168,7 @@ class LilyRuntime(RuntimeCore):
         parsed = parse_command(code)
         if self.env.trust.problem and self.told.first("trust store"):  # once, not every cell
             sink.show(Notice(trust_store_problem(self.env.trust.problem)))
+        reread_written_skills(self)  # a run made or changed skills: held until trusted
         if trusted_elsewhere(self):  # `lily trust` in a terminal, meanwhile
             applied = take_up_trust(self)
             sink.show(Notice(trusted_from_elsewhere(self.env.workspace, applied)))

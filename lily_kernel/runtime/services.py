@@ -143,12 +143,14 @@ class Services:
         return running
 
     def close(self) -> None:
-        """End what runs: the MCP servers, the Python kernel and the proxy, if they were
-        started."""
+        """End what runs: the MCP servers, the Python kernel, the shell's sandbox and the
+        proxy, if they were started."""
         if "mcp" in self.__dict__:
             self.mcp.close()
         if "python" in self.__dict__:
             self.python.close()
+        if "scripts" in self.__dict__:  # the shell's session sandbox
+            self.scripts.close()
         with self._proxy_lock:
             proxy, self._proxy = self._proxy, None
         if proxy is not None:

@@ -27,7 +27,7 @@ from lily_kernel.trust import TRUST_VARIABLE
 from lily_kernel.trust.question import trust_question
 
 __all__ = ["ask_trust", "held_skills", "log_trust_checked", "needs_trust",
-           "settle_trust", "take_up_trust", "trusted_elsewhere"]
+           "reread_written_skills", "settle_trust", "take_up_trust", "trusted_elsewhere"]
 
 
 def held_skills(snapshot: SkillSnapshot) -> dict[str, str]:
@@ -94,8 +94,11 @@ async def _decide_trust(runtime: RuntimeCore, sink: CellSink) -> str:
 
 async def ask_trust(runtime: RuntimeCore, sink: CellSink) -> CommandResult:
     """`/trust`: the question again (whatever was answered before), or, with nothing to
-    trust, that the workspace is trusted."""
-    if runtime.env.trust.trusted() and not _holds_anything(runtime):
+    trust, that the workspace is trusted. What is held is read from disk too: a skill a
+    run made or changed since the session's snapshot (docs/skills.md, "Trust")."""
+    trust = runtime.env.trust
+    if (trust.trusted() and not _holds_anything(runtime)
+            and (trust.by_environment or not runtime.env.pending_trust()[1])):
         return CommandResult("trust", "This workspace is trusted", (Text(
             f"{runtime.env.workspace}: nothing that came with it is held."),))
     return CommandResult("trust", "Trust", (Text(await _decide_trust(runtime, sink)),))
@@ -110,6 +113,19 @@ def trusted_elsewhere(runtime: RuntimeCore) -> bool:
     if trust.trusted() and not _holds_anything(runtime):
         return False  # nothing held: nothing to take up
     return trust.entry() != trust.seen
+
+
+def reread_written_skills(runtime: RuntimeCore) -> None:
+    """Before a cell, after a run wrote in the workspace's skills folder: the session's
+    skills read again, so a skill it made or changed is held (not offered, not usable)
+    until the person trusts it at its new digest, as it would be in the next session."""
+    services = runtime.services
+    if not services.skills_written:
+        return
+    services.skills_written = False
+    session = runtime.session
+    session.skill_snapshot = runtime.env.load_snapshot(session.skill_snapshot.version + 1)
+    runtime.log_catalog(session.skill_snapshot)
 
 
 def log_trust_checked(runtime: RuntimeCore) -> None:

@@ -115,6 +115,10 @@ def _unseen(item: Shown) -> None:
     """What a context outside a cell shows: nothing."""
 
 
+def _untold() -> None:
+    """A context outside a session has no skills to read again."""
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a handler may use. `workspace`: where the file tools are confined;
@@ -127,7 +131,11 @@ class ToolContext:
     `caller`: who made the call (`model`, or `owner`: the person's command); `skills`:
     the request's skill selection (None: no selection is open, e.g. a command's tool
     call); `prepared`: the call as it was made ready (`Tool.prepare`) and, where someone
-    was asked, approved: its subject is what the handler does."""
+    was asked, approved: its subject is what the handler does. `runs_write`: those of
+    `protected` that runs (a shell command, a skill's script, Python) may write: the
+    workspace's skills folder, whose new and changed skills wait for the person's trust
+    (docs/skills.md, "Trust"); the file tools still may not. `skills_written`: told
+    when a run wrote there (the session reads its skills again before its next cell)."""
 
     workspace: Path
     protected: tuple[Path, ...] = ()
@@ -139,6 +147,13 @@ class ToolContext:
     caller: Caller = "model"
     skills: SkillSelector | None = None
     prepared: Question | None = None
+    runs_write: tuple[Path, ...] = ()
+    skills_written: Callable[[], None] = _untold
+
+    @property
+    def run_protected(self) -> tuple[Path, ...]:
+        """Lily's own paths a run may not write (the sandbox keeps them read-only)."""
+        return tuple(p for p in self.protected if p not in self.runs_write)
 
     def host(self) -> ScriptHost:
         """How code runs here (skill scripts, commands); ToolError where it cannot: a

@@ -115,7 +115,7 @@ def plan_script(skill: ActiveSkill, script: str, arguments: Sequence[str], ctx: 
                *arguments]
     from lily_kernel.execution.plan import plan_process
 
-    process = plan_process(command, ctx.workspace, ctx.protected, environ, sandbox,
+    process = plan_process(command, ctx.workspace, ctx.run_protected, environ, sandbox,
                            limits=limits or Limits(), allowed_env=allowed_env,
                            visible=[skill.folder.resolve(),
                                     Path(command[0]).resolve().parent.parent],

@@ -70,7 +70,7 @@ def plan_shell(command: str, ctx: ToolContext, host: ScriptHost) -> ShellPlan:
         raise ToolRefusedError(no_sandbox_reason("code", sandbox.reason))
     from lily_kernel.execution.plan import plan_process  # (with the first run)
 
-    process = plan_process([SHELL, "-c", command], ctx.workspace, ctx.protected,
+    process = plan_process([SHELL, "-c", command], ctx.workspace, ctx.run_protected,
                            host.environ, sandbox, limits=host.limits,
                            allowed_env=host.allowed_env, python=host.python_environment())
     return ShellPlan(command=command, sha256=hashlib.sha256(command.encode()).hexdigest(),

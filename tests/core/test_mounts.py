@@ -123,9 +123,12 @@ def test_protected_by_rule_however_many_names_come_first(tmp_path: Path) -> None
     for written in ("data.csv", "new.txt", "sub/out.txt", "-4999"):
         assert _shows(plan, workspace / written) is Shows.HOST_WRITABLE, written
     # Watched, Lily's own missing names only (no placeholder, #37); `.lily` Lily makes.
+    # Not skills/: runs may write it (what they write waits for trust), unless the
+    # session names it among its protected paths (trust by the environment).
     assert plan.placeholders == ()
     assert set(plan.watched) == {workspace / n for n in (
-        "lily.yaml", "persona", "skills", ".agents", ".claude", ".git")}
+        "lily.yaml", "persona", ".agents", ".claude", ".git")}
+    assert plan.found.skills_missing
 
 
 def test_a_dotenv_folder_is_hidden_whole_and_a_link_to_nothing_gets_no_placeholder(

@@ -1,8 +1,10 @@
 """No phantom files (issue 37, item 3): the sandbox makes nothing in the person's workspace
 that the person can see. Lily's own names that do not exist (lily.yaml, persona/,
-skills/, .agents/, .claude/, .git/, a skills root inside the workspace) are held by no
-placeholder: what a run makes at one is set aside after it, so sandboxed code plants no
-configuration, persona or skill for the next session. Real bubblewrap throughout."""
+.agents/, .claude/, .git/, a skills root inside the workspace, and skills/ where runs may
+not write it: trust by the environment) are held by no placeholder: what a run makes at
+one is set aside after it, so sandboxed code plants no configuration, persona or skill
+for the next session (a skill a run makes in skills/ elsewhere waits for the person's
+trust: tests/core/test_skills_writable.py). Real bubblewrap throughout."""
 
 from __future__ import annotations
 
@@ -54,7 +56,9 @@ def test_what_a_run_makes_at_lilys_names_is_set_aside_after_it(tmp_path: Path) -
     sandbox = sandbox_or_skip()
     workspace = _persons(tmp_path)
     environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-    protected = [workspace / "lily.yaml", workspace / ".lily", workspace / "team" / "skills"]
+    # skills/ as a session trusted by the environment names it (runs may not write it).
+    protected = [workspace / "lily.yaml", workspace / ".lily", workspace / "team" / "skills",
+                 workspace / "skills"]
     plan = plan_process(["/bin/sh", "-c", PLANT], workspace, protected, environ, sandbox,
                         limits=Limits())
     result = asyncio.run(run_process(plan, 30))

@@ -34,8 +34,9 @@ def target(workspace: Path, environ: dict[str, str]) -> Iterator[tuple[Scene, di
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_no_escape(attack: Attack, target: tuple[Scene, dict[str, str]]) -> None:
     made, env = target
-    # Lily's own paths as a session protects them (every skills root, persona, home).
-    protected = Workspace.load(made.workspace, env).tool_context.protected
+    # Lily's own paths as a session protects them from runs (every skills root, persona,
+    # home; skills/ too: the environment trusts this workspace, LILY_TRUST=workspace).
+    protected = Workspace.load(made.workspace, env).tool_context.run_protected
     with watching_processes(made):
         done = run_shell(attack.command(made), made.workspace, env, protected=protected,
                          limits=Limits(memory_mb=256), timeout=60)
@@ -56,7 +57,7 @@ def test_names_one_run_makes_protect_nothing_in_the_next(
     (made.workspace / ".venv" / "bin").mkdir(parents=True)
     (made.workspace / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (made.workspace / ".venv" / "bin" / "activate").write_text("# the person's own\n")
-    protected = Workspace.load(made.workspace, env).tool_context.protected
+    protected = Workspace.load(made.workspace, env).tool_context.run_protected
     decoys = run_shell("for i in $(seq 0 4999); do echo decoy > ./-$i; done; ls | wc -l",
                        made.workspace, env, protected=protected, timeout=60)
     assert decoys.status == "ran" and len(list(made.workspace.glob("-*"))) == 5_000

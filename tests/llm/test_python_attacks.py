@@ -37,7 +37,7 @@ def target(workspace: Path, environ: dict[str, str]) -> Iterator[tuple[Scene, di
 def run_python_attack(code: str, made: Scene, env: dict[str, str]) -> ShellCall:
     """`code` as the model's `python` call, allowed, with Lily's own paths protected as
     a session protects them; the kernel ends afterwards."""
-    protected = Workspace.load(made.workspace, env).tool_context.protected
+    protected = Workspace.load(made.workspace, env).tool_context.run_protected
     return run_python(code, made.workspace, env, protected=protected,
                       limits=Limits(memory_mb=512), timeout=60)
 
