@@ -22,15 +22,17 @@ image in the cell, or a file the run wrote (listed in the cell and present).
 
 For each skill: a fresh workspace (the skill's folder under `skills/`, the files, a
 lily.yaml with `python_kernel` naming the data-science venv, `policy: auto`,
-`network.allow`), a real Lily kernel (jupyter_client over ZeroMQ), the loopback
-OpenAI-style model server of tests/support scripting the calls, the request run as one
-cell with no one to answer. The verdict is read from the cell's outputs, the tool results
-the model read, and the session's event log: `did_work`; `failed_not_lily` (a command
-absent from this machine, a host Lily let through that the network could not reach, a
-package no index offers for this Python, a credential or device the person would have to
-supply, the skill's own code failing against the library it names); `failed_lily`
-(Lily refused or broke something). What the judge cannot place is `failed_lily`, to be
-looked at.
+`network.allow`), trusted by the environment (`LILY_TRUST=workspace`, as CI runs
+notebooks) or, where the data says `trust: person`, by the person (`lily trust --yes`
+before the kernel starts: runs may write `skills/` only there), a real Lily kernel
+(jupyter_client over ZeroMQ), the loopback OpenAI-style model server of tests/support
+scripting the calls, the request run as one cell with no one to answer. The verdict is
+read from the cell's outputs, the tool results the model read, and the session's event
+log: `did_work`; `failed_not_lily` (a command absent from this machine, a host Lily let
+through that the network could not reach, a package no index offers for this Python, a
+credential or device the person would have to supply, the skill's own code failing
+against the library it names); `failed_lily` (Lily refused or broke something). What the
+judge cannot place is `failed_lily`, to be looked at.
 
 The data-science venv (pandas, matplotlib, numpy, scipy, scikit-learn, ipykernel,
 pinned in `PINS`) is built once from the package index under `--cache` (default
@@ -223,6 +225,9 @@ class Case:
     home: dict[str, str] = field(default_factory=dict)  # files in the person's home
     env: dict[str, str] = field(default_factory=dict)  # set where Jupyter starts
     setup: str = ""  # bash, in the workspace, before the kernel starts (the person's state)
+    # Who trusts the workspace: "environment" (LILY_TRUST=workspace, as CI runs notebooks)
+    # or "person" (`lily trust --yes` before the kernel starts, as one who works there).
+    trust: str = "environment"
 
     @classmethod
     def load(cls, repository: str, skill: str) -> Case:
@@ -230,7 +235,8 @@ class Case:
         assert data["skill"] == f"{repository}/{skill}", data["skill"]
         return cls(repository, skill, data["request"], data["calls"], data["work"],
                    data.get("hosts", []), data.get("files", {}), data.get("home", {}),
-                   data.get("env", {}), data.get("setup", ""))
+                   data.get("env", {}), data.get("setup", ""),
+                   data.get("trust", "environment"))
 
 
 @dataclass
@@ -386,6 +392,13 @@ def follow(case: Case, venv: Path, index: Index, server: OpenAIServer, root: Pat
     settings = {"LILY_MODEL": "openai/skills-at-work", "LILY_API_BASE": server.base_url,
                 "OPENAI_API_KEY": "sk-skills-at-work-not-a-key", "LILY_STREAM": "0",
                 "LILY_EVENT_LOG": "1", "LILY_RETRY_BACKOFF": "0.01", **dict(index.env), **case.env}
+    if case.trust == "person":  # trusted in the store, as `lily trust` in a terminal does
+        home = root / "home"
+        subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "trust", "--yes",
+                        str(workspace)], check=True, capture_output=True, cwd=REPO,
+                       env={**{k: v for k, v in os.environ.items() if not k.startswith("LILY_")},
+                            "HOME": str(home), "LILY_HOME": str(home / ".lily")})
+        settings["LILY_TRUST"] = ""
     with lily_kernel(workspace, root / "home", **settings) as kernel:
         run = kernel.execute(case.request, timeout=CELL_SECONDS, allow_stdin=False)
     results = tool_results(server)
