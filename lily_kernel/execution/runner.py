@@ -10,15 +10,16 @@ it (execution/cgroups.py). `ScriptHost` holds how one session runs them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.errors import ToolError
+from lily_kernel.execution.launch import Launch, Started, kill_holders, start_here
 from lily_kernel.execution.limits import Limits, ReadsSettings, SettingsSource
 
 if TYPE_CHECKING:  # asyncio, the sandbox and control groups come with the first run:
@@ -29,9 +30,20 @@ if TYPE_CHECKING:  # asyncio, the sandbox and control groups come with the first
     from lily_kernel.execution.sandbox import Sandbox
     from lily_kernel.execution.way_out import WayOut
 
-__all__ = ["KEPT_BYTES", "MAX_OUTPUT_CHARS", "OnOutput", "ProcessPlan", "RunResult",
-           "ScriptHost", "ScriptPlan",
-           "ScriptResult", "run_process", "run_script"]
+__all__ = [
+    "KEPT_BYTES",
+    "MAX_OUTPUT_CHARS",
+    "Launch",
+    "OnOutput",
+    "ProcessPlan",
+    "RunResult",
+    "ScriptHost",
+    "ScriptPlan",
+    "ScriptResult",
+    "Started",
+    "run_process",
+    "run_script",
+]
 
 MAX_OUTPUT_CHARS = 20_000
 # What a run's output keeps (and the cell shows) at most: MAX_OUTPUT_CHARS characters of
@@ -94,30 +106,6 @@ class RunResult:
         return process_text(self, limit_seconds)
 
 
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-# How long the process started (the reaper, or bubblewrap) has, after SIGTERM, to end
-# what the script started before its whole group is killed.
-STOP_GRACE = 2.0
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """End a run early (time limit, stop button): SIGTERM to the process started, which
-    ends everything the script started (execution/reaper.py; bubblewrap's PID namespace),
-    then SIGKILL to its process group."""
-    import asyncio
-
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(process.wait(), STOP_GRACE)
-    _kill_group(process)
-    await process.wait()
-
-
 # Where a run's output goes as it comes (the cell: tools/shell.py, tools/scripts.py):
 # which stream ("stdout" or "stderr") and its text, only what the cap keeps.
 OnOutput = Callable[[str, str], None]
@@ -156,37 +144,22 @@ class _Output:
 OUTPUT_GRACE = 1.0
 
 
-def _kill_holders(pipes: list[int]) -> None:
-    """Kill every process of ours still holding an output pipe's write end: a child the
-    script detached (setsid, a double fork) outside its process group. Linux: by the
-    pipes' inodes in /proc/<pid>/fd."""
-    wanted = {f"pipe:[{os.fstat(pipe).st_ino}]" for pipe in pipes}
-    me = os.getpid()
-    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else ()):
-        if int(pid) == me:
-            continue
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                with contextlib.suppress(OSError):
-                    if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
-                        os.kill(int(pid), signal.SIGKILL)
-                        break
-
-
 # The name skill scripts' callers know the result by.
 ScriptResult = RunResult
 
 
 async def run_process(plan: ProcessPlan, timeout: float,
                       max_chars: int = MAX_OUTPUT_CHARS, *,
-                      on_output: OnOutput = _quiet) -> RunResult:
+                      on_output: OnOutput = _quiet, launch: Launch | None = None
+                      ) -> RunResult:
     """Run the plan; a cancellation (the stop button) kills its process group. The
     output comes through pipes of Lily's own (not the subprocess transport's), one for
     stdout and one for stderr, so the run ends when the command does, whatever a process
     it left behind holds; what the cap keeps of it is passed to `on_output` as it comes
     (in the order it is read: the two streams' order within a moment is not kept). Started
     from the event loop's thread (bubblewrap's `--die-with-parent` follows the thread
-    that started it), never from a worker thread."""
+    that started it), never from a worker thread. `launch`: how it starts (the shell's
+    session sandbox, execution/shell_session.py); by default, here, as planned."""
     import asyncio
 
     # The workspace looked at again (off the event loop): a run waits for no plan the
@@ -195,22 +168,14 @@ async def run_process(plan: ProcessPlan, timeout: float,
         from lily_kernel.prompting.runs import outgrown_reason
 
         raise ToolError(outgrown_reason(changed))
-    from lily_kernel.execution.cgroups import open_run_group
-
-    group = open_run_group(plan.limits) if plan.sandboxed and plan.limits else None
-    argv = group.argv(plan.argv) if group is not None else plan.argv
     started = time.perf_counter()
     pipes = {name: os.pipe() for name in ("stdout", "stderr")}
     try:
-        process = await asyncio.create_subprocess_exec(
-            *argv, cwd=plan.cwd, env=plan.env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=pipes["stdout"][1], stderr=pipes["stderr"][1],
-            start_new_session=True)  # its own process group: killed as a whole
+        child = await (launch or functools.partial(start_here, plan))(
+            pipes["stdout"][1], pipes["stderr"][1])
     except OSError as exc:
         for read_end, _ in pipes.values():
             os.close(read_end)
-        if group is not None:
-            await group.close()
         from lily_kernel.prompting.runs import not_started_reason
 
         raise ToolError(not_started_reason(plan.label, exc.strerror or str(exc))) from None
@@ -232,7 +197,7 @@ async def run_process(plan: ProcessPlan, timeout: float,
     reading = asyncio.ensure_future(asyncio.gather(*readers))
 
     async def finish() -> int:
-        code = await process.wait()
+        code = await child.wait()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(reading), OUTPUT_GRACE)
         return code
@@ -242,21 +207,21 @@ async def run_process(plan: ProcessPlan, timeout: float,
     except TimeoutError:
         timed_out, code = True, None
         output = _Output(0)
-        await _stop(process)
+        await child.stop()
     except BaseException:  # cancelled (the stop button) or anything else: nothing survives
         with contextlib.suppress(BaseException):
-            await asyncio.shield(_stop(process))
+            await asyncio.shield(child.stop())
         raise
     finally:
-        _kill_group(process)  # children it left behind in its group
+        child.ended()  # children it left behind in its group
         if not reading.done():  # and those outside it, still holding the output
             with contextlib.suppress(OSError):
-                _kill_holders([read_end for read_end, _ in pipes.values()])
+                kill_holders([read_end for read_end, _ in pipes.values()])
         reading.cancel()
+        reading.add_done_callback(lambda done: done.cancelled() or done.exception())
         for transport in transports:
             transport.close()
-        if group is not None:  # whatever is left in the run's control group
-            await asyncio.shield(group.close())
+        await asyncio.shield(child.close())  # (its control group; what it left running)
         # Once nothing of the run is left: its placeholders, what it may not keep.
         undone = (await asyncio.shield(asyncio.to_thread(plan.mounts.tidy))
                   if plan.mounts is not None else ())
@@ -274,6 +239,10 @@ async def run_process(plan: ProcessPlan, timeout: float,
 
 # The name skill scripts' callers know the runner by.
 run_script = run_process
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -294,6 +263,14 @@ class ScriptHost(ReadsSettings):
     # its bin/ first on every run's PATH, skill scripts' Python. runtime/services.py.
     python: Callable[[], RunEnvironment | None] | None = None
     _sandbox: Sandbox | None = field(default=None, repr=False)
+    # The shell's session sandbox (execution/shell_session.py's `ShellSessions`), made
+    # by the shell tool with its first command, ended with the session (`close`).
+    shell: Closable | None = field(default=None, repr=False)
+
+    def close(self) -> None:
+        """End the shell's session sandbox and everything in it (the session ends)."""
+        if self.shell is not None:
+            self.shell.close()
 
     def python_environment(self) -> RunEnvironment | None:
         """The session's Python environment for a run; None when there is none or it

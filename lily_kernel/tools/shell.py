@@ -31,6 +31,7 @@ from lily_kernel.visible import shown
 
 if TYPE_CHECKING:
     from lily_kernel.events import RunStatus
+    from lily_kernel.execution.shell_session import SessionOutcome, SessionSpec, ShellSessions
 
 __all__ = ["MAX_COMMAND_CHARS", "SHELL", "ShellPlan", "plan_shell", "shell_tool"]
 
@@ -46,6 +47,8 @@ class ShellPlan(ProcessPlan):
 
     command: str
     sha256: str
+    # The session sandbox it runs in (execution/shell_session.py); None: it runs alone.
+    session: SessionSpec | None = None
 
 
 def plan_shell(command: str, ctx: ToolContext, host: ScriptHost) -> ShellPlan:
@@ -69,12 +72,18 @@ def plan_shell(command: str, ctx: ToolContext, host: ScriptHost) -> ShellPlan:
 
         raise ToolRefusedError(no_sandbox_reason("code", sandbox.reason))
     from lily_kernel.execution.plan import plan_process  # (with the first run)
+    from lily_kernel.execution.shell_session import SessionSpec
 
+    python = host.python_environment()
     process = plan_process([SHELL, "-c", command], ctx.workspace, ctx.run_protected,
                            host.environ, sandbox, limits=host.limits,
-                           allowed_env=host.allowed_env, python=host.python_environment())
+                           allowed_env=host.allowed_env, python=python)
+    session = SessionSpec.of(sandbox.bwrap, process, sandbox.way_out, ctx.run_protected,
+                             [*python.shown, *filter(None, [python.installs])]
+                             if python is not None else ()) \
+        if process.sandboxed and sandbox.bwrap is not None else None
     return ShellPlan(command=command, sha256=hashlib.sha256(command.encode()).hexdigest(),
-                     **vars(process))
+                     session=session, **vars(process))
 
 
 @dataclass(frozen=True)
@@ -135,9 +144,15 @@ async def _run(args: ShellArgs, ctx: ToolContext) -> ToolResult:
     ctx.show(Code(plan.command, "sh"))
     watch = await watch_run(ctx)
     cell = CellOutput(ctx)
+    session: SessionOutcome | None = None
     try:
         # Started here, on the event loop's thread: bubblewrap dies with that thread.
-        result = await run_process(plan, host.timeout, on_output=cell)
+        if plan.session is not None:  # in the session's sandbox
+            session = await _sessions(host).run(
+                plan, plan.session, (SHELL, "-c", plan.command), host.timeout, cell)
+            result = session.result
+        else:
+            result = await run_process(plan, host.timeout, on_output=cell)
     except asyncio.CancelledError:
         ctx.emit(started)
         raise
@@ -147,8 +162,42 @@ async def _run(args: ShellArgs, ctx: ToolContext) -> ToolResult:
                      status=_status(result), exit_code=result.exit_code,
                      duration_ms=result.duration_ms, output_sha256=digest, output_bytes=size))
     notes = await watch.finish(result.output, result.exit_code)
+    if session is not None:
+        notes = "\n".join(filter(None, [_session_notes(session, ctx), notes]))
     text = process_text(result, host.timeout)
     return ToolResult(f"{text.rstrip(chr(10))}\n{notes}" if notes else text, result)
+
+
+def _sessions(host: ScriptHost) -> ShellSessions:
+    """The session's shell sandbox, made with its first command (the host ends it)."""
+    from lily_kernel.execution.shell_session import ShellSessions
+
+    if not isinstance(host.shell, ShellSessions):
+        host.shell = ShellSessions()
+    return host.shell
+
+
+def _session_notes(outcome: SessionOutcome, ctx: ToolContext) -> str:
+    """What the session's sandbox did around the command, shown in the cell and worded
+    for the model: started anew before it (why, what was ended), what was set aside
+    after it, what it left running."""
+    from lily_kernel.display import Notice
+    from lily_kernel.display.sessions import left_running, sandbox_replaced
+    from lily_kernel.prompting.runs import removed_note
+    from lily_kernel.prompting.sessions import left_running_note, replaced_note
+
+    notes = []
+    if (gone := outcome.replaced) is not None and gone.ended:
+        ended = (gone.ended.processes, gone.ended.count)
+        ctx.show(Notice(sandbox_replaced(gone.why, gone.changed, *ended)))
+        notes.append(replaced_note(gone.why, gone.changed, *ended))
+    if outcome.removed:
+        notes.append(removed_note(outcome.removed, links=True))
+    if outcome.left:
+        left = (outcome.left.processes, outcome.left.count)
+        ctx.show(Notice(left_running(*left)))
+        notes.append(left_running_note(*left))
+    return "\n".join(notes)
 
 
 def _announce(arguments: dict[str, Any], outcome: ToolOutcome) -> str:
