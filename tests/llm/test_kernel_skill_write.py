@@ -4,12 +4,17 @@ skill-creator writes `skills/public/<name>`). In a folder the person trusted: a 
 command makes `skills/new-skill`: the cell and the model's result say it is held, the
 next turn does not offer it, `/skills` lists it held, and after `/trust` it is offered;
 Python changes the trusted `report` skill: from the next cell it is held, neither its
-old text nor its new one offered, until the person trusts it again."""
+old text nor its new one offered, until the person trusts it again; and the session
+replays as it ran."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,3 +107,16 @@ def test_a_skill_a_run_makes_or_changes_waits_for_the_persons_trust(
         listed = kernel.execute("/skills").plain
         assert re.search(r"^report\s+Write the weekly report\s+workspace\s+changed since "
                          r"you trusted it$", listed, re.M), listed
+        [log] = (kernel.workspace / ".lily" / "sessions").glob("*.jsonl")
+    # Replayed from the folder as the session found it (a copy, the recording's trust and
+    # answers): its runs write the skills again, and the same skills are held at the
+    # same cells (what the session logged of each snapshot is compared).
+    shutil.rmtree(workspace / "skills" / "new-skill")
+    write_skill(workspace / "skills", "report", skill_text("Write the weekly report"))
+    settings = json.loads(log.read_text().splitlines()[0])["data"]["settings"]
+    replay = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "replay", str(log)],
+                            capture_output=True, text=True, check=False, timeout=300,
+                            env={**{k: v for k, v in os.environ.items()
+                                    if not k.startswith(("LILY_", "OPENAI_"))},
+                                 "HOME": str(tmp_path / "home"), **settings})
+    assert replay.returncode == 0, replay.stdout + replay.stderr
