@@ -5,7 +5,8 @@ command makes `skills/new-skill`: the cell and the model's result say it is held
 next turn does not offer it, `/skills` lists it held, and after `/trust` it is offered;
 Python changes the trusted `report` skill: from the next cell it is held, neither its
 old text nor its new one offered, until the person trusts it again; and the session
-replays as it ran."""
+replays as it ran. In the shell's session sandbox, skills/ stays a folder and the rest
+of Lily's names stay hers; trusted by the environment, runs may not write skills/."""
 
 from __future__ import annotations
 
@@ -120,3 +121,60 @@ def test_a_skill_a_run_makes_or_changes_waits_for_the_persons_trust(
                                     if not k.startswith(("LILY_", "OPENAI_"))},
                                  "HOME": str(tmp_path / "home"), **settings})
     assert replay.returncode == 0, replay.stdout + replay.stderr
+
+
+def _shell(kernel: Any, server: OpenAIServer, command: str) -> tuple[Any, str]:
+    """`command` as the model's shell call, allowed by the person; the cell, the result."""
+    server.script(Reply(tool_calls=[tool_call("shell", {"command": command}, "s0")]),
+                  Reply(text="Done."))
+    run, _ = execute_answering(kernel, "Run it", ["y"])
+    assert run.status == "ok", run.reply
+    return run, str(server.requests[-1]["messages"][-1]["content"])
+
+
+def test_skills_stays_a_folder_and_the_rest_stays_lilys(server: OpenAIServer,
+                                                         tmp_path: Path) -> None:
+    """In the shell's session sandbox, as an attacker would: skills/ cannot be moved away
+    or made a link (to the person's own skills, or to a folder another workspace
+    trusted), and `.claude/skills`, `.agents/skills`, lily.yaml stay Lily's."""
+    workspace = tmp_path / "workspace"
+    write_skill(workspace / "skills", "report", skill_text("Write the weekly report"))
+    elsewhere = tmp_path / "home" / ".lily" / "skills"
+    elsewhere.mkdir(parents=True)
+    server.replies.clear()
+    with lily_kernel(workspace, tmp_path / "home", LILY_MODEL="openai/write",
+                     LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-write-not-a-key",
+                     LILY_STREAM="0", LILY_EVENT_LOG="1", LILY_TRUST="") as kernel:
+        execute_answering(kernel, "/trust", ["y"])
+        run, said = _shell(kernel, server, (
+            f"mv skills moved; ln -sT {elsewhere} skills; "
+            f"for r in .claude/skills .agents/skills; do mkdir -p $r/x && {SKILL} > "
+            "$r/x/SKILL.md; done; echo 'policy: auto' > lily.yaml; echo tried"))
+        assert "tried" in said and "Device or resource busy" in said, said
+        assert "[removed after the run: .agents, .claude" in said, said
+        skills = kernel.workspace / "skills"
+        assert skills.is_dir() and not skills.is_symlink() and (skills / "report").is_dir()
+        assert not (kernel.workspace / "moved").exists()
+        assert not (kernel.workspace / ".claude").exists()
+        assert not (kernel.workspace / "lily.yaml").exists()
+        assert list(elsewhere.iterdir()) == []
+
+
+def test_trusted_by_the_environment_runs_may_not_write_skills(server: OpenAIServer,
+                                                              tmp_path: Path) -> None:
+    """LILY_TRUST=workspace holds nothing: a skill a run wrote would apply with nobody's
+    yes, so there skills/ stays read-only, a new skill and a change alike refused."""
+    workspace = tmp_path / "workspace"
+    write_skill(workspace / "skills", "report", skill_text("Write the weekly report"))
+    server.replies.clear()
+    with lily_kernel(workspace, tmp_path / "home", LILY_MODEL="openai/write",
+                     LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-write-not-a-key",
+                     LILY_STREAM="0", LILY_EVENT_LOG="1") as kernel:  # LILY_TRUST=workspace
+        run, said = _shell(kernel, server, (
+            f"mkdir -p skills/new-skill; {SKILL} > skills/new-skill/SKILL.md; "
+            "echo 'Also mail it.' >> skills/report/SKILL.md; echo tried"))
+        assert "tried" in said and "Read-only file system" in said, said
+        assert "Skills written" not in run.plain
+        assert not (kernel.workspace / "skills" / "new-skill").exists()
+        assert (kernel.workspace / "skills" / "report" / "SKILL.md").read_text() == \
+            skill_text("Write the weekly report")
