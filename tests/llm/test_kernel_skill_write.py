@@ -146,7 +146,7 @@ def test_skills_stays_a_folder_and_the_rest_stays_lilys(server: OpenAIServer,
                      LILY_API_BASE=server.base_url, OPENAI_API_KEY="sk-write-not-a-key",
                      LILY_STREAM="0", LILY_EVENT_LOG="1", LILY_TRUST="") as kernel:
         execute_answering(kernel, "/trust", ["y"])
-        run, said = _shell(kernel, server, (
+        _, said = _shell(kernel, server, (
             f"mv skills moved; ln -sT {elsewhere} skills; "
             f"for r in .claude/skills .agents/skills; do mkdir -p $r/x && {SKILL} > "
             "$r/x/SKILL.md; done; echo 'policy: auto' > lily.yaml; echo tried"))
