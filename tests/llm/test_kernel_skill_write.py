@@ -24,7 +24,7 @@ import pytest
 
 from tests.conftest import skill_text, write_skill
 from tests.core.test_scripts import sandbox_or_skip
-from tests.kernel.conftest import lily_kernel
+from tests.kernel.conftest import Execution, lily_kernel
 from tests.llm.test_kernel_skills import execute_answering
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
@@ -50,7 +50,7 @@ def _result(server: OpenAIServer) -> str:
     return str(server.requests[-1]["messages"][-1]["content"])
 
 
-def _shown(run: Any) -> str:
+def _shown(run: Execution) -> str:
     return run.plain + json.dumps([m["content"] for m in run.outputs])
 
 
