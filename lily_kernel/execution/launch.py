@@ -145,7 +145,8 @@ def kill_holders(pipes: list[int]) -> None:
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 with contextlib.suppress(OSError):
                     if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
-                        killed.append(os.pidfd_open(int(pid)))
+                        with contextlib.suppress(OSError):  # (Linux >= 5.3)
+                            killed.append(os.pidfd_open(int(pid)))
                         os.kill(int(pid), signal.SIGKILL)
                         break
     _await_ends(killed, HOLDERS_END)
