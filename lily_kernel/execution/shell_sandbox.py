@@ -188,6 +188,7 @@ class ShellSandbox:
         try:
             answer = await asyncio.wait_for(self._answers.get(), timeout)
         except TimeoutError:
+            self._gone = True  # (stopped, or stuck): replaced before the next command
             raise SessionGoneError("the shell's sandbox does not answer") from None
         if kind not in answer and not (kind == "started" and "error" in answer):
             raise SessionGoneError("the shell's sandbox ended")

@@ -122,9 +122,8 @@ class ShellSessions:
                                            on_output=on_output, launch=launch)
             finally:  # what it (or what runs there) made that the rules forbid
                 removed = await asyncio.shield(asyncio.to_thread(sandbox.mounts.remove_made))
-                if not sandbox.alive:
-                    self.close()
-            self._known = await sandbox.running()
+            if sandbox.alive:  # (one that ended is replaced, and said, before the next)
+                self._known = await sandbox.running()
             left = runs[0].left if runs else LeftRunning()
             return SessionOutcome(result, left, replaced, removed)
 

@@ -239,3 +239,16 @@ def test_a_daemons_network_goes_through_the_proxy_and_its_policy(shell: Shell,
         proxy.stop()
     assert "blocked by Lily's network policy: example.com" in answer
     assert "direct 111" in answer  # ECONNREFUSED: the sandbox's own loopback, not the host's
+
+
+def test_a_sandbox_whose_host_was_killed_is_replaced_and_says_what_ended(shell: Shell) -> None:
+    """A command may kill the sandbox's own first processes (they are in its PID
+    namespace): the sandbox ends, the next command gets a new one and is told."""
+    mark = token("killed")
+    shell.daemon(mark)
+    killed = shell.run("kill -KILL $PPID; sleep 5")  # its parent: the sandbox's host
+    assert killed.result.exit_code == 137 and gone_within(mark, 5) == []
+    after = shell.run("echo new")
+    assert after.result.output == "new\n" and after.replaced is not None
+    assert after.replaced.why == ("ended",)
+    assert [mark in name for _, name in after.replaced.ended.processes] == [True]
