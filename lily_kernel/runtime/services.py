@@ -47,6 +47,9 @@ class Services:
     _gate: tuple[Workspace, ToolGate] | None = field(default=None, repr=False)
     _proxy: SessionProxy | None = field(default=None, repr=False)
     _proxy_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # A run wrote in the workspace's skills folder: the session's skills are read again
+    # before its next cell (runtime/trust_flow.py, `reread_written_skills`).
+    skills_written: bool = False
 
     @cached_property
     def scripts(self) -> ScriptHost:
@@ -91,7 +94,7 @@ class Services:
         from lily_kernel.execution.python_host import PythonHost
 
         env = self.workspace()
-        return PythonHost(env.host.environ, env.workspace, env.tool_context.protected,
+        return PythonHost(env.host.environ, env.workspace, env.tool_context.run_protected,
                           self.scripts.sandbox, env.config.python_kernel,
                           settings=lambda: self.workspace().python_settings())
 
@@ -113,10 +116,14 @@ class Services:
         if self._gate is None or self._gate[0] is not env:  # made anew for a new workspace
             secrets = secret_values(os.environ) + secret_values(env.host.environ)
             self._gate = env, ToolGate(env.registry, env.policy,
-                                       replace(env.tool_context, services=self), self.log,
+                                       replace(env.tool_context, services=self,
+                                               skills_written=self._skills_written), self.log,
                                        redact=Redactor(secrets), state=self.policy_state,
                                        network=self.network, grants=self._grants(env))
         return self._gate[1]
+
+    def _skills_written(self) -> None:
+        self.skills_written = True
 
     def _grants(self, env: Workspace) -> SkillGrants | None:
         """The skills' pre-approvals where the person's environment enables them."""
@@ -135,7 +142,7 @@ class Services:
             return False
         host, env = self.python, self.workspace()
         if (host.kernel_name == env.config.python_kernel
-                and tuple(host.protected) == tuple(env.tool_context.protected)):
+                and tuple(host.protected) == env.tool_context.run_protected):
             return False
         running = host.running is not None
         host.close()
