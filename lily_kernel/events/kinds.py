@@ -1,65 +1,56 @@
 """Every kind of event a session logs, declared once (events/log.py writes them).
 
-Each kind of event is declared once below, as a frozen dataclass whose fields are the
-event's data (names and types): `EventLog.emit` writes one, and replay reads them back
-through the same declaration (`validation.build`, which checks every field's type). A
-field a kind does not declare cannot be emitted (the dataclass refuses it, and mypy sees
-every emit site). What a field may say is a type too: a `Literal` (the outcomes below) or
-the enum of the layer that decides it (`ModelFault`, `DiagnosticKind`), written as its
-value.
+Each kind of event is declared once, as a frozen dataclass whose fields are the event's
+data (names and types): `EventLog.emit` writes one, and replay reads them back through
+the same declaration (`validation.build`, which checks every field's type). A field a
+kind does not declare cannot be emitted (the dataclass refuses it, and mypy sees every
+emit site). What a field may say is a type too: a `Literal` (the outcomes below) or the
+enum of the layer that decides it (`ModelFault`, `DiagnosticKind`), written as its value.
+
+Here: the base, what the fields may say, and the kinds every session logs from its start
+to its first cell's end. The others load with their first use (the package's namespace
+imports them when one is named; each class costs its compile at import): a model's
+(model_kinds.py), a tool's or a skill's at work (tool_kinds.py), a change to the
+session (change_kinds.py), the record's (turns.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Literal
 
-from lily_kernel.config import Profile
 from lily_kernel.errors import ModelFault
 from lily_kernel.skills.models import DiagnosticKind, SkillSnapshot
 
 __all__ = [
     "KINDS",
     "Answer",
-    "Approval",
     "CallOutcome",
     "Caller",
     "Cell",
     "CellFinished",
     "CellStatus",
-    "CodeRun",
     "Command",
     "DecidedBy",
     "EventData",
     "InvokedBy",
     "LoadOutcome",
-    "McpServerStarted",
-    "ModelCall",
-    "ModelLoad",
-    "NetworkConnection",
     "NetworkDecidedBy",
-    "PolicyChanged",
     "ProfileSetBy",
     "RunStatus",
     "ScriptOutcome",
     "SelectionOutcome",
     "SessionStarted",
     "SkillCatalogUpdated",
-    "SkillFileRead",
-    "SkillGrant",
-    "SkillInvoked",
-    "SkillLoaded",
-    "SkillScriptRun",
-    "SkillSelection",
     "SkillWarning",
-    "ToolCalled",
     "TrustChecked",
-    "TrustDecided",
     "TrustedBy",
     "catalog_events",
 ]
 
-KINDS: dict[str, type[EventData]] = {}  # every declared kind by name, filled as declared
+# Every declared kind by name, filled as declared: complete once every module of kinds
+# is loaded (`lily_kernel.events.KINDS` loads them).
+KINDS: dict[str, type[EventData]] = {}
 
 # What the fields below may say (the enums of other layers aside).
 CellStatus = Literal["ok", "error", "interrupted"]
@@ -141,16 +132,6 @@ class TrustChecked(EventData):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrustDecided(EventData):
-    """The person's answer to the trust question, and what it trusted."""
-
-    event: ClassVar[str] = "trust_decided"
-    outcome: Answer
-    skills: list[str]
-    settings: list[str]
-
-
-@dataclass(frozen=True, kw_only=True)
 class SkillWarning(EventData):
     """One diagnostic of a snapshot, with the keys `lily skills --json` gives it."""
 
@@ -199,184 +180,3 @@ class Command(EventData):
     # holding every listing.
     output_sha256: str | None = None
     output_chars: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SkillInvoked(EventData):
-    event: ClassVar[str] = "skill_invoked"
-    name: str
-    mode: InvokedBy
-    command: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SkillLoaded(EventData):
-    event: ClassVar[str] = "skill_loaded"
-    name: str
-    path: str
-    digest: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class SkillSelection(EventData):
-    """The skill of a request to a model without tools: the shortlist (name and score
-    of its best matches), who decided (the ranker, or the model among near-equal
-    matches) and why, and what came of it."""
-
-    event: ClassVar[str] = "skill_selection"
-    outcome: SelectionOutcome
-    name: str | None = None
-    detail: str | None = None
-    reply: str = ""  # the model's declaration, when it was asked
-    shortlist: list[dict[str, Any]] | None = None
-    decided_by: DecidedBy | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelLoad(EventData):
-    """A load that did not give the cell a model (failed or stopped)."""
-
-    event: ClassVar[str] = "model_load"
-    model: str | None
-    outcome: LoadOutcome
-    error: dict[str, str] | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelCall(EventData):
-    event: ClassVar[str] = "model_call"
-    model: str
-    step: int | str
-    outcome: CallOutcome
-    latency_ms: float
-    context_window: int | None
-    supports_tools: bool
-    response: dict[str, Any] | None = None  # text and tool calls
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    finish_reason: str | None = None
-    cost: float | None = None
-    error: dict[str, str] | None = None  # kind and message
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolCalled(EventData):
-    event: ClassVar[str] = "tool_call"
-    name: str
-    caller: Caller
-    allowed: bool
-    step: int | None = None
-    arguments: dict[str, Any] | None = None
-    error: str | None = None
-    result: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Approval(EventData):
-    event: ClassVar[str] = "approval"
-    tool: str
-    question: str
-    outcome: Answer
-
-
-@dataclass(frozen=True, kw_only=True)
-class SkillGrant(EventData):
-    """A call the active skill's `allowed-tools` pre-approved: not asked, as the person
-    let skills do (LILY_SKILL_PREAPPROVAL; skills/overrides.py). `digest`: the skill's
-    SKILL.md as it was then."""
-
-    event: ClassVar[str] = "skill_grant"
-    skill: str
-    tool: str
-    digest: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class PolicyChanged(EventData):
-    """The policy profile in force: logged when the session starts with `auto`, and at
-    each change (`/policy`, a lily.yaml taken up once trusted)."""
-
-    event: ClassVar[str] = "policy_profile"
-    profile: Profile
-    by: ProfileSetBy
-
-
-@dataclass(frozen=True, kw_only=True)
-class SkillFileRead(EventData):
-    event: ClassVar[str] = "skill_file_read"
-    skill: str
-    path: str
-    sha256: str
-    size: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class SkillScriptRun(EventData):
-    event: ClassVar[str] = "skill_script_run"
-    skill: str
-    script: str
-    sha256: str
-    arguments: list[str]
-    sandboxed: bool
-    outcome: ScriptOutcome
-    exit_code: int | None = None
-    duration_ms: float | None = None
-    output_bytes: int | None = None
-    output: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CodeRun(EventData):
-    """One run of code in the sandbox: a `python` cell of the subkernel, a `shell`
-    command line. `sha256` is the code's, `output_sha256` that of everything it showed
-    (replay compares it), `status` how it ended ("error": it raised, or exited non-zero)."""
-
-    event: ClassVar[str] = "code_run"
-    tool: str  # python, shell
-    caller: Caller
-    code: str
-    sha256: str
-    status: RunStatus
-    exit_code: int | None = None  # shell: the command's; python: None
-    error: str | None = None  # python: the exception's name and value
-    duration_ms: float | None = None
-    output_sha256: str | None = None
-    output_bytes: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class McpServerStarted(EventData):
-    """An MCP server's start for the session (mcp_tools/): running, with the tools it
-    offers (as Lily names them), or failed, and why."""
-
-    event: ClassVar[str] = "mcp_server"
-    server: str
-    transport: str
-    outcome: Literal["running", "failed"]
-    tools: list[str] = field(default_factory=list)
-    error: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class NetworkConnection(EventData):
-    """One connection through the session's proxy, as it ended: where it asked to go,
-    what was decided and by whom (`reason`: why it was refused, or why an allowed one
-    failed), the address connected to ("" when none), the bytes sent and received, and
-    the tool call (and skill) that made it, where one was running. What happened, never
-    a grant: replay decides again under the policy in force."""
-
-    event: ClassVar[str] = "network"
-    host: str
-    port: int
-    allowed: bool
-    decided_by: NetworkDecidedBy
-    reason: str = ""
-    address: str = ""
-    bytes_sent: int = 0
-    bytes_received: int = 0
-    tool: str | None = None
-    skill: str | None = None
-
-
-EVENT_KINDS: tuple[str, ...] = tuple(KINDS)  # Lily's own kinds, declared above

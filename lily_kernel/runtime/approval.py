@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 
 from lily_kernel.errors import ToolRefusedError
-from lily_kernel.events import Answer, Approval, EventLog
+from lily_kernel.events import Answer, EventLog
 from lily_kernel.runtime.sink import CellSink, SilentSink
 from lily_kernel.tools import AskReason, Question
 from lily_kernel.tools.context import Ask
@@ -42,6 +42,8 @@ def asker(sink: CellSink, log: EventLog, tool: str, why: AskReason | None = None
     `on_always`, `a` is an answer too: yes, and `on_always` records it for the session."""
 
     async def ask(question: Question) -> bool:
+        from lily_kernel.events import Approval  # (a kind loaded with its first use)
+
         try:
             answer = await sink.ask(question.text)
         except asyncio.CancelledError:

@@ -25,7 +25,7 @@ from lily_kernel.commands import (
 from lily_kernel.commands.mcp import mcp_result
 from lily_kernel.commands.python import python_ran
 from lily_kernel.errors import CommandError
-from lily_kernel.events import Command, SkillInvoked, SkillLoaded
+from lily_kernel.events import Command
 from lily_kernel.runtime.collaborators import TurnFacts
 from lily_kernel.runtime.conversation import ask_again, converse
 from lily_kernel.runtime.core import RuntimeCore
@@ -134,6 +134,8 @@ def finish_command(runtime: RuntimeCore, parsed: ParsedCommand,
             if runtime.record is not None:
                 runtime.record.started(outcome.change.conversation)
     if result.skill is not None:
+        from lily_kernel.events import SkillInvoked, SkillLoaded  # (loaded with their first use)
+
         skill = session.skill_snapshot.get(result.skill)
         log.emit(SkillInvoked(name=result.skill, mode="manual", command=result.command))
         if skill is not None and skill.invocation_mode == "prompt_rewrite":

@@ -17,7 +17,7 @@ from lily_kernel.config import Profile
 from lily_kernel.display import Told
 from lily_kernel.environment import Workspace
 from lily_kernel.errors import ModelError
-from lily_kernel.events import EventLog, ModelLoad, PolicyChanged, ProfileSetBy, catalog_events
+from lily_kernel.events import EventLog, ProfileSetBy, catalog_events
 from lily_kernel.llm.base import ChatModel
 from lily_kernel.llm.records import error_record
 from lily_kernel.runtime.collaborators import Collaborators, SessionRecord, TurnFacts
@@ -87,6 +87,8 @@ class RuntimeCore:
         """A new configured or chosen policy profile; the one in force, when it changes,
         is a `policy_profile` event (replay runs into the same)."""
         if self.state.policy.update(**change):
+            from lily_kernel.events import PolicyChanged  # (a kind loaded with its first use)
+
             self.log.emit(PolicyChanged(profile=self.state.policy.profile, by=by))
 
     def log_catalog(self, snap: SkillSnapshot) -> None:
@@ -104,6 +106,8 @@ class RuntimeCore:
             self._model_loading = asyncio.ensure_future(asyncio.to_thread(
                 self.collaborators.make_model, self.session.model_config, cache))
         loading = self._model_loading
+        from lily_kernel.events import ModelLoad  # (a kind loaded with its first use)
+
         try:
             model = await asyncio.shield(loading)
         # Logged, so that replay ends this cell the same way (replay/recorded.py).

@@ -18,7 +18,7 @@ import asyncio
 from lily_kernel.commands import CommandResult, ParsedCommand, resolve
 from lily_kernel.display import Notice, Text
 from lily_kernel.display.notices import TrustApplied, trust_decided
-from lily_kernel.events import Approval, TrustChecked, TrustDecided, TrustedBy
+from lily_kernel.events import TrustChecked, TrustedBy
 from lily_kernel.runtime.approval import answer_of
 from lily_kernel.runtime.core import RuntimeCore
 from lily_kernel.runtime.sink import CellSink
@@ -72,6 +72,8 @@ async def settle_trust(runtime: RuntimeCore, sink: CellSink) -> None:
 async def _decide_trust(runtime: RuntimeCore, sink: CellSink) -> str:
     """Ask; on yes, record the trust and take up the workspace's skills, persona and
     settings. What came of it, said once by the caller (a notice, or `/trust`'s result)."""
+    from lily_kernel.events import Approval, TrustDecided  # (loaded with their first use)
+
     env = runtime.env
     digests, skills, settings = env.pending_trust()
     trusted = env.trust.entry() is not None  # only what changed since is held

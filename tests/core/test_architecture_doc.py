@@ -87,10 +87,12 @@ def test_a_new_part_is_described_by_its_docstring_until_the_doc_says_more() -> N
 def test_a_module_the_row_does_not_name_is_added_with_its_docstring() -> None:
     """A module added to a package is in the table the day it lands: its docstring's
     first sentence, until someone writes better in the row."""
-    added = GENERATOR.unnamed("events", "the log (`log.py`), the record's kinds (`turns.py`)")
+    added = GENERATOR.unnamed("events", "the log (`log.py`), the record's kinds (`turns.py`), "
+                              "the others (`model_kinds.py`, `tool_kinds.py`, `change_kinds.py`)")
     assert added == ("; `kinds.py`: every kind of event a session logs, declared once "
                      "(events/log.py writes them)")
-    assert GENERATOR.unnamed("events", "`kinds.py`, `log.py`, `turns.py`") == ""
+    assert GENERATOR.unnamed("events", "`kinds.py`, `log.py`, `turns.py`, `model_kinds.py`, "
+                                       "`tool_kinds.py`, `change_kinds.py`") == ""
     assert GENERATOR.unnamed("errors", "") == ""  # a module part has no modules
 
 
