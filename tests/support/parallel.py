@@ -38,6 +38,8 @@ import pytest
 SLOWEST: tuple[str, ...] = (
     "tests/kernel/test_notebooks.py::test_quickstart_runs_top_to_bottom",
     "tests/llm/test_local_model.py",
+    "tests/llm/test_kernel_local_model.py",
+    "tests/llm/test_kernel_local_model_alone.py",
     "tests/llm/test_kernel_invocation.py",
     "tests/kernel/test_runners.py",
     "tests/llm/test_kernel_mcp.py",
