@@ -153,7 +153,7 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "run",
                            "notebooks/quickstart.ipynb", "--output", str(out)],
                           # Answers of at most 256 tokens (1,024 by default), as in
-                          # tests/llm/test_local_model.py: three whole answers, in a
+                          # tests/llm/test_kernel_local_model.py: three whole answers, in a
                           # fraction of the time on a loaded machine.
                           cwd=REPO, env=kernel_env(tmp_path / "home", LILY_MAX_TOKENS="256"),
                           capture_output=True, text=True, timeout=900)

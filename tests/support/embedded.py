@@ -3,13 +3,15 @@ tests/llm/test_kernel_local_model.py and test_kernel_local_model_alone.py, in ke
 the skip when the `local` extra is missing, the bounds, and readers of a chat cell.
 
 The model runs on ONE thread here (LILY_LOCAL_THREADS=1, `threads=1` in this process),
-as docs/local-model.md advises where several processes keep the cores busy: the suite
+as docs/benchmarks.md advises where several processes keep the cores busy: the suite
 runs two workers beside mypy on 2 cores, and llama.cpp's two threads wait for each other
 at every step, so two fell to a seventh of one's speed under such load (one answer of
 80 tokens, its llama-cpp-python twin and 85 tokens more, one run after the other at load
 11 and rising: 34 s on one thread, 245 s on two). The default (as many threads as
-cores, at most 4) is still what test_the_offline_model_gets_391_from_code_it_saw_run
-runs with.
+cores, at most 4) is still what test_the_offline_model_gets_391_from_code_it_saw_run and
+the quickstart (tests/kernel/test_notebooks.py) run with: the thread count changes the
+sums, so the answers (on one thread the quickstart's haiku repeats a line of an earlier
+answer, which that test checks no answer does).
 """
 
 from __future__ import annotations
