@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["HOST", "LeftRunning", "SessionGoneError", "ShellSandbox"]
 
 HOST = Path(__file__).with_name("shell_host.py")  # shown in every sandbox (plan.py)
-START_SECONDS = 30.0  # bubblewrap and the host, on a loaded machine
-ANSWER_SECONDS = 30.0  # the host answers each message at once; past this it is stuck
+START_SECONDS = 120.0  # bubblewrap and the host, on a loaded machine (a run had none)
+ANSWER_SECONDS = 60.0  # the host answers each message at once; past this it is stuck
 STOP_SECONDS = 30.0  # (a loaded machine)
 MAX_MESSAGE = 1 << 20
 MAX_LEFT = 20
