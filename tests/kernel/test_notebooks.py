@@ -148,9 +148,11 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     """The README's main job as a new user runs it, nothing configured, so the embedded
     model answers: `lily run` (a real subprocess) prints the transcript and writes the
     executed notebook, whose every cell is then checked (one run of the embedded model
-    serves both: it is the suite's slowest notebook)."""
+    serves both: it is the suite's slowest notebook). The README's command, `.venv/bin/lily
+    run`: the quickstart under `lily run` as tests/kernel/test_runners.py checks the other
+    runners."""
     out = tmp_path / "executed.ipynb"
-    done = subprocess.run([sys.executable, "-m", "lily_kernel.cli.main", "run",
+    done = subprocess.run([str(Path(sys.executable).parent / "lily"), "run",
                            "notebooks/quickstart.ipynb", "--output", str(out)],
                           # Answers of at most 256 tokens (1,024 by default), as in
                           # tests/llm/test_kernel_local_model.py: three whole answers, in a
@@ -158,6 +160,7 @@ def test_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
                           cwd=REPO, env=kernel_env(tmp_path / "home", LILY_MAX_TOKENS="256"),
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "without encryption" not in done.stderr  # as under the other runners (test_runners.py)
     assert done.stdout.startswith("In [1]: /help\n    Lily commands\n")
     nb = nbformat.read(out, as_version=4)
     assert all(c.execution_count for c in _code_cells(nb))

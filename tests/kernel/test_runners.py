@@ -3,7 +3,10 @@
 papermill fails a notebook on any error output whatever its tags, so the quickstart
 holds no cell that fails on purpose; nbclient, `jupyter execute` and `lily run` honour
 `raises-exception`. The chat cells are answered by the loopback OpenAI-compatible
-server (a model is configured), so every cell must come out clean.
+server (a model is configured), so every cell must come out clean. `lily run` is the
+fourth runner: tests/kernel/test_notebooks.py's test_quickstart_runs_top_to_bottom runs
+the quickstart with it (the embedded model answering) and checks every cell the same
+way, so it is not run a second time here.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ RUNNERS = {
                                   str(nb.parent), str(nb), str(out)],
     "jupyter execute": lambda nb, out: [str(BIN / "jupyter"), "execute", str(nb),
                                         f"--output={out.stem}"],
-    "lily run": lambda nb, out: [str(BIN / "lily"), "run", str(nb), "--output", str(out)],
     "nbclient": lambda nb, out: [sys.executable, "-c",
                                  "import sys, nbformat; from nbclient import NotebookClient; "
                                  "nb = nbformat.read(sys.argv[1], as_version=4); "
