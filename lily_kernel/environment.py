@@ -201,7 +201,7 @@ class Workspace:
         allows, the built-in commands."""
         return LoadRules(
             # A skill's tools are governed ones (load_skill is Lily's own selection).
-            registered_tools=frozenset(t.name for t in self.registry if t.governed),
+            registered_tools=frozenset(t.name for t in self.registry.records() if t.governed),
             allowed_tools=self.policy.allowed_names(self.registry),
             reserved_commands=self.commands.names(),
             mcp_servers=frozenset(s.name for s in self.mcp_servers),

@@ -18,7 +18,6 @@ from lily_kernel.commands.registry import CommandContext, CommandOutcome, Comman
 from lily_kernel.commands.results import CommandResult, RestartPython, RunPython
 from lily_kernel.display import Fields, Text
 from lily_kernel.errors import CommandError, LilyError
-from lily_kernel.tools.python import python_reply
 
 if TYPE_CHECKING:
     from lily_kernel.execution.python_host import PythonHost
@@ -118,6 +117,8 @@ async def _python(ctx: CommandContext, raw: str) -> CommandOutcome:
 def python_ran(outcome: ToolOutcome) -> CommandResult:
     """`/python <code>`'s result once the runtime ran it through the gate (the `RunPython`
     intent); CommandError when the code raised, was stopped or did not run."""
+    from lily_kernel.tools.python import python_reply  # loaded with the python tool
+
     reply = python_reply(outcome)  # how the run ended (None: no code ran)
     if reply is None:
         raise CommandError(f"/python: {outcome.detail}")

@@ -126,7 +126,8 @@ class ToolPolicy:
 
     def allowed_names(self, registry: ToolRegistry) -> frozenset[str]:
         """The governed tools the policy allows (what `requires_tools` is checked against)."""
-        return frozenset(t.name for t in registry if t.governed and self.allows(t.name))
+        return frozenset(t.name for t in registry.records()
+                         if t.governed and self.allows(t.name))
 
     def model_tools(
         self, registry: ToolRegistry, narrowed: frozenset[str] | None = None,
@@ -244,7 +245,7 @@ def _mcp_names(name: str, server: str, registry: ToolRegistry) -> tuple[str, ...
     if not server_entry(name):
         return (whole + name[len(whole):],)
     inside = (whole + "__").lower()
-    return (whole, *(t.name for t in registry if t.name.lower().startswith(inside)))
+    return (whole, *(t.name for t in registry.records() if t.name.lower().startswith(inside)))
 
 
 def configured_policy(config: ToolsConfig, registry: ToolRegistry,
@@ -254,7 +255,7 @@ def configured_policy(config: ToolsConfig, registry: ToolRegistry,
     `mcp__<server>__<tool>` and `mcp__<server>` name the tools of a configured MCP server
     (`mcp_servers`), listed or not yet, its name too compared case-insensitively
     (tools/mcp_names.py)."""
-    by_lower = {t.name.lower(): t.name for t in registry if t.governed}
+    by_lower = {t.name.lower(): t.name for t in registry.records() if t.governed}
     servers = {s.lower(): s for s in mcp_servers}
 
     def resolve(key: str, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -276,6 +277,6 @@ def configured_policy(config: ToolsConfig, registry: ToolRegistry,
     allow = resolve("allow", tuple(config.allow))
     return ToolPolicy(allow=allow, deny=resolve("deny", tuple(config.deny)),
                       ask=resolve("ask", tuple(config.ask)),
-                      explicit=frozenset(t.name for t in registry if t.explicit),
-                      asked=frozenset(t.name for t in registry
+                      explicit=frozenset(t.name for t in registry.records() if t.explicit),
+                      asked=frozenset(t.name for t in registry.records()
                                       if t.asked and t.name not in allow))

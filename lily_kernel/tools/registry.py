@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -30,8 +31,8 @@ if TYPE_CHECKING:  # the facts of a run load with the first run, not `lily skill
     # kernel's.
     RunFact = RunResult | RunReply
 
-__all__ = ["ARGS_CONFIG", "Handler", "Offered", "Tool", "ToolOutcome", "ToolRegistry",
-           "ToolResult", "blocking"]
+__all__ = ["ARGS_CONFIG", "Handler", "Offered", "Tool", "ToolOutcome", "ToolRecord",
+           "ToolRegistry", "ToolResult", "blocking"]
 
 # Set as `__pydantic_config__` on an argument dataclass: attribute docstrings become the
 # descriptions in its JSON schema. A plain dict, so defining one imports nothing.
@@ -183,38 +184,101 @@ class ToolOutcome:
         return "" if self.status == "ran" else self.text
 
 
-class ToolRegistry:
-    """Tools by name; one registry per session, never shared between sessions."""
+@dataclass(frozen=True)
+class ToolRecord:
+    """What the registry knows of a tool before its module is imported: its name, what
+    the policy reads of it (`Tool`'s fields of the same names), and where it is made
+    (`made_by`: "module:function", returning the tool or a list holding it). A session
+    builds its policy from the records; a tool's module is imported with the tool's first
+    use (a call, its schema, a listing of the tools), and the tool made there must say
+    the same of itself (the registry checks)."""
 
-    def __init__(self, tools: list[Tool] | None = None) -> None:
+    name: str
+    made_by: str = ""
+    governed: bool = True
+    explicit: bool = False
+    asked: bool = False
+    asks_untrusted: bool = False
+
+    @classmethod
+    def of(cls, tool: Tool, made_by: str = "") -> ToolRecord:
+        return cls(tool.name, made_by, governed=tool.governed, explicit=tool.explicit,
+                   asked=tool.asked, asks_untrusted=tool.asks_untrusted)
+
+
+class ToolRegistry:
+    """Tools by name; one registry per session, never shared between sessions. A tool is
+    registered made, or declared by its record and made with its first use."""
+
+    def __init__(self, tools: list[Tool] | None = None,
+                 declared: tuple[ToolRecord, ...] = ()) -> None:
+        self._records: dict[str, ToolRecord] = {}
         self._tools: dict[str, Tool] = {}
+        for record in declared:
+            self.declare(record)
         for tool in tools or []:
             self.register(tool)
 
+    def declare(self, record: ToolRecord) -> None:
+        """A tool known by its record, its module imported when it is first used."""
+        if record.name in self._records:
+            raise ValueError(f"a tool named {record.name!r} is already registered")
+        self._records[record.name] = record
+
     def register(self, tool: Tool) -> None:
-        if tool.name in self._tools:
+        if tool.name in self._records:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
-        if not inspect.iscoroutinefunction(tool.handler):
-            raise ValueError(f"{tool.name}: the handler must be async (blocking() wraps "
-                             "a synchronous one)")
-        if tool.schema is not None:
-            self._tools[tool.name] = tool  # arguments another program describes
-            return
-        if not dataclasses.is_dataclass(tool.args_model):
-            raise ValueError(f"{tool.name}: args_model must be a dataclass")
-        names = {f.name for f in dataclasses.fields(tool.args_model)}
-        if tool.text_argument and tool.text_argument not in names:
-            raise ValueError(f"{tool.name}: text_argument {tool.text_argument!r} is no field")
+        _check(tool)
+        self._records[tool.name] = ToolRecord.of(tool)
         self._tools[tool.name] = tool
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        record = self._records.get(name)
+        if record is None:
+            return None
+        return self._tools.get(name) or self._make(record)
 
     def names(self) -> frozenset[str]:
-        return frozenset(self._tools)
+        return frozenset(self._records)
+
+    def records(self) -> Iterator[ToolRecord]:
+        """What the policy reads of every tool, by name, without making any."""
+        return iter(sorted(self._records.values(), key=lambda r: r.name))
 
     def __iter__(self) -> Iterator[Tool]:
-        return iter(sorted(self._tools.values(), key=lambda t: t.name))
+        tools = (self.get(name) for name in sorted(self._records))
+        return iter([tool for tool in tools if tool is not None])
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._records)
+
+    def _make(self, record: ToolRecord) -> Tool:
+        """The declared tool, made by its module (with the other tools it makes)."""
+        module, function = record.made_by.split(":")
+        made = getattr(importlib.import_module(module), function)()
+        for tool in made if isinstance(made, list) else [made]:
+            declared = self._records.get(tool.name)
+            if declared is None or tool.name in self._tools:
+                continue
+            if ToolRecord.of(tool, declared.made_by) != declared:
+                raise ValueError(f"{tool.name}: made as {ToolRecord.of(tool)}, declared as "
+                                 f"{declared}")
+            _check(tool)
+            self._tools[tool.name] = tool
+        if record.name not in self._tools:
+            raise ValueError(f"{record.made_by} made no tool named {record.name!r}")
+        return self._tools[record.name]
+
+
+def _check(tool: Tool) -> None:
+    """Refuse a tool the registry could not call: raises ValueError."""
+    if not inspect.iscoroutinefunction(tool.handler):
+        raise ValueError(f"{tool.name}: the handler must be async (blocking() wraps "
+                         "a synchronous one)")
+    if tool.schema is not None:
+        return  # arguments another program describes
+    if not dataclasses.is_dataclass(tool.args_model):
+        raise ValueError(f"{tool.name}: args_model must be a dataclass")
+    names = {f.name for f in dataclasses.fields(tool.args_model)}
+    if tool.text_argument and tool.text_argument not in names:
+        raise ValueError(f"{tool.name}: text_argument {tool.text_argument!r} is no field")

@@ -131,7 +131,7 @@ def untrusted_policy(full: ToolPolicy, base: ToolPolicy, registry: ToolRegistry
     `tools.ask` named it)."""
     decided: dict[str, Decision] = {}
     held: list[str] = []
-    for tool in registry:
+    for tool in registry.records():
         if not tool.governed:
             continue
         wanted, kept = full.decision(tool.name), base.decision(tool.name)
@@ -147,7 +147,8 @@ def untrusted_policy(full: ToolPolicy, base: ToolPolicy, registry: ToolRegistry
 def untrusted_folder_policy(policy: ToolPolicy, registry: ToolRegistry) -> ToolPolicy:
     """While the person does not trust the folder: the tools that change it
     (`Tool.asks_untrusted`) asked where the policy allows them."""
-    return replace(policy, untrusted=frozenset(t.name for t in registry if t.asks_untrusted))
+    return replace(policy, untrusted=frozenset(t.name for t in registry.records()
+                                               if t.asks_untrusted))
 
 
 def _policy(decided: dict[str, Decision], like: ToolPolicy,

@@ -313,3 +313,51 @@ def test_characters_that_draw_nothing_or_over_other_text_are_escaped() -> None:
     assert shown("rm\u0336 -rf") == '"rm\\u0336 -rf"'
     assert shown("x\u3164y") == '"x\\u3164y"'
     assert shown("plain words, café") == '"plain words, café"'
+
+
+def test_every_built_in_record_says_what_its_tool_says() -> None:
+    """The policy is made from the records (tools/__init__.py BUILT_IN), the tools from
+    their modules: each record must say what its tool says of itself."""
+    from lily_kernel.tools import BUILT_IN, ToolRecord
+
+    registry = default_registry()
+    assert sorted(t.name for t in registry) == sorted(r.name for r in BUILT_IN)
+    for record in BUILT_IN:
+        tool = registry.get(record.name)
+        assert tool is not None and ToolRecord.of(tool, record.made_by) == record
+
+
+def test_a_record_that_differs_from_its_tool_is_refused() -> None:
+    from lily_kernel.tools import ToolRecord
+
+    registry = ToolRegistry(declared=(ToolRecord("read", "lily_kernel.tools.files:file_tools",
+                                                 asks_untrusted=True),))
+    assert registry.names() == {"read"}
+    with pytest.raises(ValueError, match="read: made as"):
+        registry.get("read")
+
+
+def test_the_policy_is_made_without_importing_a_tool_module() -> None:
+    """A session's start reads the records only: no tool's module (and its argument
+    classes) is imported until a tool is used."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from lily_kernel.config import ToolsConfig\n"
+            "from lily_kernel.tools import default_registry\n"
+            "from lily_kernel.tools.policy import configured_policy\n"
+            "registry = default_registry()\n"
+            "policy = configured_policy(ToolsConfig(allow=('shell',)), registry)\n"
+            "print(sorted(policy.allowed_names(registry)))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('lily_kernel.tools.')))\n"
+            "registry.get('shell')\n"
+            "print('lily_kernel.tools.shell' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.splitlines()
+    assert out[0] == "['shell']"
+    tool_modules = {f"lily_kernel.tools.{m}" for m in (
+        "files", "load_skill", "python", "run_view", "scripts", "shell", "skill_files")}
+    assert "lily_kernel.tools.registry" in out[1]  # the list is the modules loaded
+    assert [m for m in tool_modules if repr(m) in out[1]] == []
+    assert out[2] == "True"
