@@ -1,16 +1,26 @@
 """The model seam: the ChatModel interface, its litellm implementation (lazy), a scripted one.
 
 `lily_kernel.llm.litellm_model` is not imported here: importing it must wait for the
-first conversational cell.
+first conversational cell; the seam's values (`base.py`) and the scripted model load with
+their first use (a kernel starts, and answers a command, without either).
 """
 
+from __future__ import annotations
+
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lily_kernel.config import ModelConfig
 from lily_kernel.errors import ModelError, ModelFault
-from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
 from lily_kernel.llm.local_files import local_model_file
-from lily_kernel.llm.scripted import ScriptedModel
+
+if TYPE_CHECKING:  # loaded by __getattr__ below, with their first use
+    from lily_kernel.llm.base import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
+    from lily_kernel.llm.scripted import ScriptedModel
+
+_MODULE_OF = {"ChatModel": "base", "ChatRequest": "base", "ChatResponse": "base",
+              "ToolCall": "base", "Usage": "base", "ScriptedModel": "scripted"}
 
 __all__ = ["ChatModel", "ChatRequest", "ChatResponse", "ScriptedModel", "ToolCall", "Usage",
            "create_model", "uses_litellm", "warm_up"]
@@ -52,3 +62,11 @@ def warm_up(config: ModelConfig) -> None:
         from lily_kernel.llm.litellm_model import warm_up_imports
 
         warm_up_imports()
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the seam (`base.py`) or the scripted model, its module loaded now."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"lily_kernel.llm.{module}"), name)

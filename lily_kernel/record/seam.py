@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lily_kernel.commands.record import ConversationBook, ConversationChange
 from lily_kernel.config import ModelConfig
 from lily_kernel.events import Event, EventData
-from lily_kernel.llm.base import ChatModel
+
+if TYPE_CHECKING:  # the model seam loads with the first chat cell
+    from lily_kernel.llm.base import ChatModel
 
 __all__ = ["Emit", "MakeRecord", "RecordOpening", "SessionRecord", "Tell", "TurnFacts",
            "TurnInputs", "TurnPlan"]

@@ -8,12 +8,12 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lily_kernel.commands import CommandResult, Conversation, ConversationChange
 from lily_kernel.config import ModelConfig
 from lily_kernel.display import render_plain
 from lily_kernel.execution.runner import ScriptPlan, ScriptResult, run_script
-from lily_kernel.llm.base import ChatModel
 from lily_kernel.record.seam import (
     Emit,
     MakeRecord,
@@ -24,6 +24,9 @@ from lily_kernel.record.seam import (
     TurnInputs,
     TurnPlan,
 )
+
+if TYPE_CHECKING:  # the model seam loads with the first chat cell
+    from lily_kernel.llm.base import ChatModel
 
 __all__ = ["RECORDED", "Collaborators", "SessionRecord", "TurnFacts", "TurnPlan"]
 

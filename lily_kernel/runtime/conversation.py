@@ -16,7 +16,6 @@ from lily_kernel.display import Notice
 from lily_kernel.display.messages import EMBEDDED_NOTICE, NO_MODEL_MESSAGE, PYTHON_CELL_HINT
 from lily_kernel.display.notices import forced_skill_cut, rerun_replaced
 from lily_kernel.errors import CommandError, ModelNotConfiguredError
-from lily_kernel.llm.base import ChatModel
 from lily_kernel.record.key import offered_tools, persona_digest
 from lily_kernel.record.seam import RecordOpening, TurnFacts, TurnInputs
 from lily_kernel.runtime.core import RuntimeCore
@@ -25,13 +24,14 @@ from lily_kernel.runtime.sink import CellSink
 from lily_kernel.skills import Skill, lily_home
 
 if TYPE_CHECKING:  # (it imports nothing of this module: no cycle)
+    from lily_kernel.llm.base import ChatModel
     from lily_kernel.runtime.turn import Turn
 
 __all__ = ["ask_again", "build_turn", "converse", "forced_skill_model",
            "record_opening",
            "turn_inputs"]
 
-ModelSource = Callable[[Callable[[], Awaitable[ChatModel]]], Awaitable[ChatModel]]
+ModelSource = Callable[[Callable[[], Awaitable["ChatModel"]]], Awaitable["ChatModel"]]
 
 
 async def converse(runtime: RuntimeCore, facts: TurnFacts, forced: Skill | None,

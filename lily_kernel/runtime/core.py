@@ -18,15 +18,14 @@ from lily_kernel.display import Told
 from lily_kernel.environment import Workspace
 from lily_kernel.errors import ModelError
 from lily_kernel.events import EventLog, ProfileSetBy, catalog_events
-from lily_kernel.llm.base import ChatModel
-from lily_kernel.llm.records import error_record
 from lily_kernel.runtime.collaborators import Collaborators, SessionRecord, TurnFacts
 from lily_kernel.runtime.services import Services
 from lily_kernel.runtime.state import SessionState
 from lily_kernel.session import Session
 from lily_kernel.skills import SkillSnapshot, lily_home
 
-if TYPE_CHECKING:  # loaded with the first tool call
+if TYPE_CHECKING:  # loaded with the first tool call, the model seam with the first chat cell
+    from lily_kernel.llm.base import ChatModel
     from lily_kernel.runtime.tool_gate import ToolGate
 
 __all__ = ["RuntimeCore"]
@@ -107,6 +106,7 @@ class RuntimeCore:
                 self.collaborators.make_model, self.session.model_config, cache))
         loading = self._model_loading
         from lily_kernel.events import ModelLoad  # (a kind loaded with its first use)
+        from lily_kernel.llm.records import error_record
 
         try:
             model = await asyncio.shield(loading)

@@ -18,7 +18,11 @@ from tests.kernel.conftest import kernel_env, lily_kernel
 # kernel), an MCP server, a model's prompt or refusal, the record (a chat turn, /new,
 # /resume: its modules, and sqlite3 for its index), the network's proxy and policy (a
 # sandboxed run, the first network question); PyYAML with a lily.yaml or a SKILL.md
-# frontmatter that is not plain lines (skills/plain_frontmatter.py; the bundled are).
+# frontmatter that is not plain lines (skills/plain_frontmatter.py; the bundled are);
+# the kinds of event a start and a command do not log (a model's, a tool's, a change's,
+# the record's: events/__init__.py); the built-in tools' modules, with a tool's first use
+# (the policy is made from their records: tools/__init__.py BUILT_IN); the model seam's
+# values and the scripted model, with the first chat cell (llm/__init__.py).
 LAZY = {"yaml", "lily_kernel.execution.sandbox", "lily_kernel.execution.mounts",
         "lily_kernel.execution.cgroups", "lily_kernel.execution.plan",
         "lily_kernel.execution.python_host", "lily_kernel.execution.subkernel",
@@ -28,7 +32,13 @@ LAZY = {"yaml", "lily_kernel.execution.sandbox", "lily_kernel.execution.mounts",
         "lily_kernel.record.shapes", "lily_kernel.record.turn_model",
         "lily_kernel.network.proxy", "lily_kernel.network.bridge",
         "lily_kernel.network.policy", "lily_kernel.network.decisions",
-        "lily_kernel.network.asking", "lily_kernel.execution.way_out"}
+        "lily_kernel.network.asking", "lily_kernel.execution.way_out",
+        "lily_kernel.events.model_kinds", "lily_kernel.events.tool_kinds",
+        "lily_kernel.events.change_kinds", "lily_kernel.events.turns",
+        "lily_kernel.tools.files", "lily_kernel.tools.load_skill", "lily_kernel.tools.python",
+        "lily_kernel.tools.run_view", "lily_kernel.tools.scripts", "lily_kernel.tools.shell",
+        "lily_kernel.tools.skill_files", "lily_kernel.llm.base", "lily_kernel.llm.records",
+        "lily_kernel.llm.scripted"}
 
 START = f"LAZY = {sorted(LAZY)!r}\n" + """
 import json, sys
