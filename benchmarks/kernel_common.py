@@ -72,11 +72,11 @@ class Kernel:
                 return content
 
 
-def reply_to(kc: BlockingKernelClient, msg_id: str) -> dict[str, Any]:
+def reply_to(kc: BlockingKernelClient, msg_id: str, timeout: float = TIMEOUT) -> dict[str, Any]:
     """The shell reply to `msg_id`, past the kernel_info replies `wait_for_kernel_info`
     left queued (it asks again every 0.5 s: on a busy machine more than one comes)."""
     while True:
-        reply: dict[str, Any] = kc.get_shell_msg(timeout=TIMEOUT)
+        reply: dict[str, Any] = kc.get_shell_msg(timeout=timeout)
         if reply["parent_header"].get("msg_id") == msg_id:
             return reply
         if reply["msg_type"] != "kernel_info_reply":

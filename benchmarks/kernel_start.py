@@ -19,6 +19,12 @@ reply itself. The first `/skills` is timed to its execute_reply.
 Goal (issue 35): Lily <= 1.05x the do-nothing kernel, as the median of each run's ratio
 (the kernels of one run are started one after the other, so a run's ratio holds when the
 shared machine's speed drifts between runs).
+
+    .venv/bin/python benchmarks/kernel_start.py --instructions [--runs 1]
+
+counts instructions instead (valgrind's callgrind; the load does not move them): Lily and
+the do-nothing kernel, start -> kernel_info reply -> first cell's reply, and their ratio
+(benchmarks/kernel_instructions.py).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from kernel_common import (
     reply_to,
     started,
 )
+from kernel_instructions import run as count_instructions
 
 
 def first_cell(kernel_client: object, code: str, began: float) -> float:
@@ -49,18 +56,34 @@ def first_cell(kernel_client: object, code: str, began: float) -> float:
     return time.perf_counter() - began
 
 
+def _with_bytecode(env: dict[str, str]) -> dict[str, str]:
+    """`env` letting Python write its .pyc files (a shell or test runner may forbid it:
+    PYTHONDONTWRITEBYTECODE), so that the first, uncounted run compiles what changed and
+    the measured ones load it, as an installed kernel does: a module compiled at every
+    start would be counted as the kernel's work."""
+    return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--skills", type=int, default=1000)
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under callgrind instead of timing")
     args = parser.parse_args()
+    if args.instructions:
+        with tempfile.TemporaryDirectory() as tmp:
+            count_instructions(args.runs, generate_workspace(Path(tmp), args.skills),
+                               _with_bytecode(bench_env(Path(tmp) / "home")), Path(tmp),
+                               noop_kernelspecs(Path(tmp)))
+        return 0
     kernels = {"lily": "/skills", "python3": "1+1", "noop": "1+1"}
     results: dict[tuple[str, str], list[float]] = {}
     over_noop: dict[str, list[float]] = {}  # lily / noop, run by run
     load_before = os.getloadavg()[0]  # the times (not the ratios) follow the machine's load
     with tempfile.TemporaryDirectory() as tmp:
         workspace = generate_workspace(Path(tmp), args.skills)
-        env = bench_env(Path(tmp) / "home")
+        env = _with_bytecode(bench_env(Path(tmp) / "home"))
         specs = noop_kernelspecs(Path(tmp))
         for run in range(args.runs + 1):  # run 0 warms the page cache and .pyc files
             for flush in (True, False):
