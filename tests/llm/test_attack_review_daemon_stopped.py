@@ -1,0 +1,60 @@
+"""Security review of the shell's session sandbox (issue 36), what holds: a daemon a
+finished command left asks no network question between cells (no tool call runs: the
+host is refused, no one is asked), through a real Lily kernel (jupyter_client over
+ZeroMQ), the loopback model scripting the shell call, real bubblewrap."""
+
+from __future__ import annotations
+
+import queue
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.core.test_scripts import sandbox_or_skip
+from tests.llm.test_attack_review_skill_write import _appeared
+from tests.llm.test_kernel_shell import script, start, tool_result
+from tests.support.openai_server import OpenAIServer
+
+ATTACK = """\
+import os, time, urllib.request
+while not os.path.exists('go'):
+    time.sleep(0.05)
+try:
+    said = str(urllib.request.urlopen('http://review-evil.example/', timeout=120).status)
+except Exception as exc:
+    said = repr(exc)
+open('net.txt', 'w').write(said)
+open('net-done', 'w').close()
+"""
+
+
+@pytest.fixture(autouse=True)
+def _sandbox() -> None:
+    sandbox_or_skip()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def test_a_daemon_between_cells_is_refused_the_network_and_asks_no_one(
+        server: OpenAIServer, tmp_path: Path) -> None:
+    with start(server, tmp_path, LILY_TOOLS_ALLOW="shell") as kernel:
+        workspace = kernel.workspace
+        (workspace / "attack.py").write_text(ATTACK)  # (came with the downloaded folder)
+        script(server, f"( setsid {sys.executable} -I attack.py </dev/null >/dev/null 2>&1 "
+               "& ); echo left")
+        cell = kernel.execute("Go", allow_stdin=True)
+        assert cell.status == "ok", cell.reply
+        assert "left running" in tool_result(server)
+        (workspace / "go").touch()
+        assert _appeared(workspace / "net-done", 90), "the daemon did not finish"
+        said = (workspace / "net.txt").read_text()
+        assert "403" in said or "Forbidden" in said or "Tunnel" in said, said
+        with pytest.raises(queue.Empty):
+            kernel.kc.get_stdin_msg(timeout=0.5)
+        assert "review-evil.example" in kernel.execute("/network").plain
