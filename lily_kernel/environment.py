@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lily_kernel.commands import CommandTable, default_commands
 from lily_kernel.config import (
@@ -19,7 +20,6 @@ from lily_kernel.config import (
     read_config_file,
 )
 from lily_kernel.errors import ConfigError
-from lily_kernel.execution.limits import Limits, RunSettings
 from lily_kernel.llm.local_files import find_embedded_model
 from lily_kernel.mcp_tools.servers import McpServer, configured_servers
 from lily_kernel.persona import Persona, PersonaRoots, list_agents, load_persona
@@ -52,6 +52,9 @@ from lily_kernel.trust import (
     untrusted_policy,
     untrusted_settings,
 )
+
+if TYPE_CHECKING:  # a run's settings load with the first run
+    from lily_kernel.execution.limits import RunSettings
 
 __all__ = ["Workspace", "served_folder"]
 
@@ -185,6 +188,8 @@ class Workspace:
     def script_settings(self) -> RunSettings:
         """What a skill script or shell command is given: lily.yaml's time limit,
         variables and memory limit."""
+        from lily_kernel.execution.limits import Limits, RunSettings
+
         config = self.config
         return RunSettings(config.script_timeout, config.script_env,
                            Limits(memory_mb=config.memory_limit_mb))
@@ -192,6 +197,8 @@ class Workspace:
     def python_settings(self) -> RunSettings:
         """What a run in the session's Python kernel is given (the memory limit holds from
         the kernel's start: a running kernel keeps the one it started with)."""
+        from lily_kernel.execution.limits import Limits, RunSettings
+
         config = self.config
         return RunSettings(config.python_timeout, config.script_env,
                            Limits(memory_mb=config.memory_limit_mb))

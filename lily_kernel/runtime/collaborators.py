@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from lily_kernel.commands import CommandResult, Conversation, ConversationChange
 from lily_kernel.config import ModelConfig
 from lily_kernel.display import render_plain
-from lily_kernel.execution.runner import ScriptPlan, ScriptResult, run_script
 from lily_kernel.record.seam import (
     Emit,
     MakeRecord,
@@ -25,7 +24,8 @@ from lily_kernel.record.seam import (
     TurnPlan,
 )
 
-if TYPE_CHECKING:  # the model seam loads with the first chat cell
+if TYPE_CHECKING:  # the model seam loads with the first chat cell, the runner with a run
+    from lily_kernel.execution.runner import ScriptPlan, ScriptResult
     from lily_kernel.llm.base import ChatModel
 
 __all__ = ["RECORDED", "Collaborators", "SessionRecord", "TurnFacts", "TurnPlan"]
@@ -45,7 +45,7 @@ class Collaborators:
     the session's record (None: none). Replay gives the recording's (replay/run.py)."""
 
     make_model: Callable[[ModelConfig, Path], ChatModel] = _create_model
-    run_script: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] = run_script
+    run_script: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] | None = None  # real runs
     shown: Callable[[CommandResult], str] = render_plain
     # Made once the session has started, from its opening and its log's emit.
     record: MakeRecord | None = None

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 from lily_kernel.environment import Workspace
 from lily_kernel.events import EventLog
-from lily_kernel.execution.runner import ScriptHost, ScriptPlan, ScriptResult
 from lily_kernel.redaction import Redactor, secret_values
 from lily_kernel.tools import PolicyState
 
 if TYPE_CHECKING:  # each loads with its first use, not at the kernel's start
     from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.execution.runner import ScriptHost, ScriptPlan, ScriptResult
     from lily_kernel.execution.way_out import WayOut
     from lily_kernel.mcp_tools.session import McpServers
     from lily_kernel.network.proxy import SessionProxy
@@ -38,12 +38,12 @@ __all__ = ["Services"]
 class Services:
     """One session's services over its current workspace (`workspace`), its log and the
     person's policy choices; `run_script`: how skill scripts run (replay's answers them
-    from the recording). Two sessions never share one."""
+    from the recording; None: for real). Two sessions never share one."""
 
     workspace: Callable[[], Workspace]
     log: EventLog
     policy_state: PolicyState
-    run_script: Callable[[ScriptPlan, float], Awaitable[ScriptResult]]
+    run_script: Callable[[ScriptPlan, float], Awaitable[ScriptResult]] | None
     _gate: tuple[Workspace, ToolGate] | None = field(default=None, repr=False)
     _proxy: SessionProxy | None = field(default=None, repr=False)
     _proxy_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -53,9 +53,12 @@ class Services:
 
     @cached_property
     def scripts(self) -> ScriptHost:
-        """How skill scripts and shell commands run here."""
+        """How skill scripts and shell commands run here (the runner loads now)."""
+        from lily_kernel.execution.runner import ScriptHost, run_script
+
         return ScriptHost(self.workspace().host.environ,
-                          lambda: self.workspace().script_settings(), run=self.run_script,
+                          lambda: self.workspace().script_settings(),
+                          run=self.run_script or run_script,
                           way_out=self.way_out,
                           python=lambda: self.python.python_environment())
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from lily_kernel.execution.runner import ScriptHost
 from lily_kernel.tools.context import (
     ActiveSkill,
     Hosts,
@@ -29,6 +28,7 @@ from lily_kernel.tools.policy import (
 from lily_kernel.tools.registry import Tool, ToolOutcome, ToolRecord, ToolRegistry, blocking
 
 if TYPE_CHECKING:  # loaded by __getattr__ below, with their first use
+    from lily_kernel.execution.runner import ScriptHost
     from lily_kernel.tools.files import file_tools, resolve_in_workspace
 
 __all__ = [
@@ -82,7 +82,10 @@ def default_registry() -> ToolRegistry:
 
 
 def __getattr__(name: str) -> Any:
-    """The file tools' helpers, their module loaded with their first use."""
+    """The file tools' helpers and the script host, their modules loaded with their
+    first use."""
     if name in ("file_tools", "resolve_in_workspace"):
         return getattr(importlib.import_module("lily_kernel.tools.files"), name)
+    if name == "ScriptHost":
+        return getattr(importlib.import_module("lily_kernel.execution.runner"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

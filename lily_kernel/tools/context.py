@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from lily_kernel.errors import ToolError, ToolRefusedError
-from lily_kernel.execution.runner import ScriptHost
 
 if TYPE_CHECKING:  # events load with the first tool call, not with `lily skills`
     from lily_kernel.display import Shown
     from lily_kernel.events import Caller, EventData
     from lily_kernel.execution.python_host import PythonHost
+    from lily_kernel.execution.runner import ScriptHost
 
 __all__ = ["ActiveSkill", "Ask", "Hosts", "Question", "SkillSelector", "ToolContext",
            "ToolServices"]

@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lily_kernel.execution.runner import ScriptPlan
 from lily_kernel.tools.context import Question
 from lily_kernel.visible import MAX_SHOWN, shown, visible
+
+if TYPE_CHECKING:  # the runner loads with the first run
+    from lily_kernel.execution.runner import ScriptPlan
 
 __all__ = ["ALWAYS", "MAX_CODE_CHARS", "MAX_CODE_LINE", "MAX_SHOWN", "YES_NO", "call_question",
            "code_refusal", "offering_always", "python_question", "script_question",

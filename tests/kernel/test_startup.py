@@ -22,7 +22,8 @@ from tests.kernel.conftest import kernel_env, lily_kernel
 # the kinds of event a start and a command do not log (a model's, a tool's, a change's,
 # the record's: events/__init__.py); the built-in tools' modules, with a tool's first use
 # (the policy is made from their records: tools/__init__.py BUILT_IN); the model seam's
-# values and the scripted model, with the first chat cell (llm/__init__.py).
+# values and the scripted model, with the first chat cell (llm/__init__.py); the runner
+# (and a run's settings), with the first run (runtime/services.py `scripts`).
 LAZY = {"yaml", "lily_kernel.execution.sandbox", "lily_kernel.execution.mounts",
         "lily_kernel.execution.cgroups", "lily_kernel.execution.plan",
         "lily_kernel.execution.python_host", "lily_kernel.execution.subkernel",
@@ -38,7 +39,8 @@ LAZY = {"yaml", "lily_kernel.execution.sandbox", "lily_kernel.execution.mounts",
         "lily_kernel.tools.files", "lily_kernel.tools.load_skill", "lily_kernel.tools.python",
         "lily_kernel.tools.run_view", "lily_kernel.tools.scripts", "lily_kernel.tools.shell",
         "lily_kernel.tools.skill_files", "lily_kernel.llm.base", "lily_kernel.llm.records",
-        "lily_kernel.llm.scripted"}
+        "lily_kernel.llm.scripted", "lily_kernel.execution.runner",
+        "lily_kernel.execution.limits", "lily_kernel.execution.launch"}
 
 START = f"LAZY = {sorted(LAZY)!r}\n" + """
 import json, sys
