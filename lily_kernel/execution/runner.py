@@ -241,8 +241,12 @@ async def run_process(plan: ProcessPlan, timeout: float,
 run_script = run_process
 
 
-class Closable(Protocol):
+class ShellSession(Protocol):
+    """The shell's session sandbox as the host holds it (execution/shell_session.py)."""
+
     def close(self) -> None: ...
+
+    def end_turn(self) -> tuple[tuple[tuple[int, str], ...], int]: ...
 
 
 @dataclass
@@ -264,13 +268,19 @@ class ScriptHost(ReadsSettings):
     python: Callable[[], RunEnvironment | None] | None = None
     _sandbox: Sandbox | None = field(default=None, repr=False)
     # The shell's session sandbox (execution/shell_session.py's `ShellSessions`), made
-    # by the shell tool with its first command, ended with the session (`close`).
-    shell: Closable | None = field(default=None, repr=False)
+    # by the shell tool with a turn's first command, ended with the turn (`end_turn`)
+    # or the session (`close`).
+    shell: ShellSession | None = field(default=None, repr=False)
 
     def close(self) -> None:
         """End the shell's session sandbox and everything in it (the session ends)."""
         if self.shell is not None:
             self.shell.close()
+
+    def end_turn(self) -> tuple[tuple[tuple[int, str], ...], int]:
+        """End the shell's sandbox with the turn: what the turn's commands left running
+        (processes, count), ended."""
+        return self.shell.end_turn() if self.shell is not None else ((), 0)
 
     def python_environment(self) -> RunEnvironment | None:
         """The session's Python environment for a run; None when there is none or it

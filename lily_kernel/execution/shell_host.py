@@ -1,6 +1,6 @@
 """The shell's session sandbox, inside: one process that runs each command it is handed
-and keeps what a command left running (a tmux server, a dev server) until the session
-ends. Run by path with `python -I -S` (the standard library only), inside bubblewrap,
+and keeps what a command left running (a tmux server, a dev server) until the sandbox
+ends (with the turn). Run by path with `python -I -S` (the standard library only), inside bubblewrap,
 after the bridge and the limiter (execution/shell_session.py starts it):
 
     python -I -S shell_host.py FD

@@ -1,5 +1,5 @@
 """The shell's session sandbox, from Lily's side: one bubblewrap that lives as long as the
-session, running execution/shell_host.py, which runs each command handed to it.
+turn (or until replaced), running execution/shell_host.py, which runs each command handed to it.
 
 `ShellSandbox.start` lays the sandbox as a command's would be laid (the mounts of
 execution/mounts.py, the way out of execution/way_out.py with its bridge, the limits of

@@ -1,6 +1,7 @@
-"""The shell's commands in one session share one sandbox (execution/shell_sandbox.py),
-which lives until the session ends: what a command leaves running in the background
-(tmux's server, a dev server started with `nohup … &`) is there for the next command,
+"""The shell's commands in one turn share one sandbox (execution/shell_sandbox.py), which
+lives until the turn ends (`end_turn`; the session's end closes it too): what a command
+leaves running in the background (tmux's server, a dev server started with `nohup … &`)
+is there for the turn's next command,
 on the same /tmp, the same PID and network namespaces (127.0.0.1), the same mounts,
 limits, environment and way out.
 
@@ -16,6 +17,7 @@ left running is said (`SessionOutcome`: tools/shell.py words it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -142,7 +144,7 @@ class ShellSessions:
         if not why:
             return None
         ended = await sandbox.running() if sandbox.alive else self._known
-        self.close()
+        self.close(set_aside=False)  # (what changed may be the person's: a `.env`)
         return Replaced(why, ended, changed)
 
     async def _start(self, plan: ProcessPlan, spec: SessionSpec) -> ShellSandbox:
@@ -163,10 +165,23 @@ class ShellSessions:
         self._sandbox, self._spec, self._known = sandbox, spec, LeftRunning()
         return sandbox
 
-    def close(self) -> None:
-        """End the sandbox and everything in it (the session ends)."""
-        sandbox, self._sandbox, self._spec = self._sandbox, None, None
-        self._known = LeftRunning()
-        if sandbox is not None:
-            sandbox.close()
+    def end_turn(self) -> tuple[tuple[tuple[int, str], ...], int]:
+        """End the sandbox with the turn that used it: what was known to run there
+        (processes, count), ended, and what it made that the rules forbid set aside."""
+        known = self._known
+        self.close()
+        return known.processes, known.count
+
+    def close(self, set_aside: bool = True) -> None:
+        """End the sandbox and everything in it (the turn or the session ends). What ran
+        there after the last command (a daemon writing `.envrc` or `lily.yaml`) made
+        that the rules forbid is set aside, once nothing runs there any more."""
+        sandbox, known = self._sandbox, self._known
+        self._sandbox, self._spec, self._known = None, None, LeftRunning()
+        if sandbox is None:
+            return
+        sandbox.close()
+        if set_aside and known:
+            with contextlib.suppress(OSError):
+                sandbox.mounts.remove_made()
 

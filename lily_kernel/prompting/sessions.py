@@ -50,8 +50,9 @@ def left_running_note(processes: Sequence[tuple[int, str]], count: int) -> str:
     if count <= 0:
         return ""
     return (f"[left running in the session's shell sandbox: {named_processes(processes, count)}; "
-            "the next commands share it (the same /tmp, processes and 127.0.0.1) until "
-            "the session ends; `kill PID` ends one]")
+            "the next commands of this turn share it (the same /tmp, processes and "
+            "127.0.0.1); it ends when this turn ends (the person's cell); `kill PID` "
+            "ends one sooner]")
 
 
 def replaced_note(why: Sequence[str], changed: Sequence[str],

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # (it imports nothing of this module: no cycle)
     from lily_kernel.llm.base import ChatModel
     from lily_kernel.runtime.turn import Turn
 
-__all__ = ["ask_again", "build_turn", "converse", "forced_skill_model",
+__all__ = ["ask_again", "build_turn", "converse", "end_shell", "forced_skill_model",
            "record_opening",
            "turn_inputs"]
 
@@ -56,10 +56,21 @@ async def converse(runtime: RuntimeCore, facts: TurnFacts, forced: Skill | None,
         if plan is not None:
             plan.finished(stopped, stopped=True)
         raise
+    finally:
+        end_shell(runtime, sink)
     state.messages.extend(messages)
     runtime.last_turn = (facts, start)
     if plan is not None:
         plan.finished(messages, stopped=False)
+
+
+def end_shell(runtime: RuntimeCore, sink: CellSink) -> None:
+    """The shell's session sandbox ends with the turn; the cell says what that ended."""
+    processes, count = runtime.services.end_turn()
+    if count:
+        from lily_kernel.display.sessions import ended_with_cell
+
+        sink.show(Notice(ended_with_cell(processes, count)))
 
 
 def record_opening(runtime: RuntimeCore) -> RecordOpening:

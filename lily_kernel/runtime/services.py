@@ -152,6 +152,14 @@ class Services:
         del self.__dict__["python"]
         return running
 
+    def end_turn(self) -> tuple[tuple[tuple[int, str], ...], int]:
+        """The turn ended: the shell's session sandbox ends with it (what its commands
+        left running never outlives the person's cell: docs/execution.md); what was
+        ended (processes, count)."""
+        if "scripts" not in self.__dict__:
+            return (), 0
+        return self.scripts.end_turn()
+
     def close(self) -> None:
         """End what runs: the MCP servers, the Python kernel, the shell's sandbox and the
         proxy, if they were started."""

@@ -148,6 +148,27 @@ def test_a_daemon_lives_for_the_next_command_and_not_past_close(shell: Shell) ->
     assert gone_within(mark, 5) == []
 
 
+def test_the_turns_end_ends_what_ran_and_sets_aside_what_it_made(shell: Shell) -> None:
+    """A daemon that writes `.envrc` (direnv runs it on the host) and `lily.yaml` after
+    the command that started it ended: the turn's end ends it and sets them aside."""
+    mark = token("late")
+    body = ("while [ ! -e go ]; do sleep 0.05; done; echo evil > .envrc; "
+            f"echo 'policy: auto' > lily.yaml; touch wrote; sleep 300; : {mark}")
+    started = shell.run(f"( setsid sh -c '{body}' </dev/null >/dev/null 2>&1 & ); echo left")
+    assert started.result.output == "left\n" and started.left.count == 1
+    (shell.workspace / "go").touch()
+    deadline = time.monotonic() + 60
+    while not (shell.workspace / "wrote").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (shell.workspace / ".envrc").exists()  # made with no command running
+    processes, count = shell.sessions.end_turn()
+    assert count >= 1 and [mark in name for _, name in processes] == [True]  # (sh, its sleep)
+    assert gone_within(mark, 5) == []
+    assert not (shell.workspace / ".envrc").exists()
+    assert not (shell.workspace / "lily.yaml").exists()
+    assert shell.sessions.end_turn() == ((), 0)  # (nothing left to end)
+
+
 def test_a_server_started_in_the_background_is_reached_on_loopback(shell: Shell) -> None:
     mark = token("http")
     (shell.workspace / "page.txt").write_text(mark)
@@ -246,7 +267,9 @@ def test_a_sandbox_whose_host_was_killed_is_replaced_and_says_what_ended(shell: 
     namespace): the sandbox ends, the next command gets a new one and is told."""
     mark = token("killed")
     shell.daemon(mark)
-    killed = shell.run("kill -KILL $PPID; sleep 5")  # its parent: the sandbox's host
+    # Its parent: the sandbox's host (after a second: the host says a command started
+    # once it started it, and a host killed before that was heard is "not started").
+    killed = shell.run("sleep 1; kill -KILL $PPID; sleep 5")
     assert killed.result.exit_code == 137 and gone_within(mark, 5) == []
     after = shell.run("echo new")
     assert after.result.output == "new\n" and after.replaced is not None

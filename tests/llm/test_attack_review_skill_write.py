@@ -1,9 +1,10 @@
 """Security review of skills/ writable to runs (issue 36, skill-creator), as an attacker
 would use it, through a real Lily kernel (jupyter_client over ZeroMQ), the loopback model
-scripting the calls, real bubblewrap: a daemon a shell command left writes a new skill
-and changes a trusted one between cells (no run to tell the session): neither is ever
-offered, before nor after `/reload_skills`, and the model loading the trusted skill
-reads the text the person trusted."""
+scripting the calls, real bubblewrap: a daemon a shell command left, meant to write a
+new skill and change a trusted one between cells, is ended with its cell (the shell's
+sandbox lives for one turn): it writes neither, neither is offered, before nor after
+`/reload_skills`, and the model loading the trusted skill reads the text the person
+trusted."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from tests.conftest import skill_text, write_skill
 from tests.core.test_scripts import sandbox_or_skip
+from tests.core.test_shell_session import running_with
 from tests.kernel.conftest import lily_kernel
 from tests.llm.test_kernel_skills import execute_answering
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
@@ -68,7 +70,7 @@ def _appeared(path: Path, seconds: float = 60) -> bool:
     return False
 
 
-def test_what_a_daemon_writes_in_skills_between_cells_is_never_offered(
+def test_a_daemon_meant_to_write_skills_between_cells_is_ended_with_its_cell(
         server: OpenAIServer, tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     write_skill(workspace / "skills", "report", skill_text("Write the weekly report"))
@@ -82,8 +84,12 @@ def test_what_a_daemon_writes_in_skills_between_cells_is_never_offered(
                       " echo left")
         assert "left running" in said, said
         (workspace / "go").touch()
-        assert _appeared(workspace / "wrote"), "the daemon did not run"
-        catalog = _hello(kernel, server)  # no run wrote: the session was not told
+        # Ended with its cell (docs/execution.md, "The session's sandbox"): it never
+        # writes, whatever waits for it.
+        assert running_with("attack.sh") == []
+        assert not _appeared(workspace / "wrote", 3), "a daemon ran between cells"
+        assert "Also mail" not in (workspace / "skills/report/SKILL.md").read_text()
+        catalog = _hello(kernel, server)
         assert "late" not in catalog and "Evil" not in catalog and "evil." not in catalog
         # The model loads the trusted skill: the text the person trusted, not the new one.
         server.script(Reply(tool_calls=[tool_call("load_skill", {"name": "report"}, "l0")]),
@@ -94,7 +100,8 @@ def test_what_a_daemon_writes_in_skills_between_cells_is_never_offered(
         assert "evil.example" not in loaded, loaded
         kernel.execute("/reload_skills")
         catalog = _hello(kernel, server)
-        assert "late" not in catalog and "Evil" not in catalog and "report" not in catalog
+        assert "late" not in catalog and "Evil" not in catalog
+        assert "- report: Write the weekly report" in catalog, catalog  # (never changed)
 
 
 def test_a_namesake_of_a_trusted_skill_and_an_unmounted_skills_folder_change_nothing(

@@ -2,9 +2,10 @@
 the loopback model scripting shell calls, real bubblewrap: tmux's server started by one
 call is driven by the next (openclaw's tmux skill), a dev server started in the
 background is reached on 127.0.0.1 by the next call, the cell and the model are told
-what a command left running and what a replaced sandbox ended; and a daemon a finished
-command left (double-forked, its own session) does not outlive the kernel: not its
-shutdown, its restart, nor a `kill -9`."""
+what a command left running; and a daemon a finished command left (double-forked, its
+own session) ends with its cell (nothing of the shell runs between cells), and does not
+outlive the kernel ended while its cell runs: not its shutdown, its restart, nor a
+`kill -9`. (A sandbox replaced before a command: tests/core/test_shell_session.py.)"""
 
 from __future__ import annotations
 
@@ -54,34 +55,31 @@ def run(kernel: LilyProcess, server: OpenAIServer, *commands: str) -> tuple[str,
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_tmux_started_by_one_call_is_driven_by_the_next(server: OpenAIServer,
-                                                        tmp_path: Path) -> None:
+def test_tmux_started_by_one_call_is_driven_by_the_next_and_ends_with_the_cell(
+        server: OpenAIServer, tmp_path: Path) -> None:
     mark = token("tmux")
     tmux = f"tmux -L {mark}"
     with start(server, tmp_path, LILY_TOOLS_ALLOW="shell") as kernel:
-        cell, [started] = run(kernel, server, f"{tmux} new-session -d -s shared")
-        assert f'[left running in the session\'s shell sandbox: "{tmux} new-session -d -s ' \
-               'shared" (pid ' in started
-        assert f"Left running in the shell's sandbox: \"{tmux} new-session" in cell
-        # Another cell, the next calls: the server is there (not `error connecting to
-        # /tmp/tmux-0/...`), and runs what it is sent.
-        cell, [sent, shown] = run(
-            kernel, server, f"{tmux} send-keys -t shared 'echo from-tmux > tmux.txt' Enter",
+        # One cell, three calls: tmux's server started by the first is there for the
+        # next (not `error connecting to /tmp/tmux-0/...`) and runs what it is sent.
+        cell, [started, sent, shown] = run(
+            kernel, server, f"{tmux} new-session -d -s shared",
+            f"{tmux} send-keys -t shared 'echo from-tmux > tmux.txt' Enter",
             "while [ ! -s tmux.txt ]; do sleep 0.05; done; cat tmux.txt; "
             f"{tmux} list-sessions -F '#{{session_name}}'")
+        assert f'[left running in the session\'s shell sandbox: "{tmux} new-session -d -s ' \
+               'shared" (pid ' in started
+        assert "it ends when this turn ends (the person's cell)" in started
         assert sent.startswith("[exit code 0]"), sent
         assert shown.startswith("[exit code 0]\nfrom-tmux\nshared\n"), shown
-        assert "Left running" not in cell  # (they started nothing new that stayed)
-        # A `.env` appears: the workspace outgrew the sandbox, which is replaced before
-        # the next command, tmux's server ended, and both the cell and the model say so.
-        (kernel.workspace / ".env").write_text("TOKEN=kernel-session-SECRET\n")
-        cell, [after] = run(kernel, server, f"cat .env; {tmux} list-sessions")
-        assert after.startswith("[exit code 1]\ncat: .env: Permission denied\n"), after
-        assert ("[the shell's sandbox was started anew before this command (.env changed "
-                "in the workspace where the sandbox protects it): what ran there was ended: "
-                f'"{tmux} new-session -d -s shared" (pid ') in after
-        assert "The shell's sandbox was started anew (.env changed" in cell
-        assert "SECRET" not in after and running_with(mark) == []
+        assert f"Left running in the shell's sandbox: \"{tmux} new-session" in cell
+        # The cell's turn ended, and tmux's server with it: the cell says so, and
+        # nothing of it runs between cells.
+        assert f'Ended with this cell: "{tmux} new-session -d -s shared" (pid ' in cell
+        assert gone_within(mark, 5) == []
+        cell, [after] = run(kernel, server, f"{tmux} list-sessions")
+        assert after.startswith("[exit code 1]\nerror connecting to /tmp/tmux-"), after
+        assert "Ended with this cell" not in cell
 
 
 def test_a_dev_server_started_in_the_background_is_reached_by_the_next_call(
@@ -108,13 +106,28 @@ def daemon_command(mark: str) -> str:
             "echo left")
 
 
+def test_a_daemon_left_by_a_finished_command_ends_with_its_cell(
+        server: OpenAIServer, tmp_path: Path) -> None:
+    mark = token("cell")
+    with start(server, tmp_path, LILY_TOOLS_ALLOW="shell") as kernel:
+        cell, [left] = run(kernel, server, daemon_command(mark))
+        assert left.startswith("[exit code 0]\nleft\n") and "left running" in left
+        assert "Ended with this cell: " in cell, cell
+        assert gone_within(mark, 5) == []  # nothing of the shell runs between cells
+
+
 @pytest.mark.parametrize("end", ["shutdown", "restart", "kill -9"])
 def test_a_daemon_left_by_a_finished_command_does_not_outlive_the_kernel(
         server: OpenAIServer, tmp_path: Path, end: str) -> None:
     mark = token("end")
     with start(server, tmp_path, LILY_TOOLS_ALLOW="shell") as kernel:
-        _, [left] = run(kernel, server, daemon_command(mark))
-        assert left.startswith("[exit code 0]\nleft\n") and "left running" in left
+        # The kernel ends while the cell's turn still runs (its second command waits):
+        # the daemon its first command left lives on until then.
+        script(server, daemon_command(mark), "sleep 120")
+        kernel.kc.execute("Go", allow_stdin=True)
+        deadline = time.monotonic() + 120
+        while len(running_with(mark)) != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert len(running_with(mark)) == 1  # it lives on after its command
         pid = kernel.km.provisioner.pid  # type: ignore[union-attr]
         if end == "kill -9":
