@@ -76,19 +76,18 @@ def _first_token_seconds(kernel: Any, code: str, picks: list[str] | None = None)
 
 
 def _stop_seconds(kernel: Any, code: str, when: str) -> float:
-    """Interrupt `code` during prompt evaluation ("prompt": when the cell says the model
-    reads first, "Reading the …") or generation ("generation": at the first answer
-    text), by the cell's own message, whatever the machine's load (a fixed wait was
-    lost under load: the cell had answered); seconds from the interrupt to the cell's
-    KeyboardInterrupt reply."""
+    """Interrupt `code` during prompt evaluation ("prompt": 0.3 s after sending a
+    long message) or generation ("generation": at the first answer text); seconds
+    from the interrupt to the cell's KeyboardInterrupt reply."""
     msg_id = kernel.kc.execute(code)
-    kind, text = ("display_data", "Reading the ") if when == "prompt" \
-        else ("update_display_data", "")
-    while True:
-        msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT * 4)
-        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == kind
-                and str(msg["content"].get("data", {}).get("text/plain", "")).startswith(text)):
-            break
+    if when == "prompt":
+        time.sleep(0.3)
+    else:
+        while True:
+            msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT * 4)
+            if msg["parent_header"].get("msg_id") == msg_id and \
+                    msg["msg_type"] == "update_display_data":
+                break
     asked = time.perf_counter()
     kernel.km.interrupt_kernel()
     reply = kernel.kc.get_shell_msg(timeout=TIMEOUT)
