@@ -8,16 +8,22 @@ through execution/reaper.py where there is no sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lily_kernel.execution.mounts import MountPlan
 from lily_kernel.execution.way_out import WayOut
 from lily_kernel.redaction import Redactor, is_secret_name, secret_values
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = [
     "SCRIPT_ENV",
@@ -137,3 +143,14 @@ def unsandboxed(command: list[str]) -> list[str]:
     if not sys.platform.startswith("linux"):
         return command
     return [sys.executable, "-I", "-S", str(REAPER), *command]
+
+
+def kill_sandbox(process: subprocess.Popen[bytes]) -> None:
+    """End a long-lived sandbox started in a session of its own (`start_new_session`):
+    bubblewrap and everything in it, at once; then reap it."""
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)  # its own session
+    with contextlib.suppress(OSError):
+        process.kill()
+    with contextlib.suppress(Exception):
+        process.wait(timeout=5)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from lily_kernel.execution.limits import Limits, limited
 from lily_kernel.execution.mounts import MountPlan, remove_placeholders
-from lily_kernel.execution.sandbox import sandboxed
+from lily_kernel.execution.sandbox import kill_sandbox, sandboxed
 
 if TYPE_CHECKING:
     from lily_kernel.execution.cgroups import RunGroup
@@ -238,12 +238,7 @@ class ShellSandbox:
         self._gone = True
         process = self._process
         if process is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(process.pid, signal.SIGKILL)  # its own session
-            with contextlib.suppress(OSError):
-                process.kill()
-            with contextlib.suppress(Exception):
-                process.wait(timeout=5)
+            kill_sandbox(process)
             if process.stderr is not None:
                 process.stderr.close()
         group, self._group = self._group, None

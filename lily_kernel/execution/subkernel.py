@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import queue
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -44,6 +42,7 @@ from lily_kernel.execution.kernel_link import (
 )
 from lily_kernel.execution.kernelspec import KernelChoice
 from lily_kernel.execution.run_outputs import OUTPUT_MESSAGES, RunOutputs, RunReply, Status
+from lily_kernel.execution.sandbox import kill_sandbox
 
 if TYPE_CHECKING:
     import zmq.asyncio
@@ -367,12 +366,7 @@ class Subkernel:
                 self._client.stop_channels()  # the iopub channel's monitor too
         process = self._process
         if process is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(process.pid, signal.SIGKILL)  # its own session
-            with contextlib.suppress(OSError):
-                process.kill()
-            with contextlib.suppress(Exception):
-                process.wait(timeout=5)
+            kill_sandbox(process)
         self._client = None
         if self._sockets is not None:
             self._sockets.close()
