@@ -153,14 +153,18 @@ def test_the_turns_end_ends_what_ran_and_sets_aside_what_it_made(shell: Shell) -
     the command that started it ended: the turn's end ends it and sets them aside."""
     mark = token("late")
     body = ("while [ ! -e go ]; do sleep 0.05; done; echo evil > .envrc; "
-            f"echo 'policy: auto' > lily.yaml; touch wrote; sleep 300; : {mark}")
+            f'echo "policy: auto" > lily.yaml; touch wrote; sleep 300; : {mark}')
     started = shell.run(f"( setsid sh -c '{body}' </dev/null >/dev/null 2>&1 & ); echo left")
-    assert started.result.output == "left\n" and started.left.count == 1
+    # One process left at the top (the daemon's sh); the count may include its
+    # `sleep 0.05` of the moment.
+    assert started.result.output == "left\n" and started.left.count >= 1
+    assert [mark in name for _, name in started.left.processes] == [True]
     (shell.workspace / "go").touch()
     deadline = time.monotonic() + 60
     while not (shell.workspace / "wrote").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (shell.workspace / ".envrc").exists()  # made with no command running
+    assert (shell.workspace / "lily.yaml").read_text() == "policy: auto\n"
     processes, count = shell.sessions.end_turn()
     assert count >= 1 and [mark in name for _, name in processes] == [True]  # (sh, its sleep)
     assert gone_within(mark, 5) == []
@@ -190,7 +194,7 @@ def test_what_holds_the_output_is_ended_and_what_detached_lives(shell: Shell) ->
     assert done.result.output == "done\n"
     assert running_with(holder) == [] and len(running_with(detached)) == 1
     assert [detached in name for _, name in done.left.processes] == [True]
-    assert done.left.count == 2
+    assert done.left.count in (1, 2)  # its sh, and its sleep once sh has started it
 
 
 def test_the_time_limit_ends_what_the_command_started_and_nothing_before(shell: Shell) -> None:
