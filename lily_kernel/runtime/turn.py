@@ -362,9 +362,11 @@ class Turn:
         if len(short.candidates) == 1:
             return Selection("selected", name=short.candidates[0]), ""
         skills = [s for s in map(self.choice.snapshot.get, short.candidates) if s is not None]
+        # The declaration reads the conversation first (the answer after it reads only
+        # what differs): a long read is said here, or the person waits without a word.
         request = ChatRequest([*self.request.messages, candidates_message(skills)],
                               json_schema=selection_schema(short.candidates),
-                              max_tokens=SELECTION_MAX_TOKENS)
+                              max_tokens=SELECTION_MAX_TOKENS, on_reading=self._reading)
         response = await self._call(request, lambda _text: None, "select")
         return parse_selection(response.text, short.candidates), response.text
 

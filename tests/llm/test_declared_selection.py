@@ -129,6 +129,18 @@ def test_near_equal_matches_are_declared_by_the_model(runtime: LilyRuntime,
     assert [e["step"] for e in events(workspace, "model_call")] == ["select", 1]
 
 
+def test_a_long_read_before_the_declaration_is_said_first(runtime: LilyRuntime) -> None:
+    # The declaration is the first call to read the conversation: a model that says it
+    # reads 2,400 tokens anew is announced before it, not only before the answer (the
+    # embedded model read for minutes under load with `[*]` alone showing).
+    runtime.model = ScriptedModel(name="tiny", supports_tools=False, context_window=8192,
+                                  reads=2_400)
+    sink, _ = run(runtime, NEAR_TIE, reply('{"skill": "tables-tidy"}'), reply("Tidied"))
+    assert sink.notices[:2] == [
+        "Reading the conversation first: 2,400 tokens, about 8 s on this machine.",
+        "Skill: tables-tidy (chosen by the model among near-equal matches)"]
+
+
 def test_the_model_may_declare_none_among_near_equal_matches(runtime: LilyRuntime,
                                                              workspace: Path) -> None:
     sink, model = run(runtime, NEAR_TIE, reply('{"skill": null}'), reply("Plain"))
