@@ -62,7 +62,8 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         process.send_signal(signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(process.wait(), STOP_GRACE)
+            async with asyncio.timeout(STOP_GRACE):
+                await process.wait()
     _kill_group(process)
     await process.wait()
 

@@ -199,11 +199,13 @@ async def run_process(plan: ProcessPlan, timeout: float,
     async def finish() -> int:
         code = await child.wait()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(reading), OUTPUT_GRACE)
+            async with asyncio.timeout(OUTPUT_GRACE):
+                await asyncio.shield(reading)
         return code
 
-    try:
-        code = await asyncio.wait_for(finish(), timeout)
+    try:  # (not wait_for: on 3.11 it loses a stop that meets the command's end)
+        async with asyncio.timeout(timeout):
+            code = await finish()
     except TimeoutError:
         timed_out, code = True, None
         output = _Output(0)

@@ -185,8 +185,9 @@ class ShellSandbox:
 
     async def _answer(self, kind: str, timeout: float = ANSWER_SECONDS) -> dict[str, Any]:
         """The host's next answer, of `kind`; SessionGoneError when none comes."""
-        try:
-            answer = await asyncio.wait_for(self._answers.get(), timeout)
+        try:  # (not wait_for: on 3.11 it loses a cancellation that meets the answer)
+            async with asyncio.timeout(timeout):
+                answer = await self._answers.get()
         except TimeoutError:
             self._gone = True  # (stopped, or stuck): replaced before the next command
             raise SessionGoneError("the shell's sandbox does not answer") from None
@@ -210,10 +211,24 @@ class ShellSandbox:
         self._exit = asyncio.get_running_loop().create_future()
         self._send({"run": {"argv": list(argv), "env": dict(env), "cwd": str(cwd)}},
                    [stdout, stderr])
-        answer = await self._answer("started")
+        try:
+            answer = await self._answer("started")
+        except asyncio.CancelledError:  # the stop button, before the start was heard
+            await asyncio.shield(self._stop_unheard())
+            raise
         if "error" in answer:
             raise OSError(str(answer["error"])[:300])
         return SessionRun(self, self._exit)
+
+    async def _stop_unheard(self) -> None:
+        """A command sent whose start was not heard: stopped once it has started; the
+        sandbox ended when it does not answer."""
+        try:
+            if "started" in await self._answer("started", STOP_SECONDS):
+                self._send({"stop": 1})
+                await self._answer("stopped", STOP_SECONDS)
+        except SessionGoneError:
+            self.close()
 
     async def running(self) -> LeftRunning:
         """Everything that runs in the sandbox besides Lily's own (nothing when it does

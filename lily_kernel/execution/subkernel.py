@@ -265,7 +265,8 @@ class Subkernel:
                     # Its reply may be waiting while its idle status was dropped (or a
                     # reply to a request given up on before: dropped, the watch goes on).
                     with contextlib.suppress(TimeoutError):
-                        reply = await asyncio.wait_for(self._reply(shell.sent, 0.0), 1.0)
+                        async with asyncio.timeout(1.0):
+                            reply = await self._reply(shell.sent, 0.0)
                         if reply is not None:
                             return "replied", reply
         finally:
@@ -342,10 +343,10 @@ class Subkernel:
             try:
                 # (jupyter_client's reply loop reads on past its timeout while others'
                 # replies keep coming: bounded here too)
-                reply: Reply = await asyncio.wait_for(client.execute(
-                    code, silent=True, store_history=False,
-                    user_expressions=expressions or {}, reply=True, timeout=timeout),
-                    timeout + 1.0)
+                async with asyncio.timeout(timeout + 1.0):
+                    reply: Reply = await client.execute(
+                        code, silent=True, store_history=False,
+                        user_expressions=expressions or {}, reply=True, timeout=timeout)
             except TimeoutError:
                 return {}
             content: dict[str, Any] = reply["content"]

@@ -115,7 +115,8 @@ class McpConnection:
         # Started on the event loop's thread: the server dies with that thread.
         self._task = asyncio.create_task(self._serve(ready), name=f"mcp {self.server.name}")
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                await asyncio.shield(ready)
         except TimeoutError:
             self._failed(f"no answer within {self.timeout:g} s")
             raise McpServerError(self.error or "") from None
@@ -180,7 +181,8 @@ class McpConnection:
             raise McpServerError(f"MCP server '{self.server.name}' is not running"
                                  + (f" ({self.error})" if self.error else ""))
         try:
-            return await asyncio.wait_for(client.call_tool(tool, arguments), self.timeout)
+            async with asyncio.timeout(self.timeout):  # (wait_for can lose a stop on 3.11)
+                return await client.call_tool(tool, arguments)
         except TimeoutError:
             raise McpServerError(f"MCP server '{self.server.name}' did not answer within "
                                  f"{self.timeout:g} s") from None

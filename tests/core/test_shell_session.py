@@ -12,9 +12,10 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,12 +82,15 @@ class Shell:
     sessions: ShellSessions = field(default_factory=ShellSessions)
 
     def run(self, command: str, timeout: float = 60) -> SessionOutcome:
+        return asyncio.run(self.running(command, timeout))
+
+    def running(self, command: str, timeout: float = 60) -> Coroutine[Any, Any, SessionOutcome]:
         plan = plan_process(["/bin/sh", "-c", command], self.workspace, [], self.env,
                             self.sandbox, limits=self.limits, allowed_env=self.allowed)
         assert self.sandbox.bwrap is not None
         spec = SessionSpec.of(self.sandbox.bwrap, plan, self.sandbox.way_out, [], [])
-        return asyncio.run(self.sessions.run(plan, spec, ["/bin/sh", "-c", command],
-                                             timeout, lambda name, text: None))
+        return self.sessions.run(plan, spec, ["/bin/sh", "-c", command], timeout,
+                                 lambda name, text: None)
 
     def daemon(self, token: str, action: str = "result = 'pong'") -> SessionOutcome:
         (self.workspace / "daemon.py").write_text(DAEMON)
@@ -174,6 +178,34 @@ def test_the_turns_end_ends_what_ran_and_sets_aside_what_it_made(shell: Shell) -
     assert not (shell.workspace / ".envrc").exists()
     assert not (shell.workspace / "lily.yaml").exists()
     assert shell.sessions.end_turn() == ((), 0)  # (nothing left to end)
+
+
+def test_the_stop_pressed_as_the_command_starts_stops_it(shell: Shell) -> None:
+    """The stop button in the moment the sandbox says the command started: Python
+    3.11's `wait_for` lost that cancellation, and the command ran its whole length."""
+    mark = token("meets")
+    assert shell.run("true").result.exit_code == 0  # (the sandbox, laid)
+    sandbox = shell.sessions.sandbox
+    assert sandbox is not None
+
+    async def stop_as_it_starts() -> None:
+        sandbox._attach()  # this loop's answers: the stop pressed as "started" comes
+        answers = sandbox._answers
+        put = answers.put_nowait
+
+        def put_and_stop(message: dict[str, Any]) -> None:
+            put(message)
+            if "started" in message:
+                run.cancel()
+
+        answers.put_nowait = put_and_stop  # type: ignore[method-assign]
+        run = asyncio.ensure_future(shell.running(f"sh -c 'sleep 60; : {mark}'"))
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(stop_as_it_starts())
+    assert gone_within(mark, 5) == []
+    assert shell.run("echo next").result.output == "next\n"  # the sandbox still serves
 
 
 def test_a_server_started_in_the_background_is_reached_on_loopback(shell: Shell) -> None:

@@ -126,9 +126,12 @@ def test_a_daemon_left_by_a_finished_command_does_not_outlive_the_kernel(
         script(server, daemon_command(mark), "sleep 120")
         kernel.kc.execute("Go", allow_stdin=True)
         deadline = time.monotonic() + 120
-        while len(running_with(mark)) != 1 and time.monotonic() < deadline:
+        # The daemon itself (`sh -c 'sleep 300; : MARK'`), not the command that starts
+        # it, whose line holds the same words between quotes.
+        daemon = f"\0sleep 300; : {mark}\0"
+        while len(running_with(daemon)) != 1 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(running_with(mark)) == 1  # it lives on after its command
+        assert len(running_with(daemon)) == 1  # it lives on after its command
         pid = kernel.km.provisioner.pid  # type: ignore[union-attr]
         if end == "kill -9":
             os.kill(pid, signal.SIGKILL)
