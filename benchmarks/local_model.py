@@ -1,6 +1,6 @@
 """The embedded model, measured as a person meets it: through a real Lily kernel.
 
-    .venv/bin/python benchmarks/local_model.py [--skills 60] [--threads N]
+    .venv/bin/python benchmarks/local_model.py [--skills 60] [--threads N] [--decode-tokens 200]
 
 Nothing is configured, so the kernel answers with the embedded SmolLM2-135M (llama.cpp,
 2 cores here). For the quickstart's workspace and for a generated workspace of
@@ -9,7 +9,9 @@ Nothing is configured, so the kernel answers with the embedded SmolLM2-135M (lla
 - time to the first answer token of turn 1 (a fresh kernel; the skill-selection step
   included), of turn 1 in a second fresh kernel on the same workspace (the system
   context's saved state restored: "seen before"), and of turn 2;
-- how long the stop button takes during prompt evaluation and during generation;
+- how long the stop button takes during prompt evaluation and during generation, each
+  pressed when the cell says the model works (its "Reading the …" notice, its first
+  words), never after a fixed wait; a cell that ended first is said "not measured";
 - the kernel's RSS after the model is loaded;
 - in-process: load time, prompt and decode tokens per second, and, as the baseline in
   the same run, raw llama-cpp-python (`Llama.create_chat_completion`, same file, same
@@ -29,11 +31,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 import psutil
-from kernel_common import TIMEOUT, bench_env, generate_workspace, started
+from kernel_common import TIMEOUT, bench_env, generate_workspace, reply_to, started
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -46,6 +50,31 @@ from lily_kernel.runtime import LilyRuntime  # noqa: E402
 QUESTION = "Hello! What can you help me with?"
 FOLLOW_UP = "Thanks. Say that again in one sentence."
 LONG_STORY = "Write a very long story about a cat who sails around the world, in many chapters."
+# ~2,700 tokens: over the 1,500 a cell announces before the model reads them
+# ("Reading the …", runtime/turn.py), and minutes of reading on a loaded machine.
+LONG_MESSAGE = "Summarise these notes. " + " ".join(
+    f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(150))
+CELL_SECONDS = TIMEOUT * 15  # one cell, at any load; past it the benchmark fails and says so
+READING = "Reading the "  # display/messages.py reading_notice: the model reads first
+
+
+def _cell_messages(kernel: Any, msg_id: str) -> Iterator[dict[str, Any]]:
+    """The iopub messages of the cell `msg_id`, up to its idle status (included); a
+    TimeoutError past CELL_SECONDS, whatever arrives meanwhile."""
+    deadline = time.monotonic() + CELL_SECONDS
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise Empty
+            msg: dict[str, Any] = kernel.kc.get_iopub_msg(timeout=left)
+        except Empty:
+            raise TimeoutError(f"the cell was not done after {CELL_SECONDS} s") from None
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        yield msg
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return
 
 
 def _first_token_seconds(kernel: Any, code: str, picks: list[str] | None = None) -> float:
@@ -54,10 +83,7 @@ def _first_token_seconds(kernel: Any, code: str, picks: list[str] | None = None)
     began = time.perf_counter()
     msg_id = kernel.kc.execute(code)
     first = None
-    while True:
-        msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT * 4)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
+    for msg in _cell_messages(kernel, msg_id):
         kind = msg["msg_type"]
         data = msg["content"].get("data", {})
         if kind == "display_data" and "lily-notice" in data.get("text/html", ""):
@@ -67,47 +93,57 @@ def _first_token_seconds(kernel: Any, code: str, picks: list[str] | None = None)
         if first is None and kind in ("display_data", "update_display_data") and \
                 "lily-reply" in data.get("text/html", ""):
             first = time.perf_counter() - began
-        if kind == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    reply = kernel.kc.get_shell_msg(timeout=TIMEOUT)
+    reply = reply_to(kernel.kc, msg_id)
     if reply["content"]["status"] != "ok" or first is None:
         raise RuntimeError(f"{code!r} failed: {reply['content']}")
     return first
 
 
-def _stop_seconds(kernel: Any, code: str, when: str) -> float:
-    """Interrupt `code` during prompt evaluation ("prompt": 0.3 s after sending a
-    long message) or generation ("generation": at the first answer text); seconds
-    from the interrupt to the cell's KeyboardInterrupt reply."""
+def _stop_seconds(kernel: Any, code: str, when: str) -> float | str:
+    """Interrupt `code` in a new conversation (the cell reads its own message, not the
+    turns before it) while the model works on it, by the cell's own messages whatever
+    the machine's load: during prompt evaluation ("prompt": at the notice that the model
+    reads first, said before its read of the long message) or generation ("generation":
+    at the first update of the answer's text). Seconds from the interrupt to the cell's
+    KeyboardInterrupt reply; or, where the cell ended before that moment or before the
+    interrupt reached it, why the figure was not measured."""
+    kernel.execute("/new")
     msg_id = kernel.kc.execute(code)
-    if when == "prompt":
-        time.sleep(0.3)
+    messages = _cell_messages(kernel, msg_id)
+    for msg in messages:
+        if _model_works(msg, when):
+            break
     else:
-        while True:
-            msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT * 4)
-            if msg["parent_header"].get("msg_id") == msg_id and \
-                    msg["msg_type"] == "update_display_data":
-                break
+        status = reply_to(kernel.kc, msg_id)["content"]["status"]
+        sign = f"a {READING}… notice" if when == "prompt" else "its answer's text"
+        return f"not measured: the cell ended ({status}) without {sign}"
     asked = time.perf_counter()
     kernel.km.interrupt_kernel()
-    reply = kernel.kc.get_shell_msg(timeout=TIMEOUT)
+    reply = reply_to(kernel.kc, msg_id)
     took = time.perf_counter() - asked
+    for _ in messages:  # to the cell's idle status, before the next cell
+        pass
     if reply["content"].get("ename") != "KeyboardInterrupt":
-        raise RuntimeError(f"the interrupt did not stop the cell: {reply['content']}")
-    while True:  # let the kernel go idle before the next cell
-        msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" \
-                and msg["content"]["execution_state"] == "idle":
-            return took
+        return f"not measured: the cell had ended ({reply['content']['status']}) " \
+               "when the interrupt came"
+    return took
+
+
+def _model_works(msg: dict[str, Any], when: str) -> bool:
+    """Whether `msg` says the model is reading ("prompt") or writing ("generation")."""
+    if when == "generation":
+        return bool(msg["msg_type"] == "update_display_data")
+    text = str(msg["content"].get("data", {}).get("text/plain", ""))
+    return bool(msg["msg_type"] == "display_data" and text.startswith(READING))
 
 
 def measure_kernel(workspace: Path, home: Path, threads: int,
-                   picks: list[str]) -> dict[str, float]:
+                   picks: list[str]) -> dict[str, float | str]:
     """The figures through a kernel; `picks` gets the skill each of the two turns
     selected ("none" for none): a turn that selects a skill reads its SKILL.md, unless
     the conversation already holds it."""
     env = {**bench_env(home), "LILY_LOCAL_THREADS": str(threads)}
-    figures: dict[str, float] = {}
+    figures: dict[str, float | str] = {}
     with started("lily", workspace, env) as kernel:
         for turn, question in (("turn 1", QUESTION), ("turn 2", FOLLOW_UP)):
             before = len(picks)
@@ -115,10 +151,11 @@ def measure_kernel(workspace: Path, home: Path, threads: int,
             if len(picks) == before:
                 picks.append("none")
         figures["kernel RSS after load (MiB)"] = psutil.Process(kernel.pid).memory_info().rss / 2**20
-        long_message = "Summarise these notes. " + " ".join(
-            f"Note {i}: the meeting moved to room {i} at {i % 12 + 1} o'clock." for i in range(150))
-        figures["stop during prompt evaluation"] = _stop_seconds(kernel, long_message, "prompt")
-        figures["stop during generation"] = _stop_seconds(kernel, LONG_STORY, "generation")
+        # Generation first: the stopped read goes on to the end of its batch of tokens,
+        # and the kernel is ended after it rather than waiting for it.
+        generation = _stop_seconds(kernel, LONG_STORY, "generation")
+        figures["stop during prompt evaluation"] = _stop_seconds(kernel, LONG_MESSAGE, "prompt")
+        figures["stop during generation"] = generation
     with started("lily", workspace, env) as kernel:  # same workspace, its prefix saved
         figures["turn 1 first token, seen before"] = _first_token_seconds(kernel, QUESTION)
     return figures
@@ -159,8 +196,9 @@ def measure_raw(workspace: Path, threads: int) -> dict[str, float]:
     return figures
 
 
-def measure_lily(workspace: Path, threads: int) -> dict[str, float]:
-    """Lily's LocalModel on the same request: load, first token, prompt and decode rates."""
+def measure_lily(workspace: Path, threads: int, decode: int) -> dict[str, float]:
+    """Lily's LocalModel on the same request: load, first token, prompt and decode rates
+    (decode over an answer of at most `decode` tokens)."""
     file = local_model_file("local")
     assert file is not None
     request = first_request(workspace)
@@ -183,7 +221,7 @@ def measure_lily(workspace: Path, threads: int) -> dict[str, float]:
     figures["prompt tokens"] = prompt_tokens
     figures["prompt tokens/s"] = prompt_tokens / figures["Lily first token"]
     long = ChatRequest([*request.messages[:-1], {"role": "user", "content": LONG_STORY}],
-                       max_tokens=200)
+                       max_tokens=decode)
     response, marks, _ = asyncio.run(timed(long))
     tokens = response.usage.completion_tokens
     figures["decode tokens"] = tokens
@@ -209,12 +247,13 @@ def _eval_alone(model: LocalModel, prompt: int) -> float:
     return len(answer) / (time.perf_counter() - began)
 
 
-def in_child(part: str, workspace: Path, threads: int) -> dict[str, float]:
+def in_child(part: str, workspace: Path, threads: int, decode: int) -> dict[str, float]:
     """Run one in-process measurement in a fresh interpreter: llama.cpp's OpenMP threads
     belong to the thread that first calls it, and two such teams in one process slow
     both down (see lily_kernel/llm/local_model.py)."""
     done = subprocess.run([sys.executable, __file__, "--part", part, "--workspace",
-                           str(workspace), "--threads", str(threads)],
+                           str(workspace), "--threads", str(threads),
+                           "--decode-tokens", str(decode)],
                           capture_output=True, text=True, check=True, timeout=TIMEOUT * 10)
     figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
     return figures
@@ -225,12 +264,14 @@ def main() -> int:
     parser.add_argument("--skills", type=int, default=60)
     parser.add_argument("--threads", type=int, default=default_threads(),
                         help="llama.cpp threads (default: Lily's default here)")
+    parser.add_argument("--decode-tokens", type=int, default=200,
+                        help="the longest answer the decode rates are measured over")
     parser.add_argument("--part", choices=("raw", "lily"), help=argparse.SUPPRESS)
     parser.add_argument("--workspace", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:  # a child of in_child()
-        measure = measure_raw if args.part == "raw" else measure_lily
-        print(json.dumps(measure(args.workspace, args.threads)))
+        print(json.dumps(measure_raw(args.workspace, args.threads) if args.part == "raw" else
+                         measure_lily(args.workspace, args.threads, args.decode_tokens)))
         return 0
     if find_embedded_model() is None:
         print("the embedded model is not installed (./setup.sh installs it)", file=sys.stderr)
@@ -241,26 +282,27 @@ def main() -> int:
         shutil.copytree(REPO / "notebooks", quickstart,
                         ignore=shutil.ignore_patterns("golden", ".lily", "*.ipynb"))
         generated = generate_workspace(root / "generated", args.skills)
-        rows: list[tuple[str, dict[str, float], list[str]]] = []
+        rows: list[tuple[str, dict[str, float | str], dict[str, float], list[str]]] = []
         for label, workspace in (("quickstart", quickstart),
                                  (f"{args.skills} skills", generated)):
             picks: list[str] = []
-            figures = measure_kernel(workspace, root / f"home-{label}", args.threads, picks)
-            figures.update(in_child("raw", workspace, args.threads))
-            figures.update(in_child("lily", workspace, args.threads))
-            rows.append((label, figures, picks))
-    for label, figures, picks in rows:
+            kernel = measure_kernel(workspace, root / f"home-{label}", args.threads, picks)
+            figures = in_child("raw", workspace, args.threads, args.decode_tokens)
+            figures.update(in_child("lily", workspace, args.threads, args.decode_tokens))
+            rows.append((label, kernel, figures, picks))
+    for label, kernel, figures, picks in rows:
         print(f"== {label}")
-        for key, value in figures.items():
+        for key, value in {**kernel, **figures}.items():
             unit = "" if "tokens" in key or "MiB" in key else " s"
-            print(f"  {key:38} {value:9.2f}{unit}")
+            print(f"  {key:38} {value}" if isinstance(value, str) else  # not measured: why
+                  f"  {key:38} {value:9.2f}{unit}")
         ratio = figures["Lily first token"] / figures["raw first token (baseline)"]
         print(f"  {'first token, Lily / raw llama-cpp':38} {ratio:9.2f}x")
         ratio = figures["decode tokens/s"] / figures["eval alone tokens/s (ceiling)"]
         print(f"  {'decode, Lily / eval alone':38} {ratio:9.2f}x")
         print(f"  {'skill selected in turns 1 and 2':38} {' then '.join(picks)}")
     print(f"threads: {args.threads}, load: "
-          f"{statistics.mean([f['Lily load'] for _, f, _ in rows]):.2f} s")
+          f"{statistics.mean([f['Lily load'] for _, _, f, _ in rows]):.2f} s")
     return 0
 
 

@@ -6,6 +6,7 @@ must finish and print every figure it is documented to print.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,17 +76,23 @@ def test_start_breakdown_reports_every_stage_of_both_kernels() -> None:
 @pytest.mark.skipif(find_embedded_model() is None,
                     reason="the `local` extra is not installed (./setup.sh installs it)")
 def test_local_model_benchmark_prints_every_figure_and_its_ratio() -> None:
-    # Four kernels, each loading the embedded model and answering: on a loaded 2-core
-    # machine that took more than 300 s (a whole suite run beside it).
-    out = run_benchmark("local_model.py", "--skills", "3", timeout=900)
+    # Four kernels, each loading the embedded model and answering, on a 2-core machine
+    # the suite keeps busy: one llama.cpp thread (two wait for each other at every step
+    # when the cores are taken: several times slower) and decode rates over 32 tokens.
+    # Each stop is pressed when the cell says the model works, whatever the load, and
+    # must be measured: a number, not "not measured".
+    out = run_benchmark("local_model.py", "--skills", "3", "--threads", "1",
+                        "--decode-tokens", "32", timeout=900)
     for workspace in ("== quickstart", "== 3 skills"):
         assert workspace in out
-    for figure in ("turn 1 first token ", "turn 2 first token ", "seen before ",
-                   "stop during prompt evaluation ", "stop during generation ",
-                   "kernel RSS after load (MiB) ", "raw first token (baseline) ",
-                   "prompt tokens/s ", "decode tokens/s ", "first token, Lily / raw llama-cpp ",
-                   "skill selected in turns 1 and 2 "):
-        assert out.count(figure) == 2, figure
+    for figure in ("turn 1 first token", "turn 2 first token", "turn 1 first token, seen before",
+                   "stop during prompt evaluation", "stop during generation",
+                   "kernel RSS after load (MiB)", "raw first token (baseline)",
+                   "prompt tokens/s", "decode tokens/s", "first token, Lily / raw llama-cpp",
+                   "decode, Lily / eval alone"):
+        measured = re.findall(rf"^  {re.escape(figure)} +\d+\.\d\d(?: s|x)?$", out, re.M)
+        assert len(measured) == 2, (figure, out)
+    assert len(re.findall(r"^  skill selected in turns 1 and 2 +\S", out, re.M)) == 2, out
 
 
 def test_python_execution_benchmark_prints_every_goal() -> None:
