@@ -198,7 +198,7 @@ def test_the_stop_pressed_as_the_command_starts_stops_it(shell: Shell) -> None:
             if "started" in message:
                 run.cancel()
 
-        answers.put_nowait = put_and_stop  # type: ignore[method-assign]
+        answers.put_nowait = put_and_stop  # type: ignore[method-assign,assignment]
         run = asyncio.ensure_future(shell.running(f"sh -c 'sleep 60; : {mark}'"))
         with pytest.raises(asyncio.CancelledError):
             await run

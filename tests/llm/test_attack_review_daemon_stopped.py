@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import queue
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,12 +33,6 @@ open('net-done', 'w').close()
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
     sandbox_or_skip()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def test_a_daemon_meant_to_connect_between_cells_is_ended_and_asks_no_one(

@@ -33,12 +33,6 @@ def _sandbox() -> None:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
 def kernel(server: OpenAIServer, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LilyProcess]:
     root = tmp_path_factory.mktemp("answer-code")

@@ -17,12 +17,6 @@ SECRET = "sk-kernel-test-SECRET-0987654321"
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
 def chat_kernel(server: OpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LilyProcess]:
     root = tmp_path_factory.mktemp("chat")
     workspace = root / "workspace"

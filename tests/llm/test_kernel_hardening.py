@@ -3,21 +3,12 @@ a tool call passes the same redactor as the notebook and the log."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.kernel.conftest import lily_kernel
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
 SECRET = "sk-hardening-SECRET-5551234567"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def test_a_tool_result_holding_a_credential_reaches_the_model_redacted(

@@ -43,12 +43,6 @@ SKILLS = {
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("invocation") / "home"
     for name, text in SKILLS.items():

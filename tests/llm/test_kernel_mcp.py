@@ -24,12 +24,6 @@ FIXTURE = Path(__file__).resolve().parents[1] / "support" / "mcp_fixture_server.
 SECRET = "sk-kernel-mcp-SECRET-1234567890"
 
 
-@pytest.fixture(scope="module")
-def server() -> Any:
-    with OpenAIServer() as srv:
-        yield srv
-
-
 def workspace_with(root: Path, *flags: str, tools: str = "", timeout: float = 20,
                    name: str = "fx") -> Path:
     """A workspace whose lily.yaml configures the fixture server (`fx`, or `name`),

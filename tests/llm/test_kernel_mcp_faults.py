@@ -15,7 +15,6 @@ import pytest
 
 from tests.llm.test_kernel_mcp import (
     script,
-    server,
     start,
     starts,
     tool_result,
@@ -24,8 +23,6 @@ from tests.llm.test_kernel_mcp import (
 from tests.llm.test_kernel_skills import log_events, running_with
 from tests.support.openai_server import OpenAIServer
 from tests.support.waiting import wait_until
-
-__all__ = ["server"]  # the loopback model, a fixture of test_kernel_mcp.py
 
 
 def test_a_server_that_cannot_start_is_one_line_and_the_session_goes_on(

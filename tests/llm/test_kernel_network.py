@@ -32,12 +32,6 @@ def _sandbox() -> None:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A loopback file server serving hello.txt; its port."""
     folder = tmp_path_factory.mktemp("served")

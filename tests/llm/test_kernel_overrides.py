@@ -8,7 +8,6 @@ shell without a question where LILY_SKILL_PREAPPROVAL is on ("allowed by skill",
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,6 @@ OVERRIDES = FIXTURES / "overrides"
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
     sandbox_or_skip()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def start(server: OpenAIServer, root: Path, **env: str) -> Any:

@@ -29,12 +29,6 @@ pytestmark = pytest.mark.skipif(
     reason=f"no working bubblewrap here ({find_sandbox(os.environ).reason})")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
 def _env(server: OpenAIServer, **extra: str) -> dict[str, str]:
     return {"LILY_MODEL": "openai/python-test", "LILY_API_BASE": server.base_url,
             "OPENAI_API_KEY": SECRET, "LILY_RETRY_BACKOFF": "0.01", "LILY_EVENT_LOG": "1",

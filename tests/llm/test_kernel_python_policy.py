@@ -6,7 +6,6 @@ tools)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,6 @@ from tests.support.openai_server import OpenAIServer
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
     sandbox_or_skip()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def script(server: OpenAIServer, code: str) -> None:

@@ -31,12 +31,6 @@ def _sandbox() -> None:
     sandbox_or_skip()
 
 
-@pytest.fixture(scope="module")
-def server() -> Any:
-    with OpenAIServer() as srv:
-        yield srv
-
-
 def start(server: OpenAIServer, workspace: Path, tools: str = "[read, list, shell]") -> Any:
     """A kernel whose (trusted) lily.yaml lets the model run `tools` without asking."""
     workspace.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,6 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,6 @@ SECRET = "sk-kernel-shell-SECRET-1234567890"
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
     sandbox_or_skip()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def start(server: OpenAIServer, root: Path, **env: str) -> Any:

@@ -14,7 +14,6 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,12 +28,6 @@ from tests.support.openai_server import OpenAIServer
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
     sandbox_or_skip()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def token(name: str) -> str:

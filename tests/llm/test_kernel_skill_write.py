@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,6 @@ SKILL = "printf -- '---\\nsummary: Summarise CSV files\\n---\\nRead the CSV.\\n'
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
     sandbox_or_skip()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def _catalog(server: OpenAIServer) -> str:

@@ -9,11 +9,8 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.conftest import FIXTURES
 from tests.kernel.conftest import Execution, LilyProcess, lily_kernel
@@ -21,12 +18,6 @@ from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
 SECRET = "sk-kernel-skills-SECRET-0987654321"
 FORMFILL = FIXTURES / "skill_files" / "formfill"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def start_kernel(server: OpenAIServer, root: Path, skill: Path = FORMFILL,

@@ -11,22 +11,13 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.conftest import FIXTURES, skill_text, write_skill
 from tests.kernel.conftest import lily_kernel
 from tests.llm.test_kernel_skills import execute_answering, log_events
 from tests.support.openai_server import OpenAIServer, Reply, tool_call
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def untrusted(server: OpenAIServer, root: Path) -> Any:

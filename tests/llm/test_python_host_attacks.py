@@ -86,12 +86,6 @@ def test_a_folders_modules_never_run_in_place_of_the_kernels(
     assert sorted(p.name for p in workspace.glob("RAN-*")) == []
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
 def _env(server: OpenAIServer, **extra: str) -> dict[str, str]:
     return {"LILY_MODEL": "openai/host-attacks", "LILY_API_BASE": server.base_url,
             "OPENAI_API_KEY": "sk-host-attacks-0123456789", "LILY_RETRY_BACKOFF": "0.01",

@@ -18,11 +18,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.conftest import FIXTURES, write_skill
 from tests.kernel.conftest import lily_kernel
@@ -37,12 +34,6 @@ from tests.support.openai_server import OpenAIServer, Reply, tool_call
 
 CORPUS = REAL.root
 SCANNER_SCRIPT = FIXTURES / "upstream" / "getsentry-skills" / "skill-scanner" / "scripts"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
 
 
 def user_root_of_real_skills(root: Path) -> Path:

@@ -26,12 +26,6 @@ pytestmark = pytest.mark.skipif(
     reason=f"no working bubblewrap here ({find_sandbox(os.environ).reason})")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as srv:
-        yield srv
-
-
 def _kernelspec(root: Path) -> Path:
     """A Jupyter data folder with one Python kernelspec, `ds`, that marks its kernel."""
     spec = root / "jupyter" / "kernels" / "ds"
