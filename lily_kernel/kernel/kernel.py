@@ -20,7 +20,7 @@ from traitlets import Float
 from lily_kernel import __version__
 from lily_kernel.errors import LilyError
 from lily_kernel.kernel.history import CellHistory
-from lily_kernel.kernel.interrupt import cancel_on_sigint
+from lily_kernel.kernel.interrupt import EarlyStop, cancel_on_sigint
 from lily_kernel.kernel.output import CellError, KernelSink, Send, no_answer, redacted
 from lily_kernel.kernel.stdin import request_input
 from lily_kernel.lifecycle import BackgroundRuntime, workspace_from_environment
@@ -64,7 +64,13 @@ class LilyKernel(Kernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.history = CellHistory()
+        self.early_stop = EarlyStop()
         self.lily = BackgroundRuntime(workspace_from_environment(), start=_recorded_session)
+
+    def pre_handler_hook(self) -> None:
+        # ipykernel's raises KeyboardInterrupt on a press before the cell's task can be
+        # cancelled, and the cell never answers: the press is kept for it (interrupt.py).
+        self.saved_sigint_handler = self.early_stop.arm()
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -133,7 +139,7 @@ class LilyKernel(Kernel):
         `cell_id`: the front end's (JupyterLab's cell id, VS Code's cell URI)."""
         sink = KernelSink(publish, ask)
         task = asyncio.ensure_future(self.lily.run_cell(code, sink, cell_id))
-        with cancel_on_sigint(task) as interrupted:
+        with cancel_on_sigint(task, self.early_stop) as interrupted:
             try:
                 await task
             except asyncio.CancelledError:

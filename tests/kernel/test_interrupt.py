@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from queue import Empty
 
-from tests.kernel.conftest import lily_kernel
+from tests.kernel.conftest import TIMEOUT, lily_kernel
 
 SKILLS = 40_000  # a full reload takes well over a second on the reference machine
+ROUNDS = 10  # cells under a stop button pressed without pause (before the fix, most
+# rounds lost their reply)
+INTERRUPTED = ["KeyboardInterrupt: the cell was interrupted"]
 
 
 def _generate_skills(root: Path, count: int) -> None:
@@ -55,3 +63,58 @@ def test_interrupting_a_long_reload_leaves_the_kernel_alive_and_unchanged(
         assert re.search(rf"^available +{SKILLS + 3}$", full.plain, re.M)
         # The interrupt really stopped the cell early, not after the work was done.
         assert interrupted_after < full.seconds
+
+
+@contextmanager
+def _stop_pressed_without_pause(pid: int) -> Iterator[None]:
+    """The stop button (SIGINT to the kernel's process group, as jupyter_client sends
+    it) pressed again and again, with no pause, while inside: it lands at every moment
+    of a cell, the moments before its task exists and after it ended included."""
+    group = os.getpgid(pid)
+    assert group != os.getpgrp()  # the kernel's group alone (jupyter_client starts one)
+    done = threading.Event()
+
+    def press() -> None:
+        while not done.is_set():
+            os.killpg(group, signal.SIGINT)
+
+    presser = threading.Thread(target=press, daemon=True)
+    presser.start()
+    try:
+        yield
+    finally:
+        done.set()
+        presser.join()
+
+
+def test_every_cell_answers_a_stop_pressed_at_any_moment_and_a_stopped_one_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    # ipykernel raises KeyboardInterrupt on a press while it takes the cell up (before
+    # the cell's task can be cancelled) or before it sends the reply: its handler ended
+    # there and the cell never answered (at load 8: "no reply 120 s after the stop").
+    workspace = tmp_path / "workspace"
+    (workspace / "skills").mkdir(parents=True)
+    with lily_kernel(workspace, tmp_path / "home") as kernel:
+        assert kernel.execute("/skills").status == "ok"
+        answered: list[str] = []
+        pid = kernel.km.provisioner.pid  # type: ignore[union-attr]
+        for _ in range(ROUNDS):
+            with _stop_pressed_without_pause(pid):
+                msg_id = kernel.kc.execute("/reload_skills")
+                try:
+                    reply = kernel.reply_to(msg_id, TIMEOUT)["content"]
+                except Empty:
+                    raise AssertionError(
+                        f"cell {len(answered) + 1} never answered the stop") from None
+            assert kernel.km.is_alive()
+            # Stopped, or done before the stop landed: nothing else.
+            assert reply["status"] == "ok" or reply["traceback"] == INTERRUPTED, reply
+            answered.append(reply["status"])
+
+        # Only the reloads that answered "ok" made a snapshot: a stopped one changed
+        # nothing, even where the press came before its task existed.
+        version = 1 + answered.count("ok")
+        skills = kernel.execute("/skills")
+        assert skills.status == "ok", answered
+        assert f"Skills: 3 available (snapshot {version}," in skills.plain, answered
