@@ -83,7 +83,7 @@ def test_hooks_and_config_stay_read_only(tmp_path: Path) -> None:
         "git config core.hooksPath elsewhere; git config core.fsmonitor 'touch x'; "
         "echo '* filter=evil' > .git/info/attributes; mv .git/hooks .git/old-hooks; "
         "mv .git .git-old; mkdir .git/modules/sub; echo ran", workspace)
-    assert done.exit_code == 0 and done.output.endswith("ran\n")
+    assert done.exit_code == 0 and "ran" in done.output.splitlines()  # (stdout, stderr: no order between)
     for refused in ("cannot create .git/hooks/pre-commit: Read-only file system",
                     "could not write config file .git/config: Device or resource busy",
                     "cannot create .git/info/attributes: Read-only file system",
@@ -107,7 +107,7 @@ def test_a_missing_hooks_folder_cannot_be_made(tmp_path: Path) -> None:
     shutil.rmtree(workspace / ".git" / "hooks")
     done = sandboxed(f"mkdir -p .git/hooks; printf '{HOOK}' > .git/hooks/pre-commit; "
                      "chmod +x .git/hooks/pre-commit; echo ran", workspace)
-    assert done.output.endswith("ran\n")
+    assert "ran" in done.output.splitlines()
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
     git(workspace, "commit", "-q", "--allow-empty", "-m", "the person's")
     assert not (workspace / "planted.txt").exists()
@@ -118,7 +118,7 @@ def test_a_commondir_a_run_made_is_set_aside(tmp_path: Path) -> None:
     evil = workspace / "evil"
     done = sandboxed("mkdir -p evil/hooks && cp .git/config evil/config && "
                      "echo \"$PWD/evil\" > .git/commondir && echo ran", workspace)
-    assert done.output.startswith("ran\n")
+    assert "ran" in done.output.splitlines()
     assert "[removed after the run: .git/commondir" in done.output
     assert not (workspace / ".git" / "commondir").exists()
     assert evil.is_dir()  # the run's files are its own; only what git would read is not
@@ -133,7 +133,7 @@ def test_a_linked_worktrees_redirection_stays_read_only(tmp_path: Path) -> None:
     done = sandboxed("echo /tmp/evil > .git/worktrees/outside/commondir; "
                      "mv .git/worktrees/outside .git/worktrees/moved; "
                      "mv .git/worktrees .git/trees; echo ran", workspace)
-    assert done.output.endswith("ran\n")
+    assert "ran" in done.output.splitlines()
     assert (folder / "commondir").read_text() == commondir
     assert not (workspace / ".git" / "trees").exists()
 

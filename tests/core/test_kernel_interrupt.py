@@ -41,9 +41,8 @@ def test_a_press_before_the_cells_task_exists_stops_it_at_its_first_wait() -> No
         signal.raise_signal(signal.SIGINT)  # before: KeyboardInterrupt, here
         assert early.pressed
         task = asyncio.ensure_future(cell())
-        with cancel_on_sigint(task, early) as interrupted:
-            with pytest.raises(asyncio.CancelledError):
-                await task
+        with cancel_on_sigint(task, early) as interrupted, pytest.raises(asyncio.CancelledError):
+            await task
         assert interrupted()
 
     _with_early_stop(body)
