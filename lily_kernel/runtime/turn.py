@@ -364,7 +364,11 @@ class Turn:
         skills = [s for s in map(self.choice.snapshot.get, short.candidates) if s is not None]
         # The declaration reads the conversation first (the answer after it reads only
         # what differs): a long read is said here, or the person waits without a word.
-        request = ChatRequest([*self.request.messages, candidates_message(skills)],
+        # Offered the code block, the answer reads the code rules and the worked example
+        # before the conversation: so does the declaration, or the answer re-reads it all.
+        read = offer_code(self.request.messages) if self._offers_code() \
+            else list(self.request.messages)
+        request = ChatRequest([*read, candidates_message(skills)],
                               json_schema=selection_schema(short.candidates),
                               max_tokens=SELECTION_MAX_TOKENS, on_reading=self._reading)
         response = await self._call(request, lambda _text: None, "select")

@@ -16,6 +16,7 @@ import pytest
 
 from lily_kernel.errors import ModelError
 from lily_kernel.llm import ChatResponse, ScriptedModel, Usage
+from lily_kernel.prompting.code_blocks import CODE_RULES
 from lily_kernel.runtime import LilyRuntime
 from lily_kernel.skills import RELEVANT_SCORE
 from tests.conftest import skill_text, write_skill
@@ -127,6 +128,22 @@ def test_near_equal_matches_are_declared_by_the_model(runtime: LilyRuntime,
     assert (selection["outcome"], selection["decided_by"]) == ("selected", "model")
     assert selection["reply"] == '{"skill": "tables-tidy"}'
     assert [e["step"] for e in events(workspace, "model_call")] == ["select", 1]
+
+
+def test_offered_code_the_declaration_reads_what_the_answer_reads_first(
+        workspace: Path, environ: dict[str, str]) -> None:
+    """The answer of a model offered the code block reads the code rules and the worked
+    example before the conversation; the declaration reads them too, so a local model's
+    answer reads only what differs (it re-read the whole prompt: ~115 s at load 16)."""
+    skills = workspace / "skills"
+    write_skill(skills, "tables-clean", skill_text("Clean messy CSV tables"))
+    write_skill(skills, "tables-tidy", skill_text("Tidy messy CSV tables"))
+    env = {**environ, "LILY_MODEL": "scripted/no-tools"}  # (python offered, asked)
+    runtime = LilyRuntime.start(workspace, env, session_id="s1")
+    _, model = run(runtime, NEAR_TIE, reply('{"skill": "tables-tidy"}'), reply("Tidied"))
+    select, answer = model.requests
+    assert CODE_RULES in select.messages[0]["content"]
+    assert answer.messages[: len(select.messages) - 1] == select.messages[:-1]
 
 
 def test_a_long_read_before_the_declaration_is_said_first(runtime: LilyRuntime) -> None:
