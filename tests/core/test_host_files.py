@@ -17,6 +17,7 @@ import pytest
 from lily_kernel.host_files import open_inside, read_inside, scan_inside, write_inside
 from lily_kernel.tools import ToolContext, ToolPolicy, default_registry
 from tests.support.gate import run_tool
+from tests.support.repeating import repeating
 
 HOST_SECRET = "host-secret-0123456789"
 
@@ -78,30 +79,23 @@ def test_regular_files_read_write_and_list(workspace: Path) -> None:
 def swapping(path: Path, outside: Path, regular: bool) -> Iterator[None]:
     """A thread that keeps swapping `path` between a link to `outside` and a regular
     file (or nothing), as sandboxed code can while Lily works."""
-    stop = threading.Event()
+    spare = path.with_name(path.name + ".spare")
 
     def swap() -> None:
-        spare = path.with_name(path.name + ".spare")
-        while not stop.is_set():
-            try:
-                spare.unlink(missing_ok=True)
-                spare.symlink_to(outside)
-                os.replace(spare, path)  # now a link
-                if regular:
-                    spare.write_text("inside")
-                    os.replace(spare, path)  # now a file
-                else:
-                    path.unlink(missing_ok=True)
-            except OSError:
-                pass
+        try:
+            spare.unlink(missing_ok=True)
+            spare.symlink_to(outside)
+            os.replace(spare, path)  # now a link
+            if regular:
+                spare.write_text("inside")
+                os.replace(spare, path)  # now a file
+            else:
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass
 
-    thread = threading.Thread(target=swap, daemon=True)
-    thread.start()
-    try:
+    with repeating(swap):
         yield
-    finally:
-        stop.set()
-        thread.join(5)
 
 
 def test_read_raced_by_a_swap_never_reads_outside(workspace: Path, outside: Path) -> None:

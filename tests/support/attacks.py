@@ -14,11 +14,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support.repeating import repeating
 
 SECRET = "sk-attack-SECRET-0123456789abcdef"
 DOTENV_SECRET = "dotenv-hunter2-0123456789"
@@ -338,16 +339,9 @@ def watching_processes(scene: Scene) -> Iterator[None]:
         return sum(1 for p in os.listdir("/proc") if p.isdigit() and in_workspace(p))
 
     scene.baseline_processes = scene.peak_processes = count()
-    done = threading.Event()
 
     def sample() -> None:
-        while not done.wait(0.05):
-            scene.peak_processes = max(scene.peak_processes, count())
+        scene.peak_processes = max(scene.peak_processes, count())
 
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    try:
+    with repeating(sample, pause=0.05):
         yield
-    finally:
-        done.set()
-        thread.join()
